@@ -1,0 +1,352 @@
+// Package checkpoint is a lazily-read view of one Spark Structured Streaming
+// checkpoint directory on a storage.Store.
+//
+// Load lists the root, offsets/ and commits/ (one listing each) and reads no
+// batch file, so that opening a checkpoint with 100k batches costs what a
+// directory listing costs. Individual files are read on request and cached,
+// so the recovery planner, doctor and repair can share one Checkpoint without
+// reading a file twice.
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Directory and file names inside a checkpoint root (Spark's
+// StreamingCheckpointConstants).
+const (
+	DirOffsets   = "offsets"
+	DirCommits   = "commits"
+	DirSources   = "sources"
+	DirState     = "state"
+	FileMetadata = "metadata"
+)
+
+// Checkpoint is one checkpoint root. It is safe for concurrent use.
+type Checkpoint struct {
+	// Store is where the checkpoint lives.
+	Store storage.Store
+	// Offsets and Commits are the listings of offsets/ and commits/.
+	Offsets, Commits *Log
+	// Root is the listing of the checkpoint root (files and directories).
+	Root []storage.Entry
+
+	mu       sync.Mutex
+	offsets  map[int64]*offsetsEntry
+	commits  map[int64]*commitEntry
+	metadata *metadataEntry
+	raw      map[string]*rawEntry
+}
+
+type offsetsEntry struct {
+	seq *logformat.OffsetSeq
+	err error
+}
+
+type commitEntry struct {
+	c   *logformat.Commit
+	err error
+}
+
+type metadataEntry struct {
+	m   *logformat.StreamMetadata
+	err error
+}
+
+type rawEntry struct {
+	data []byte
+	err  error
+}
+
+// Log is the listing of one HDFSMetadataLog directory (offsets/ or commits/).
+type Log struct {
+	// Dir is the directory name relative to the checkpoint root.
+	Dir string
+	// IDs are the batch ids that have a batch file, ascending. A batch file
+	// is a plain file whose name Spark's isBatchFile accepts (a decimal
+	// long); directories are excluded as Spark master does.
+	IDs []int64
+	// Files maps each id in IDs to its listing entry (size, modification time).
+	Files map[int64]storage.Entry
+	// Temps are leftovers of interrupted atomic writes (.N.<uuid>.tmp).
+	Temps []storage.Entry
+	// Checksums are Hadoop local-filesystem checksum files (.N.crc).
+	Checksums []storage.Entry
+	// Others are every other entry: unknown names, numeric directories.
+	Others []storage.Entry
+}
+
+// Latest returns the largest batch id, as Spark's getLatestBatchId does.
+func (l *Log) Latest() (int64, bool) {
+	if l == nil || len(l.IDs) == 0 {
+		return 0, false
+	}
+	return l.IDs[len(l.IDs)-1], true
+}
+
+// Earliest returns the smallest batch id on disk.
+func (l *Log) Earliest() (int64, bool) {
+	if l == nil || len(l.IDs) == 0 {
+		return 0, false
+	}
+	return l.IDs[0], true
+}
+
+// Has reports whether the batch file for id exists.
+func (l *Log) Has(id int64) bool {
+	if l == nil {
+		return false
+	}
+	_, ok := l.Files[id]
+	return ok
+}
+
+// Prev returns the largest on-disk id below id (Spark's
+// getPrevBatchFromStorage, used by async progress tracking).
+func (l *Log) Prev(id int64) (int64, bool) {
+	if l == nil {
+		return 0, false
+	}
+	i := sort.Search(len(l.IDs), func(i int) bool { return l.IDs[i] >= id })
+	if i == 0 {
+		return 0, false
+	}
+	return l.IDs[i-1], true
+}
+
+// Next returns the smallest on-disk id at or above id.
+func (l *Log) Next(id int64) (int64, bool) {
+	if l == nil {
+		return 0, false
+	}
+	i := sort.Search(len(l.IDs), func(i int) bool { return l.IDs[i] >= id })
+	if i == len(l.IDs) {
+		return 0, false
+	}
+	return l.IDs[i], true
+}
+
+// Path returns the store-relative path of batch id ("offsets/7").
+func (l *Log) Path(id int64) string {
+	return l.Dir + "/" + fmt.Sprint(id)
+}
+
+// ChecksumFor returns the .crc entry that belongs to batch file name (e.g.
+// "7" → ".7.crc"), if the listing has one.
+func (l *Log) ChecksumFor(name string) (storage.Entry, bool) {
+	if l == nil {
+		return storage.Entry{}, false
+	}
+	want := l.Dir + "/." + name + ".crc"
+	for _, e := range l.Checksums {
+		if e.Path == want {
+			return e, true
+		}
+	}
+	return storage.Entry{}, false
+}
+
+// Load lists the checkpoint root, offsets/ and commits/ (exactly three List
+// calls) and reads no file.
+func Load(ctx context.Context, s storage.Store) (*Checkpoint, error) {
+	root, err := s.List(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoint root: %w", err)
+	}
+	offsets, err := loadLog(ctx, s, DirOffsets)
+	if err != nil {
+		return nil, err
+	}
+	commits, err := loadLog(ctx, s, DirCommits)
+	if err != nil {
+		return nil, err
+	}
+	return &Checkpoint{
+		Store:   s,
+		Offsets: offsets,
+		Commits: commits,
+		Root:    root,
+		offsets: map[int64]*offsetsEntry{},
+		commits: map[int64]*commitEntry{},
+		raw:     map[string]*rawEntry{},
+	}, nil
+}
+
+func loadLog(ctx context.Context, s storage.Store, dir string) (*Log, error) {
+	entries, err := s.List(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	return NewLog(dir, entries), nil
+}
+
+// NewLog classifies a directory listing the way Spark's HDFSMetadataLog does.
+// It is exported so that callers holding a listing (tests, the engine) can
+// build a Log without another List call.
+func NewLog(dir string, entries []storage.Entry) *Log {
+	l := &Log{Dir: dir, Files: make(map[int64]storage.Entry, len(entries))}
+	ids := make([]int64, 0, len(entries))
+	for _, e := range entries {
+		name := e.Path
+		if i := strings.LastIndexByte(name, '/'); i >= 0 {
+			name = name[i+1:]
+		}
+		n := logformat.ParseName(name)
+		switch {
+		case e.IsDir:
+			l.Others = append(l.Others, e)
+		case n.Kind == logformat.NameBatch:
+			// Two spellings of one id ("5" and "+5") cannot both be kept;
+			// Spark would list both and the later read wins. Keep the first.
+			if _, dup := l.Files[n.Batch]; dup {
+				l.Others = append(l.Others, e)
+				continue
+			}
+			l.Files[n.Batch] = e
+			ids = append(ids, n.Batch)
+		case n.Kind == logformat.NameTemp:
+			l.Temps = append(l.Temps, e)
+		case n.Kind == logformat.NameChecksum:
+			l.Checksums = append(l.Checksums, e)
+		default:
+			l.Others = append(l.Others, e)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	l.IDs = ids
+	return l
+}
+
+// HasMetadata reports whether the root listing has the metadata file.
+func (c *Checkpoint) HasMetadata() bool {
+	for _, e := range c.Root {
+		if e.Path == FileMetadata && !e.IsDir {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadOffsets reads and parses offsets/id. A missing file gives an error
+// wrapping fs.ErrNotExist; a parse failure is a *logformat.Error whose File
+// is the store-relative path ("offsets/7"). Results are cached.
+func (c *Checkpoint) ReadOffsets(ctx context.Context, id int64) (*logformat.OffsetSeq, error) {
+	c.mu.Lock()
+	e, ok := c.offsets[id]
+	c.mu.Unlock()
+	if ok {
+		return e.seq, e.err
+	}
+	p := c.Offsets.Path(id)
+	data, err := c.Store.ReadFile(ctx, p)
+	if err != nil {
+		// I/O errors are not cached: a retry may succeed.
+		return nil, err
+	}
+	seq, err := logformat.ParseOffsets(p, data)
+	c.mu.Lock()
+	c.offsets[id] = &offsetsEntry{seq: seq, err: err}
+	c.mu.Unlock()
+	return seq, err
+}
+
+// ReadCommit reads and parses commits/id, with the same conventions as
+// ReadOffsets.
+func (c *Checkpoint) ReadCommit(ctx context.Context, id int64) (*logformat.Commit, error) {
+	c.mu.Lock()
+	e, ok := c.commits[id]
+	c.mu.Unlock()
+	if ok {
+		return e.c, e.err
+	}
+	p := c.Commits.Path(id)
+	data, err := c.Store.ReadFile(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := logformat.ParseCommit(p, data)
+	c.mu.Lock()
+	c.commits[id] = &commitEntry{c: cm, err: err}
+	c.mu.Unlock()
+	return cm, err
+}
+
+// ReadMetadata reads and parses the root metadata file. A missing file gives
+// an error wrapping fs.ErrNotExist.
+func (c *Checkpoint) ReadMetadata(ctx context.Context) (*logformat.StreamMetadata, error) {
+	c.mu.Lock()
+	e := c.metadata
+	c.mu.Unlock()
+	if e != nil {
+		return e.m, e.err
+	}
+	data, err := c.Store.ReadFile(ctx, FileMetadata)
+	if err != nil {
+		return nil, err
+	}
+	m, err := logformat.ParseStreamMetadata(FileMetadata, data)
+	c.mu.Lock()
+	c.metadata = &metadataEntry{m: m, err: err}
+	c.mu.Unlock()
+	return m, err
+}
+
+// ReadFile reads any file below the root (e.g. "sources/0/0"), cached. A
+// missing file gives an error wrapping fs.ErrNotExist, and the absence is
+// cached too, since a checkpoint view describes one moment.
+func (c *Checkpoint) ReadFile(ctx context.Context, rel string) ([]byte, error) {
+	c.mu.Lock()
+	e, ok := c.raw[rel]
+	c.mu.Unlock()
+	if ok {
+		return e.data, e.err
+	}
+	data, err := c.Store.ReadFile(ctx, rel)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.raw[rel] = &rawEntry{data: data, err: err}
+	c.mu.Unlock()
+	return data, err
+}
+
+// SparkPath renders a store-relative path the way Spark prints it in its
+// messages: Hadoop qualifies local paths as "file:/abs/path" and keeps the
+// scheme of other file systems ("s3a://bucket/prefix/offsets/7").
+func (c *Checkpoint) SparkPath(rel string) string {
+	return SparkPath(c.Store.URI(), rel)
+}
+
+// SparkPath renders rel below the checkpoint location uri as Spark prints it.
+func SparkPath(uri, rel string) string {
+	root := strings.TrimRight(uri, "/")
+	switch {
+	case strings.HasPrefix(root, "file:"):
+		if u, err := url.Parse(root); err == nil && u.Path != "" {
+			root = "file:" + u.Path
+		}
+	case strings.Contains(root, "://"):
+		// s3://, s3a://, mem://: Hadoop keeps the URI as given.
+	default:
+		if abs, err := filepath.Abs(root); err == nil {
+			root = abs
+		}
+		root = "file:" + filepath.ToSlash(root)
+	}
+	if rel == "" {
+		return root
+	}
+	return root + "/" + rel
+}

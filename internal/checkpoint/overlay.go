@@ -1,0 +1,223 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Overlay is a storage.Store that shows a base store with some files added,
+// replaced or hidden, without touching the base. It lets the planner answer
+// "what would a restart do if these files existed?" (replay --what-if, repair
+// verification) through the same code path as a real checkpoint.
+//
+// Writes and deletes go to the overlay only. Safe for concurrent use.
+type Overlay struct {
+	base storage.Store
+
+	mu      sync.Mutex
+	files   map[string][]byte
+	deleted map[string]bool
+}
+
+// NewOverlay returns an overlay over base holding files (store-relative
+// path → content); files may be nil.
+func NewOverlay(base storage.Store, files map[string][]byte) *Overlay {
+	o := &Overlay{base: base, files: map[string][]byte{}, deleted: map[string]bool{}}
+	for p, d := range files {
+		o.files[path.Clean(p)] = d
+	}
+	return o
+}
+
+// Set adds or replaces a file in the overlay.
+func (o *Overlay) Set(p string, data []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p = path.Clean(p)
+	o.files[p] = data
+	delete(o.deleted, p)
+}
+
+// Hide makes p look absent, whether or not the base has it.
+func (o *Overlay) Hide(p string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p = path.Clean(p)
+	delete(o.files, p)
+	o.deleted[p] = true
+}
+
+// URI is the base's URI, so that messages name the real checkpoint.
+func (o *Overlay) URI() string { return o.base.URI() }
+
+func (o *Overlay) snapshot() (map[string][]byte, map[string]bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	files := make(map[string][]byte, len(o.files))
+	for k, v := range o.files {
+		files[k] = v
+	}
+	deleted := make(map[string]bool, len(o.deleted))
+	for k := range o.deleted {
+		deleted[k] = true
+	}
+	return files, deleted
+}
+
+func fileEntry(p string, data []byte) storage.Entry {
+	return storage.Entry{Path: p, Size: int64(len(data)), ModTime: time.Time{}}
+}
+
+func cleanDir(dir string) string {
+	if dir == "" || dir == "." || dir == "/" {
+		return ""
+	}
+	return strings.Trim(path.Clean(dir), "/")
+}
+
+// List merges the base listing of dir with the overlay's files and the
+// directories they imply.
+func (o *Overlay) List(ctx context.Context, dir string) ([]storage.Entry, error) {
+	base, err := o.base.List(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	dir = cleanDir(dir)
+	files, deleted := o.snapshot()
+	byPath := map[string]storage.Entry{}
+	for _, e := range base {
+		if deleted[e.Path] {
+			continue
+		}
+		byPath[e.Path] = e
+	}
+	prefix := ""
+	if dir != "" {
+		prefix = dir + "/"
+	}
+	for p, d := range files {
+		if !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		rest := p[len(prefix):]
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			child := prefix + rest[:i]
+			if _, ok := byPath[child]; !ok {
+				byPath[child] = storage.Entry{Path: child, IsDir: true}
+			}
+			continue
+		}
+		byPath[p] = fileEntry(p, d)
+	}
+	out := make([]storage.Entry, 0, len(byPath))
+	for _, e := range byPath {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// Walk merges the base walk of dir with the overlay's files below it.
+func (o *Overlay) Walk(ctx context.Context, dir string) ([]storage.Entry, error) {
+	base, err := o.base.Walk(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	dir = cleanDir(dir)
+	files, deleted := o.snapshot()
+	byPath := map[string]storage.Entry{}
+	for _, e := range base {
+		if !deleted[e.Path] {
+			byPath[e.Path] = e
+		}
+	}
+	for p, d := range files {
+		if dir == "" || strings.HasPrefix(p, dir+"/") {
+			byPath[p] = fileEntry(p, d)
+		}
+	}
+	out := make([]storage.Entry, 0, len(byPath))
+	for _, e := range byPath {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+func (o *Overlay) lookup(p string) (data []byte, inOverlay, hidden bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p = path.Clean(p)
+	if d, ok := o.files[p]; ok {
+		return d, true, false
+	}
+	return nil, false, o.deleted[p]
+}
+
+func notExist(op, p string) error {
+	return fmt.Errorf("%s %s: %w", op, p, fs.ErrNotExist)
+}
+
+// Stat describes p from the overlay, else from the base.
+func (o *Overlay) Stat(ctx context.Context, p string) (storage.Entry, error) {
+	d, in, hidden := o.lookup(p)
+	switch {
+	case in:
+		return fileEntry(path.Clean(p), d), nil
+	case hidden:
+		return storage.Entry{}, notExist("stat", p)
+	}
+	return o.base.Stat(ctx, p)
+}
+
+// ReadFile reads p from the overlay, else from the base.
+func (o *Overlay) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	d, in, hidden := o.lookup(p)
+	switch {
+	case in:
+		return bytes.Clone(d), nil
+	case hidden:
+		return nil, notExist("read", p)
+	}
+	return o.base.ReadFile(ctx, p)
+}
+
+// Open streams p from the overlay, else from the base.
+func (o *Overlay) Open(ctx context.Context, p string) (io.ReadCloser, error) {
+	d, in, hidden := o.lookup(p)
+	switch {
+	case in:
+		return io.NopCloser(bytes.NewReader(d)), nil
+	case hidden:
+		return nil, notExist("open", p)
+	}
+	return o.base.Open(ctx, p)
+}
+
+// WriteFile creates p in the overlay, refusing (fs.ErrExist) when p exists in
+// the overlay or the base, like every Store.
+func (o *Overlay) WriteFile(ctx context.Context, p string, data []byte) error {
+	if _, err := o.Stat(ctx, p); err == nil {
+		return fmt.Errorf("write %s: %w", p, fs.ErrExist)
+	}
+	o.Set(p, bytes.Clone(data))
+	return nil
+}
+
+// Delete hides p; the base is not touched.
+func (o *Overlay) Delete(_ context.Context, p string) error {
+	o.Hide(p)
+	return nil
+}
+
+var _ storage.Store = (*Overlay)(nil)

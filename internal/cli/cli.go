@@ -1,0 +1,68 @@
+// Package cli holds what every command needs from its surroundings: streams, the storage opener,
+// the clock, and the shared flag conventions. Commands get an *Env instead of globals so that
+// tests can run them without cobra and without a process.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Env is the environment a command runs in.
+type Env struct {
+	IO      *iostreams.IOStreams
+	Version string
+	// Storage holds the S3 settings from the global flags; OpenStore uses them.
+	Storage storage.Options
+	// Now is the clock; tests pin it.
+	Now func() time.Time
+	// Getenv reads the environment; tests replace it.
+	Getenv func(string) string
+}
+
+// OpenStore opens a checkpoint location given as a path, file:// URI or s3://bucket/prefix.
+func (e *Env) OpenStore(ctx context.Context, uri string) (storage.Store, error) {
+	return storage.Open(ctx, uri, e.Storage)
+}
+
+// AddOutputFlag adds -o/--output (table or json) to cmd.
+func AddOutputFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVarP(p, "output", "o", "table", "output format: table or json")
+}
+
+// ParseOutput validates the -o value as a usage error.
+func ParseOutput(s string) (render.Format, error) {
+	f, err := render.ParseFormat(s)
+	if err != nil {
+		return "", exitcode.UsageError(err)
+	}
+	return f, nil
+}
+
+// ExactArgs is cobra.ExactArgs with a usage error that says what the argument is.
+func ExactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return exitcode.UsageError(fmt.Errorf("%s: expected %s, got %d argument(s)\nusage: %s", cmd.CommandPath(), what, len(args), cmd.UseLine()))
+		}
+		return nil
+	}
+}
+
+// MinimumArgs requires at least n arguments.
+func MinimumArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return exitcode.UsageError(fmt.Errorf("%s: expected %s\nusage: %s", cmd.CommandPath(), what, cmd.UseLine()))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,158 @@
+// Package inspect implements `ckpt inspect`, the first command a user runs on a checkpoint.
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/inspect"
+	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Options are the inputs of `ckpt inspect`, separate from cobra so tests can call runInspect.
+type Options struct {
+	IO *iostreams.IOStreams
+	// OpenStore opens the location argument (cli.Env.OpenStore).
+	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
+
+	// Location is the checkpoint, sink output directory or _spark_metadata directory.
+	Location string
+	// Output is "table" or "json".
+	Output render.Format
+	// Batches asks for one row per batch.
+	Batches bool
+	// Batch, when HasBatch, asks for the contents of one batch.
+	Batch    int64
+	HasBatch bool
+	// Parallelism bounds concurrent reads for --batches.
+	Parallelism int
+}
+
+const long = `Show what a Spark Structured Streaming checkpoint holds.
+
+LOCATION is a checkpoint directory (a path, file:// URI or s3://bucket/prefix), a file sink's output
+directory, or its _spark_metadata directory.
+
+For a checkpoint, inspect prints the query id, the batch ranges of offsets/ and commits/ with any
+gaps, the latest batch (time, watermark, conf and source offsets), each source (Kafka topics and
+partitions and the initial offsets file, file source log offset, or the raw offset), the state
+store inventory (operators, partitions, stores, versions, provider) and leftover .tmp and orphan
+.crc files. It reads only listings and a few small files.
+
+  --batches   one row per batch: committed or not, time, and for Kafka the end offset and the
+              number of records of every partition (reads every offsets file, concurrently)
+  --batch N   the parsed contents of batch N: offsets metadata, conf, each source offset, and
+              the commit
+
+For a file sink log it prints the batch range, the compact interval Spark would use, and the
+number and total size of the files the log says are live (Spark's allFiles), streaming the
+compact file.
+
+A file that cannot be parsed does not stop inspect: it is shown as a problem (file, line, what was
+expected, Spark's message) and the rest is still read. -o json prints the same as one JSON
+document (schema: docs/inspect.md).
+
+Exit codes:
+  0  inspected, even if some files are corrupt (they are listed under problems)
+  1  the location could not be read, holds no checkpoint or sink log, or batch N does not exist
+  2  usage error (unknown flag, bad -o value, --batch with --batches, a negative batch id)`
+
+// NewCmd builds `ckpt inspect`. runF replaces runInspect in tests of the flag wiring.
+func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: env.IO, OpenStore: env.OpenStore}
+	var output string
+	cmd := &cobra.Command{
+		Use:   "inspect LOCATION",
+		Short: "Show what a checkpoint (or a file sink log) holds",
+		Long:  long,
+		Example: `  ckpt inspect /data/checkpoints/orders
+  ckpt inspect s3://bucket/checkpoints/orders --batches
+  ckpt inspect ./ckpt --batch 41 -o json
+  ckpt inspect /data/output/orders          # a file sink: reads _spark_metadata/`,
+		Args: cli.ExactArgs(1, "a checkpoint location"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Location = args[0]
+			f, err := cli.ParseOutput(output)
+			if err != nil {
+				return err
+			}
+			opts.Output = f
+			opts.HasBatch = cmd.Flags().Changed("batch")
+			if opts.HasBatch && opts.Batches {
+				return exitcode.UsageError(fmt.Errorf("--batch and --batches cannot be used together"))
+			}
+			if opts.HasBatch && opts.Batch < 0 {
+				return exitcode.UsageError(fmt.Errorf("--batch %d: batch ids are not negative", opts.Batch))
+			}
+			if opts.Parallelism < 0 {
+				return exitcode.UsageError(fmt.Errorf("--parallelism %d: want 1 or more (0 for the default)", opts.Parallelism))
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runInspect(cmd.Context(), opts)
+		},
+	}
+	cli.AddOutputFlag(cmd, &output)
+	cmd.Flags().BoolVar(&opts.Batches, "batches", false, "list every batch (reads every offsets file)")
+	cmd.Flags().Int64Var(&opts.Batch, "batch", 0, "show the parsed contents of batch `N`")
+	cmd.Flags().IntVar(&opts.Parallelism, "parallelism", 0, fmt.Sprintf("concurrent reads for --batches (default %d)", storage.DefaultReadParallelism))
+	return cmd
+}
+
+func runInspect(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	store, err := opts.OpenStore(ctx, opts.Location)
+	if err != nil {
+		return err
+	}
+	target, err := inspect.Detect(ctx, store)
+	if err != nil {
+		return err
+	}
+	var doc any
+	switch {
+	case target.Kind == inspect.KindFileSinkLog:
+		if opts.Batches || opts.HasBatch {
+			return exitcode.UsageError(fmt.Errorf("%s is a file sink log: --batches and --batch apply to checkpoints", opts.Location))
+		}
+		doc, err = inspect.SinkLogSummary(ctx, store, target.Dir)
+	case opts.Batches:
+		doc, err = inspect.Batches(ctx, store, inspect.BatchesOptions{Parallelism: opts.Parallelism})
+	case opts.HasBatch:
+		doc, err = inspect.Batch(ctx, store, opts.Batch)
+	default:
+		doc, err = inspect.Summarize(ctx, store)
+	}
+	if err != nil {
+		var nf *inspect.BatchNotFoundError
+		if errors.As(err, &nf) {
+			return exitcode.New(exitcode.Failure, err)
+		}
+		return err
+	}
+	if opts.Output == render.FormatJSON {
+		return render.JSON(opts.IO.Out, doc)
+	}
+	r := render.New(opts.IO)
+	switch d := doc.(type) {
+	case *inspect.Summary:
+		renderSummary(r, d)
+	case *inspect.BatchList:
+		renderBatches(r, d)
+	case *inspect.BatchDetail:
+		renderBatch(r, d)
+	case *inspect.SinkLogReport:
+		renderSinkLog(r, d)
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+func testEnv() *cli.Env {
+	ios, _, _, _ := iostreams.Test()
+	return &cli.Env{IO: ios, Version: "test"}
+}
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want Options
+	}{
+		{args: []string{"ck"}, want: Options{Location: "ck", Output: render.FormatTable}},
+		{args: []string{"ck", "-o", "json", "--batches", "--parallelism", "4"}, want: Options{Location: "ck", Output: render.FormatJSON, Batches: true, Parallelism: 4}},
+		{args: []string{"ck", "--batch", "7"}, want: Options{Location: "ck", Output: render.FormatTable, Batch: 7, HasBatch: true}},
+		{args: []string{"ck", "--batch", "0"}, want: Options{Location: "ck", Output: render.FormatTable, Batch: 0, HasBatch: true}},
+		{args: []string{"ck", "--batch", "1", "--batches"}, code: exitcode.Usage},
+		{args: []string{"ck", "--batch", "-1"}, code: exitcode.Usage},
+		{args: []string{"ck", "-o", "yaml"}, code: exitcode.Usage},
+		{args: []string{}, code: exitcode.Usage},
+		{args: []string{"a", "b"}, code: exitcode.Usage},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var got *Options
+			cmd := NewCmd(testEnv(), func(o *Options) error { got = o; return nil })
+			cmd.SetArgs(tc.args)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			cmd.SilenceErrors, cmd.SilenceUsage = true, true
+			err := cmd.Execute()
+			if c := exitcode.Code(err); c != tc.code {
+				t.Fatalf("exit code %d (%v), want %d", c, err, tc.code)
+			}
+			if tc.code != 0 {
+				return
+			}
+			got.IO, got.OpenStore = nil, nil
+			if fmt.Sprintf("%+v", *got) != fmt.Sprintf("%+v", tc.want) {
+				t.Errorf("options = %+v, want %+v", *got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHelpListsExitCodes(t *testing.T) {
+	cmd := NewCmd(testEnv(), nil)
+	for _, want := range []string{"Exit codes:", "0  inspected", "1  the location could not be read", "2  usage error"} {
+		if !strings.Contains(cmd.Long, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+// run runs runInspect over an in-memory store holding files.
+func run(t *testing.T, files map[string]string, mod func(*Options)) (string, error) {
+	t.Helper()
+	ios, _, out, _ := iostreams.Test()
+	s := storage.NewMem()
+	for p, c := range files {
+		if err := s.WriteFile(context.Background(), p, []byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := &Options{
+		IO:        ios,
+		OpenStore: func(context.Context, string) (storage.Store, error) { return s, nil },
+		Location:  "mem://ck",
+		Output:    render.FormatTable,
+	}
+	if mod != nil {
+		mod(opts)
+	}
+	err := runInspect(context.Background(), opts)
+	return out.String(), err
+}
+
+var kafkaFiles = map[string]string{
+	"metadata":    `{"id":"11111111-2222-3333-4444-555555555555"}`,
+	"offsets/0":   "v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1719290664278,\"conf\":{\"spark.sql.shuffle.partitions\":\"5\"}}\n{\"orders\":{\"0\":10,\"1\":5}}",
+	"offsets/1":   "v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1719290665278,\"conf\":{\"spark.sql.shuffle.partitions\":\"5\"}}\n{\"orders\":{\"0\":15,\"1\":12}}",
+	"commits/0":   "v1\n{\"nextBatchWatermarkMs\":0}",
+	"sources/0/0": "\x00v1\n{\"orders\":{\"0\":0,\"1\":0}}",
+}
+
+func TestRunSummaryTable(t *testing.T) {
+	out, err := run(t, kafkaFiles, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Query id:       11111111-2222-3333-4444-555555555555",
+		"Offsets:        0-1 (2 files, latest 1)",
+		"Latest batch:   1 (not committed: a restart re-runs it)",
+		"Batch time:     2024-06-25T04:44:25.278Z",
+		"spark.sql.shuffle.partitions  5",
+		"0       kafka  topics orders (2); 2 partitions; initial offsets sources/0/0",
+		"0       orders  0          15           0",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	out, err := run(t, kafkaFiles, func(o *Options) { o.Output = render.FormatJSON })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if m["kind"] != "checkpoint" || m["queryId"] != "11111111-2222-3333-4444-555555555555" {
+		t.Errorf("json = %s", out)
+	}
+}
+
+func TestRunBatches(t *testing.T) {
+	out, err := run(t, kafkaFiles, func(o *Options) { o.Batches = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `Kafka end offsets (+records read) of orders
+BATCH  COMMITTED  TIME                      WATERMARK  P0        P1       RECORDS
+0      yes        2024-06-25T04:44:24.278Z  0          10 (+10)  5 (+5)   15
+1      no         2024-06-25T04:44:25.278Z  0          15 (+5)   12 (+7)  12
+`
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	_, err := run(t, map[string]string{"x": "1"}, nil)
+	if exitcode.Code(err) != exitcode.Failure || !strings.Contains(err.Error(), "no checkpoint found at mem://") {
+		t.Errorf("not a checkpoint: %v", err)
+	}
+	_, err = run(t, kafkaFiles, func(o *Options) { o.Batch, o.HasBatch = 9, true })
+	if exitcode.Code(err) != exitcode.Failure || err.Error() != "batch 9 not found: offsets/ has 0-1, commits/ has 0" {
+		t.Errorf("missing batch: %v", err)
+	}
+	sink := map[string]string{"_spark_metadata/0": "v1\n" + `{"path":"/a","size":1,"isDir":false,"modificationTime":1,"blockReplication":1,"blockSize":1,"action":"add"}`}
+	_, err = run(t, sink, func(o *Options) { o.Batches = true })
+	if exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("--batches on a sink log: %v", err)
+	}
+}

@@ -1,0 +1,206 @@
+package repair
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/doctor"
+	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// JournalOptions are the inputs of `ckpt repair undo` and `ckpt repair resume`.
+type JournalOptions struct {
+	IO        *iostreams.IOStreams
+	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
+	Now       func() time.Time
+	Version   string
+
+	// Op is "undo" or "resume".
+	Op string
+	// Journal is the repair directory (or its journal/ directory, or a snapshot in it).
+	Journal string
+	// Checkpoint overrides the checkpoint the journal names ("" = from the journal).
+	Checkpoint   string
+	Yes, Force   bool
+	ActiveWindow time.Duration
+	Output       render.Format
+}
+
+var journalLong = map[string]string{
+	"undo": `Restore every file a repair changed to the bytes it had before the repair.
+
+JOURNAL is the repair directory printed by 'ckpt repair --execute' (by default
+<checkpoint>/_ckpt/repairs/<id>), its journal/ directory, or one snapshot file in it. undo reads
+the newest snapshot, compares each file the repair touched with the hashes recorded before and
+after the change, and restores from the backup only what the repair changed. A file that has
+changed since (a restarted query wrote it) stops the undo before anything is touched, since
+restoring would destroy that write. Running undo twice is harmless.
+
+An undo changes the checkpoint, so it asks first on a terminal and needs --yes otherwise. It takes
+the repair lock; the lock left by a repair that stopped half-way is its own and is taken over.`,
+	"resume": `Finish a repair that stopped half-way (a crash, a storage error).
+
+JOURNAL is the repair directory printed by 'ckpt repair --execute'. resume backs up what was not
+backed up yet, applies the actions the file hashes show as not yet applied, then verifies the
+checkpoint with the planner, exactly as the original run would have. A file with bytes that
+neither the original nor the repair explain stops it before anything is touched.
+
+resume asks first on a terminal and needs --yes otherwise.`,
+}
+
+func newJournalCmd(env *cli.Env, op string, runF func(context.Context, *JournalOptions) error) *cobra.Command {
+	opts := &JournalOptions{IO: env.IO, OpenStore: env.OpenStore, Now: env.Now, Version: env.Version, Op: op}
+	var output string
+	short := map[string]string{
+		"undo":   "Restore a checkpoint byte for byte from a repair's journal",
+		"resume": "Finish a repair that stopped half-way, from its journal",
+	}[op]
+	cmd := &cobra.Command{
+		Use:   op + " JOURNAL",
+		Short: short,
+		Long:  journalLong[op],
+		Args:  cli.ExactArgs(1, "a repair journal (the directory printed by ckpt repair --execute)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Journal = args[0]
+			f, err := cli.ParseOutput(output)
+			if err != nil {
+				return err
+			}
+			opts.Output = f
+			if opts.ActiveWindow < 0 {
+				return exitcode.UsageError(fmt.Errorf("--active-window %s: want 0 (no check) or more", opts.ActiveWindow))
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runJournal(cmd.Context(), opts)
+		},
+	}
+	cli.AddOutputFlag(cmd, &output)
+	fl := cmd.Flags()
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "go ahead without asking (required when stdin is not a terminal)")
+	fl.BoolVar(&opts.Force, "force", false, "run even if the query looks alive or another repair holds the lock")
+	fl.DurationVar(&opts.ActiveWindow, "active-window", repair.DefaultActiveWindow, "refuse when a log file is younger than this (0: no check)")
+	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "the checkpoint `LOCATION`, when it is not where the journal says (moved since)")
+	return cmd
+}
+
+// journalDoc is the -o json form of undo and resume.
+type journalDoc struct {
+	Op         string                 `json:"op"`
+	Journal    string                 `json:"journal"`
+	Checkpoint string                 `json:"checkpoint"`
+	State      repair.State           `json:"state"`
+	Actions    []repair.JournalAction `json:"actions"`
+	Verified   any                    `json:"verified"`
+	Warnings   []string               `json:"warnings"`
+}
+
+func runJournal(ctx context.Context, opts *JournalOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	dir := repair.JournalLocation(opts.Journal)
+	js, err := opts.OpenStore(ctx, dir)
+	if err != nil {
+		return err
+	}
+	loc := repair.Location{Store: js}
+	j, err := repair.ReadJournal(ctx, loc)
+	if err != nil {
+		return err
+	}
+	cpURI := opts.Checkpoint
+	if cpURI == "" {
+		cpURI = j.Checkpoint
+		if c, ok := repair.CheckpointOf(dir); ok {
+			// The journal sits in the checkpoint's own _ckpt/: the checkpoint is where it is now,
+			// even if it was moved since the repair.
+			cpURI = c
+		}
+	}
+	cs, err := opts.OpenStore(ctx, cpURI)
+	if err != nil {
+		return err
+	}
+	r := render.New(opts.IO)
+	json := opts.Output == render.FormatJSON
+	if !json {
+		r.KV([][2]string{
+			{"Journal", dir},
+			{"Checkpoint", cpURI},
+			{"Repair", fmt.Sprintf("%s (%s, %s)", j.ID, orNone(string(j.Strategy)), j.State)},
+		})
+		for i, a := range j.Actions {
+			line := fmt.Sprintf("  %d. %s %s", i+1, a.Op, a.Path)
+			if a.Op == repair.OpCopy {
+				line = fmt.Sprintf("  %d. copy %s to %s", i+1, a.From, a.Path)
+			}
+			r.Printf("%s  %s\n", line, r.Faint("["+string(a.State)+"]"))
+		}
+	}
+	if !opts.Yes {
+		if json || !opts.IO.CanPrompt() {
+			return exitcode.UsageError(fmt.Errorf("%s changes the checkpoint: it needs --yes when stdin is not a terminal", opts.Op))
+		}
+		q := map[string]string{"undo": "Restore these files to their state before the repair?", "resume": "Finish this repair?"}[opts.Op]
+		ok, err := opts.IO.Confirm(q)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintln(opts.IO.Out, "Nothing changed.")
+			return nil
+		}
+	}
+	eo := repair.ExecOptions{
+		Now: opts.Now, Tool: "ckpt " + opts.Version, ActiveWindow: opts.ActiveWindow, Force: opts.Force,
+		Progress: func(format string, args ...any) { fmt.Fprintf(opts.IO.ErrOut, "ckpt: "+format+"\n", args...) },
+	}
+	var res *repair.Journal
+	if opts.Op == "undo" {
+		res, err = repair.Undo(ctx, cs, loc, eo)
+	} else {
+		res, err = repair.Resume(ctx, cs, loc, eo)
+	}
+	if err != nil {
+		return err
+	}
+	if json {
+		d := journalDoc{Op: opts.Op, Journal: dir, Checkpoint: cpURI, State: res.State, Actions: res.Actions, Warnings: res.Warnings}
+		if res.Verified != nil {
+			d.Verified = res.Verified
+		}
+		if d.Warnings == nil {
+			d.Warnings = []string{}
+		}
+		return render.JSON(opts.IO.Out, d)
+	}
+	r.Println()
+	for _, w := range res.Warnings {
+		r.Printf("%s %s\n", r.Warn("warning:"), w)
+	}
+	if opts.Op == "undo" {
+		r.Printf("%s every file the repair changed has its original bytes again.\n", r.Good("Undone:"))
+		r.Printf("Check with: ckpt doctor %s\n", doctor.ShellQuote(cpURI))
+		return nil
+	}
+	r.Printf("%s %s\n", r.Good("Applied and verified:"), restartText(res.Verified))
+	r.Printf("To revert: ckpt repair undo %s\n", doctor.ShellQuote(dir))
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "single repair"
+	}
+	return s
+}

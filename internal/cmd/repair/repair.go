@@ -1,0 +1,326 @@
+// Package repair implements `ckpt repair`, `ckpt repair undo` and `ckpt repair resume`.
+package repair
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Options are the inputs of `ckpt repair`, separate from cobra so tests can call runRepair.
+type Options struct {
+	IO *iostreams.IOStreams
+	// OpenStore opens a location argument (cli.Env.OpenStore).
+	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
+	// Now is the clock (journal ids, the liveness window).
+	Now func() time.Time
+	// Version names the ckpt build in the journal.
+	Version string
+
+	// Checkpoint is the checkpoint location.
+	Checkpoint string
+	// Strategy picks a way out of missing-previous-offsets ("" = recommended).
+	Strategy repair.Strategy
+	// Sink is a file sink's output directory (or its _spark_metadata), "" for none.
+	Sink string
+	// Execute applies the plan; Yes confirms without a prompt.
+	Execute, Yes bool
+	// BackupDir is where repair directories go ("" = <checkpoint>/_ckpt/repairs).
+	BackupDir string
+	// ActiveWindow and Force: see repair.ExecOptions.
+	ActiveWindow time.Duration
+	Force        bool
+	// Mode, SparkVersion and CommitFormatVersion describe the restart to plan for.
+	Mode                recovery.Mode
+	SparkVersion        string
+	CommitFormatVersion int
+	// Output is "table" or "json".
+	Output render.Format
+}
+
+const long = `Repair what ckpt doctor finds, without losing a byte.
+
+By default repair only prints the plan: each file it would change and why, every way out when
+there is a choice, and what the restart does afterwards as the recovery planner predicts it (the
+next batch, what runs again, how many records are read twice). Nothing changes.
+
+--execute applies the plan. On a terminal it asks first; otherwise --yes is required. Before the
+first change it copies every file it will touch to a backup directory and starts a journal there
+(default <checkpoint>/_ckpt/repairs/<id>/, a directory Spark never reads; --backup-dir puts it
+elsewhere). The journal is written before each change, so a repair that stops half-way (a crash,
+an S3 error) is finished with 'ckpt repair resume <journal>' or reverted byte for byte with
+'ckpt repair undo <journal>'. After the last change repair re-reads the checkpoint, runs the
+planner again and prints the verified outcome.
+
+What it repairs:
+  offsets after a gap          uncommitted offsets files past a missing one are deleted
+  async progress tracking      the latest offsets file lacks its predecessor although committed:
+                               --strategy delete         delete back to the last consecutive pair
+                                                         (replays the batches after it)
+                               --strategy copy-previous  write a copy of offsets/L as offsets/L-1
+                                                         (replays nothing; derived from Spark's
+                                                         code, not documented by Spark)
+                               --strategy spark-procedure  Spark's documented steps; no file change
+                               The recommended strategy loses nothing and replays the least.
+  commits ahead of offsets     the commits without offsets are deleted
+  corrupt latest file          an empty or truncated latest offsets or commit file is deleted
+                               (an unfinished write: the batch runs again)
+  leftovers                    .tmp files and orphan .crc files are deleted
+Every deleted offsets file takes the commits at or above it, and every file its .crc.
+
+Safety: repair refuses when a log file is younger than --active-window (the query may be running)
+or another repair holds the lock (<checkpoint>/_ckpt/lock); --force overrides both with a warning.
+With --sink it refuses to delete offsets of a batch the file sink has committed, since Spark would
+plan that batch again and the sink would silently skip it. It only ever changes files directly in
+offsets/ and commits/, never through a symbolic link.
+
+Exit codes:
+  0  the plan was printed, or applied and verified (or there was nothing to repair)
+  1  the repair was refused or failed (a half-way repair names its journal)
+  2  usage error, or --execute without --yes when nobody can be asked`
+
+// NewCmd builds `ckpt repair` with its undo and resume subcommands. runF replaces runRepair in
+// tests of the flag wiring.
+func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: env.IO, OpenStore: env.OpenStore, Now: env.Now, Version: env.Version}
+	var output, strategy, mode string
+	cmd := &cobra.Command{
+		Use:   "repair CHECKPOINT",
+		Short: "Plan and apply a safe repair (backup, journal, verify, undo)",
+		Long:  long,
+		Example: `  ckpt repair /data/checkpoints/orders                  # print the plan
+  ckpt repair /data/checkpoints/orders --execute        # apply it (asks first)
+  ckpt repair s3://bucket/ckpt --strategy delete --execute --yes
+  ckpt repair ./ckpt --sink /data/output/orders         # refuse plans that lose sink output
+  ckpt repair undo ./ckpt/_ckpt/repairs/20250101T120000Z-1a2b3c4d`,
+		Args: cli.ExactArgs(1, "a checkpoint location"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Checkpoint = args[0]
+			f, err := cli.ParseOutput(output)
+			if err != nil {
+				return err
+			}
+			opts.Output = f
+			if opts.Strategy, err = repair.ParseStrategy(strategy); err != nil {
+				return exitcode.UsageError(err)
+			}
+			if opts.Mode, err = recovery.ParseMode(mode); err != nil {
+				return exitcode.UsageError(err)
+			}
+			if opts.SparkVersion != "" {
+				if err := recovery.ValidateSparkVersion(opts.SparkVersion); err != nil {
+					return exitcode.UsageError(err)
+				}
+			}
+			if opts.ActiveWindow < 0 {
+				return exitcode.UsageError(fmt.Errorf("--active-window %s: want 0 (no check) or more", opts.ActiveWindow))
+			}
+			if opts.Yes && !opts.Execute {
+				return exitcode.UsageError(errors.New("--yes confirms --execute; without --execute nothing changes"))
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runRepair(cmd.Context(), opts)
+		},
+	}
+	cli.AddOutputFlag(cmd, &output)
+	fl := cmd.Flags()
+	fl.StringVar(&strategy, "strategy", "", "way out of missing-previous-offsets: delete, copy-previous or spark-procedure (default: the recommended one)")
+	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): never delete offsets the sink has committed")
+	fl.BoolVar(&opts.Execute, "execute", false, "apply the plan (default: only print it)")
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "apply without asking (required with --execute when stdin is not a terminal)")
+	fl.StringVar(&opts.BackupDir, "backup-dir", "", "where to put the journal and backups (default `DIR` <checkpoint>/_ckpt/repairs)")
+	fl.DurationVar(&opts.ActiveWindow, "active-window", repair.DefaultActiveWindow, "refuse when a log file is younger than this (0: no check)")
+	fl.BoolVar(&opts.Force, "force", false, "run even if the query looks alive or another repair holds the lock")
+	fl.StringVar(&mode, "mode", "sync", "engine of the next restart: sync, async or spark-2.1")
+	fl.StringVar(&opts.SparkVersion, "spark-version", "", "Spark release of the next restart (default "+recovery.DefaultSparkVersion+")")
+	fl.IntVar(&opts.CommitFormatVersion, "commit-format-version", 0, "spark.sql.streaming.stateStore.checkpointFormatVersion (Spark 4.0; default 1)")
+
+	cmd.AddCommand(newJournalCmd(env, "undo", nil), newJournalCmd(env, "resume", nil))
+	return cmd
+}
+
+func (o *Options) plannerOptions(sinkLatest *int64) recovery.Options {
+	return recovery.Options{Mode: o.Mode, SparkVersion: o.SparkVersion, CommitFormatVersion: o.CommitFormatVersion, SinkLatest: sinkLatest}
+}
+
+func runRepair(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	store, err := opts.OpenStore(ctx, opts.Checkpoint)
+	if err != nil {
+		return err
+	}
+	var sinkLatest *int64
+	if opts.Sink != "" {
+		if sinkLatest, err = readSinkLatest(ctx, opts); err != nil {
+			return err
+		}
+	}
+	plan, err := repair.NewPlan(ctx, store, repair.Options{Planner: opts.plannerOptions(sinkLatest), Strategy: opts.Strategy, Sink: opts.Sink})
+	if err != nil {
+		return err
+	}
+	addStateWarnings(ctx, store, plan, opts)
+
+	out := &output{Plan: plan, Journal: nil, Executed: false}
+	r := render.New(opts.IO)
+	json := opts.Output == render.FormatJSON
+
+	switch {
+	case plan.Refused != "":
+		if json {
+			if err := render.JSON(opts.IO.Out, out.doc()); err != nil {
+				return err
+			}
+		} else {
+			printPlan(r, plan, opts)
+		}
+		return exitcode.New(exitcode.Failure, errors.New("repair refused: "+plan.Refused))
+	case !opts.Execute || len(plan.Actions) == 0:
+		if json {
+			return render.JSON(opts.IO.Out, out.doc())
+		}
+		printPlan(r, plan, opts)
+		printNextStep(r, plan, opts)
+		return nil
+	}
+
+	// --execute with something to change: ask, or require --yes.
+	if !opts.Yes {
+		if json || !opts.IO.CanPrompt() {
+			why := "stdin is not a terminal"
+			if json {
+				why = "-o json output cannot carry a prompt"
+			}
+			if !json {
+				printPlan(r, plan, opts)
+			}
+			return exitcode.UsageError(fmt.Errorf("--execute needs --yes when %s (review the plan first: run without --execute)", why))
+		}
+		printPlan(r, plan, opts)
+		ok, err := opts.IO.Confirm(fmt.Sprintf("Apply %s to %s?", plural(len(plan.Actions), "change"), plan.Checkpoint))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintln(opts.IO.Out, "Nothing changed.")
+			return nil
+		}
+	} else if !json {
+		printPlan(r, plan, opts)
+	}
+
+	eo, err := opts.execOptions(ctx)
+	if err != nil {
+		return err
+	}
+	j, err := repair.Execute(ctx, store, plan, eo)
+	if j != nil {
+		out.Journal = &j.Location
+		out.Executed = j.State == repair.StateDone
+		out.Verified = j.Verified
+		out.JournalState = j.State
+	}
+	if err != nil {
+		if json && j != nil {
+			_ = render.JSON(opts.IO.Out, out.doc())
+		}
+		return err
+	}
+	if json {
+		return render.JSON(opts.IO.Out, out.doc())
+	}
+	printExecuted(r, plan, j)
+	return nil
+}
+
+func (o *Options) execOptions(ctx context.Context) (repair.ExecOptions, error) {
+	eo := repair.ExecOptions{
+		Now:          o.Now,
+		Tool:         "ckpt " + o.Version,
+		ActiveWindow: o.ActiveWindow,
+		Force:        o.Force,
+		Progress: func(format string, args ...any) {
+			fmt.Fprintf(o.IO.ErrOut, "ckpt: "+format+"\n", args...)
+		},
+	}
+	if o.BackupDir != "" {
+		bs, err := o.OpenStore(ctx, o.BackupDir)
+		if err != nil {
+			return eo, fmt.Errorf("--backup-dir: %w", err)
+		}
+		eo.BackupRoot = &repair.Location{Store: bs}
+	}
+	return eo, nil
+}
+
+// readSinkLatest reads the file sink's latest batch from one listing, as doctor does: the output
+// directory holds _spark_metadata, or the argument is that directory. An empty log is -1.
+func readSinkLatest(ctx context.Context, opts *Options) (*int64, error) {
+	s, err := opts.OpenStore(ctx, opts.Sink)
+	if err != nil {
+		return nil, fmt.Errorf("--sink: %w", err)
+	}
+	dir := "_spark_metadata"
+	if path.Base(strings.TrimRight(opts.Sink, "/")) == dir {
+		dir = ""
+	}
+	latest, ok, err := sinklog.Latest(ctx, s, dir)
+	if err != nil {
+		return nil, fmt.Errorf("read the file sink log: %w", err)
+	}
+	if !ok {
+		latest = -1
+	}
+	return &latest, nil
+}
+
+// addStateWarnings tells, at plan time, what would stop --execute: a live-looking query or a held
+// lock. The plan itself is harmless to print in either case.
+func addStateWarnings(ctx context.Context, s storage.Store, p *repair.Plan, opts *Options) {
+	if l, err := repair.ReadLock(ctx, s); err == nil && l != nil {
+		p.Warnings = append(p.Warnings, (&repair.LockedError{Holder: *l}).Error())
+	}
+	if len(p.Actions) == 0 || opts.ActiveWindow <= 0 || opts.Now == nil {
+		return
+	}
+	if cp, err := loadCheckpoint(ctx, s); err == nil {
+		if err := repair.CheckIdle(cp, opts.Now(), opts.ActiveWindow, nil); err != nil {
+			p.Warnings = append(p.Warnings, firstLine(err.Error())+"; --execute will refuse")
+		}
+	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	if strings.HasSuffix(what, "ch") {
+		return fmt.Sprintf("%d %ses", n, what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,19 @@
+package root
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/cmd/inspect"
+	"github.com/ckpt-dev/ckpt/internal/cmd/run"
+	"github.com/ckpt-dev/ckpt/internal/cmd/version"
+)
+
+// commands lists every subcommand, in the order help shows them.
+func commands(env *cli.Env) []*cobra.Command {
+	return []*cobra.Command{
+		inspect.NewCmd(env, nil),
+		run.NewCmd(env, nil),
+		version.NewCmd(env),
+	}
+}

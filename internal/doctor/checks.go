@@ -1,0 +1,654 @@
+package doctor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Spark's default spark.sql.streaming.minBatchesToRetain (§5.5).
+const minBatchesToRetain = 100
+
+// Retention thresholds: far more files than the default keeps (10×) makes listings slow; a
+// long-running query keeping fewer than the default limits rollback and replay.
+const (
+	manyFiles        = 10 * minBatchesToRetain
+	longRunningBatch = 2 * minBatchesToRetain
+)
+
+// sourceCountAssertion is OffsetSeq.toStreamProgress's assertion, as the driver prints it.
+func sourceCountAssertion(inFile, inQuery int) string {
+	return fmt.Sprintf("java.lang.AssertionError: assertion failed: There are [%d] sources in the checkpoint offsets and now there are [%d] sources requested by the query. Cannot continue.", inFile, inQuery)
+}
+
+// prevID is the offsets file the restart starts from, as the planner resolves it.
+func (r *runner) prevID() (int64, bool) {
+	if !r.hasL || r.L == 0 {
+		return 0, false
+	}
+	if r.res.Mode == recovery.ModeAsync {
+		return r.cp.Offsets.Prev(r.L)
+	}
+	return r.L - 1, r.cp.Offsets.Has(r.L - 1)
+}
+
+// sourceCount compares the number of sources in the two offsets files the restart reads. Spark
+// asserts both against the running query, so if they differ no query can restart.
+func (r *runner) sourceCount() {
+	if !r.hasL {
+		return
+	}
+	latest, err := r.cp.ReadOffsets(r.ctx, r.L)
+	if err != nil {
+		return // reported as a damaged file, or an I/O error the planner returned
+	}
+	lp := r.cp.Offsets.Path(r.L)
+	if len(latest.BlankLines) > 0 {
+		n := len(latest.Sources)
+		r.add(Finding{
+			Code: CodeSourceCountMismatch, Severity: Error, Batch: ptr(r.L), Path: lp,
+			Message: fmt.Sprintf("%s has an empty line %d, which Spark reads as one more source: the file lists %s", lp, latest.BlankLines[0], plural(n, "source")),
+			Explanation: "Each line after the metadata is one source's offset, and Spark asserts that their number matches the query. " +
+				"An empty line, usually from an edit by hand, counts as an extra source, so the restart fails.",
+			SparkError: ptr(sourceCountAssertion(n, n-len(latest.BlankLines))),
+			Fix:        "Restore the file from a backup, or remove the empty line (keeping no trailing newline) after taking a copy.",
+		})
+	}
+	prev, ok := r.prevID()
+	if !ok {
+		return
+	}
+	ps, err := r.cp.ReadOffsets(r.ctx, prev)
+	if err != nil {
+		return
+	}
+	pp := r.cp.Offsets.Path(prev)
+	if len(ps.BlankLines) > 0 && !r.reported[pp] {
+		n := len(ps.Sources)
+		r.add(Finding{
+			Code: CodeSourceCountMismatch, Severity: Error, Batch: ptr(prev), Path: pp,
+			Message:     fmt.Sprintf("%s has an empty line %d, which Spark reads as one more source: the file lists %s", pp, ps.BlankLines[0], plural(n, "source")),
+			Explanation: "Spark reads this file to find where batch " + fmt.Sprint(r.L) + " starts and asserts its number of sources against the query; an empty line counts as an extra source.",
+			SparkError:  ptr(sourceCountAssertion(n, n-len(ps.BlankLines))),
+			Fix:         "Restore the file from a backup, or remove the empty line after taking a copy.",
+		})
+	}
+	if len(ps.Sources) != len(latest.Sources) && !r.reported[lp] {
+		r.add(Finding{
+			Code: CodeSourceCountMismatch, Severity: Error, Batch: ptr(prev), Path: pp, Files: []string{lp},
+			Message: fmt.Sprintf("%s lists %s but %s lists %d: no query matches both, and Spark checks both on restart", pp, plural(len(ps.Sources), "source"), lp, len(latest.Sources)),
+			Explanation: "Each offsets file has one line per streaming source, and on restart Spark asserts that both the latest offsets file and the one " +
+				"it restarts from have as many sources as the running query. Files that disagree come from a query whose sources changed between " +
+				"batches, or from an edit by hand.",
+			SparkError: ptr(sourceCountAssertion(len(ps.Sources), len(latest.Sources))),
+			Fix: "Restart with the query whose sources match the checkpoint, or start a new checkpoint for the changed query. " +
+				"ckpt does not rewrite source offsets to match a different query.",
+		})
+	}
+}
+
+// initialOffsets reports a Kafka source that restarts from its initial offsets whose
+// sources/<i>/0 is gone: Spark resolves startingOffsets again, silently.
+func (r *runner) initialOffsets() error {
+	res := r.res
+	if res.Failed() {
+		return nil
+	}
+	for i, ini := range res.StartFromInitial {
+		if !ini || !slices.ContainsFunc(res.Kafka, func(p recovery.PartitionRange) bool { return p.Source == i }) {
+			continue
+		}
+		p := initialPath(i)
+		if _, err := r.cp.ReadFile(r.ctx, p); err == nil {
+			continue
+		} else if !isNotExist(err) {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		why := fmt.Sprintf("the re-run of batch %d has no start offset for source %d", *res.RerunBatch, i)
+		if *res.RerunBatch != 0 {
+			why += " (async progress tracking with no earlier offsets file)"
+		}
+		r.add(Finding{
+			Code: CodeMissingInitialOffsets, Severity: Error, Batch: res.RerunBatch, Path: p, Files: []string{r.cp.Offsets.Path(*res.RerunBatch)},
+			Message: fmt.Sprintf("%s, and %s is missing: Spark resolves startingOffsets again (default latest) and can skip records", why, p),
+			Explanation: "A Kafka source records where it first started in sources/<i>/0. When a batch has no start offset Spark reads it; if it is gone " +
+				"Spark resolves startingOffsets again, so with the default latest the records between the original start and now are skipped " +
+				"(or read again with earliest), without any error.",
+			Fix:      "Restore the file from a backup, or set startingOffsets explicitly to the positions the query originally started from. The command below shows the range per partition.",
+			Commands: []string{r.replayCmd()},
+		})
+	}
+	return nil
+}
+
+// sink reports the planner's verdict on the file sink when it means lost data.
+func (r *runner) sink() {
+	s := r.res.Sink
+	if s == nil {
+		return
+	}
+	sinkPath := "sink:" + SinkLogDir
+	if s.Latest >= 0 {
+		sinkPath = fmt.Sprintf("sink:%s/%d", SinkLogDir, s.Latest)
+	}
+	switch s.Status {
+	case recovery.SinkAhead:
+		var files []string
+		if r.hasL {
+			files = append(files, r.cp.Offsets.Path(r.L))
+		}
+		r.add(Finding{
+			Code: CodeSinkAhead, Severity: Error, Batch: ptr(s.Latest), Path: sinkPath, Files: files,
+			Message: "the file sink is ahead of the checkpoint: " + s.Message,
+			Explanation: "The file sink skips every batch id it already has. Batches planned again with whatever data the sources have now " +
+				"are dropped by the sink without an error. This appears after offsets were deleted or the checkpoint was restored from an older copy.",
+			SparkError: ptr(fmt.Sprintf("INFO FileStreamSink: Skipping already committed batch %d", nextOrRerun(r.res))),
+			Fix: "Do not delete offsets at or below the sink's latest batch. Restore the missing offsets from a backup, or point --sink at the " +
+				"right directory if this is another query's output. The command below shows which batches the sink skips.",
+			Commands: []string{r.replayCmd()},
+		})
+	case recovery.SinkBehind:
+		msg := "the file sink is behind the commit log: " + s.Message
+		if s.Latest < 0 {
+			msg = "the file sink has no _spark_metadata log although batches committed: is --sink this query's output directory?"
+		}
+		r.add(Finding{
+			Code: CodeSinkBehind, Severity: Warning, Batch: ptr(s.Latest), Path: sinkPath, Files: commitFile(r),
+			Message: msg,
+			Explanation: "A commit is written only after the sink's write succeeded, so the sink log should reach the latest commit. Readers of a file sink " +
+				"trust only its log, so the missing batches are invisible to them, and no restart writes them again.",
+			Fix: "Check that --sink is this query's output directory; if it is, restore _spark_metadata from a backup.",
+		})
+	}
+}
+
+func commitFile(r *runner) []string {
+	if r.hasC {
+		return []string{r.cp.Commits.Path(r.C)}
+	}
+	return nil
+}
+
+func nextOrRerun(res *recovery.Result) int64 {
+	if res.RerunBatch != nil {
+		return *res.RerunBatch + 1
+	}
+	return res.NextBatch
+}
+
+// Gap shapes in offsets/.
+type gapKind int
+
+const (
+	gapsNone      gapKind = iota
+	gapsAsync             // sparse, or commits on the same sparse ids: async progress tracking
+	gapsOrphan            // one lone latest file after a gap, commits contiguous
+	gapsAmbiguous         // one gap below the latest file, no commits to tell
+	gapsHoles             // isolated holes in an otherwise contiguous log
+)
+
+type gapInfo struct {
+	kind    gapKind
+	missing []int64 // missing ids between the first and the latest offsets file (capped)
+	gaps    int     // number of gaps
+	cp      *checkpoint.Checkpoint
+}
+
+// maxMissing bounds the ids collected from gaps: enough to print, without expanding a huge gap.
+const maxMissing = 1000
+
+// analyzeGaps classifies the gaps in offsets/ from the listings alone.
+func analyzeGaps(cp *checkpoint.Checkpoint) gapInfo {
+	g := gapInfo{cp: cp}
+	off := cp.Offsets.IDs
+	for i := 1; i < len(off); i++ {
+		if off[i] > off[i-1]+1 {
+			g.gaps++
+			for id := off[i-1] + 1; id < off[i] && len(g.missing) < maxMissing; id++ {
+				g.missing = append(g.missing, id)
+			}
+		}
+	}
+	if g.gaps == 0 {
+		return g
+	}
+	L := off[len(off)-1]
+	// Commits on the same sparse ids: two consecutive commits, both on offsets ids, with an
+	// offsets gap between them. The normal engine never leaves that.
+	straddle := false
+	cs := cp.Commits.IDs
+	for i := 1; i < len(cs) && !straddle; i++ {
+		a, b := cs[i-1], cs[i]
+		if b > a+1 && cp.Offsets.Has(a) && cp.Offsets.Has(b) {
+			straddle = true
+		}
+	}
+	sparse := g.gaps >= 2 && 2*g.gaps >= len(off)-1
+	belowLatest := !cp.Offsets.Has(L - 1)
+	// An orphan needs evidence of a contiguous log below it: at least two consecutive files.
+	contiguousBelow := len(off) >= 3 && off[len(off)-2] == off[len(off)-3]+1
+	switch {
+	case straddle || sparse:
+		g.kind = gapsAsync
+	case g.gaps == 1 && belowLatest && len(cs) > 0 && contiguousBelow:
+		g.kind = gapsOrphan
+	case g.gaps == 1 && belowLatest:
+		g.kind = gapsAmbiguous
+	default:
+		g.kind = gapsHoles
+	}
+	return g
+}
+
+// shape describes the gap pattern in one clause.
+func (g gapInfo) shape() string {
+	off, cs := g.cp.Offsets.IDs, g.cp.Commits.IDs
+	switch g.kind {
+	case gapsAsync:
+		c := "no commits"
+		if len(cs) > 0 {
+			c = "commits " + ids(cs)
+		}
+		return fmt.Sprintf("the gaps look like async progress tracking (offsets %s, %s)", ids(off), c)
+	case gapsOrphan:
+		L := off[len(off)-1]
+		return fmt.Sprintf("offsets/%d looks like a single orphan after a gap (offsets %s, commits %s)", L, ids(off), ids(cs))
+	case gapsAmbiguous:
+		c := "no commits"
+		if len(cs) > 0 {
+			c = "commits " + ids(cs)
+		}
+		return fmt.Sprintf("offsets skip %s; too few files to tell async progress tracking from an orphan file (offsets %s, %s)", ids(g.missing), ids(off), c)
+	case gapsHoles:
+		return fmt.Sprintf("offsets skip %s", ids(g.missing))
+	}
+	if len(off) > 0 {
+		return fmt.Sprintf("offsets/%d is the oldest offsets file on disk (offsets %s): the files before it were purged or deleted", off[0], ids(off))
+	}
+	return "offsets/ is empty"
+}
+
+// gaps reports gap patterns the planner does not fail on.
+func (r *runner) gaps() {
+	g := analyzeGaps(r.cp)
+	if g.kind == gapsNone {
+		return
+	}
+	L := r.L
+	prevMissing := L > 0 && !r.cp.Offsets.Has(L-1)
+	async := r.res.Mode == recovery.ModeAsync
+	if prevMissing && r.reported[r.cp.Offsets.Path(L-1)] {
+		return // missing-previous-offsets says it all
+	}
+	if g.kind == gapsHoles && !async {
+		r.add(Finding{
+			Code: CodeRetentionAnomaly, Severity: Warning, Path: checkpoint.DirOffsets,
+			Message: fmt.Sprintf("offsets/ skips %s in the middle of the log: files were deleted by hand or by a lifecycle rule", ids(g.missing)),
+			Explanation: "Spark deletes offsets only from the oldest end (purge), so holes in the middle were made by something else. A restart " +
+				"reads only the latest two files, but a rollback or replay across a hole fails.",
+			Fix: "Nothing blocks the restart. Find what deletes files (a lifecycle rule, a cleanup script).",
+		})
+		return
+	}
+	f := Finding{Code: CodeAsyncProgressGaps, Path: checkpoint.DirOffsets, Fix: "Before switching async progress tracking off, run the query with asyncProgressTrackingCheckpointIntervalMs=0 " +
+		"for at least two micro-batches (Spark's documented procedure), then disable it."}
+	if prevMissing {
+		f.Severity = Warning
+		f.Batch = ptr(L - 1)
+		f.Path = r.cp.Offsets.Path(L - 1)
+		f.Files = []string{r.cp.Offsets.Path(L)}
+		f.Message = fmt.Sprintf("%s; offsets/%d is missing, so a restart without async progress tracking fails with \"batch %d doesn't exist\"", g.shape(), L-1, L-1)
+		f.Explanation = "The async engine restarts from the nearest lower offsets file and is fine with gaps. The normal engine requires offsets/L-1, " +
+			"so switching async progress tracking off now makes the next restart fail (missing-previous-offsets)."
+		f.SparkError = ptr(fmt.Sprintf("java.lang.IllegalStateException: batch %d doesn't exist", L-1))
+		f.Commands = []string{r.cmd("doctor", "--mode", "sync")}
+	} else {
+		f.Severity = Info
+		f.Message = fmt.Sprintf("%s; the latest two offsets files are consecutive, so either engine restarts", g.shape())
+		f.Explanation = "Gaps further back only limit how far back a rollback or replay can go."
+	}
+	r.add(f)
+}
+
+// leftovers reports temporary and orphan checksum files, from the listings.
+func (r *runner) leftovers() {
+	for _, lg := range []*checkpoint.Log{r.cp.Offsets, r.cp.Commits} {
+		if len(lg.Temps) > 0 {
+			var files []string
+			var batches []int64
+			for _, e := range lg.Temps {
+				files = append(files, e.Path)
+				if n := logformat.ParseName(baseName(e)); n.HasBatch {
+					batches = append(batches, n.Batch)
+				}
+			}
+			files, more := capList(files)
+			f := Finding{
+				Code: CodeLeftoverTempFile, Severity: Info, Path: files[0], Files: files[1:],
+				Message:  fmt.Sprintf("%s is left from an interrupted write%s", files[0], more),
+				Fix:      "Spark ignores these files. ckpt can remove them after a backup; `ckpt repair` without --execute shows the plan.",
+				Commands: []string{r.repairCmd()},
+			}
+			if len(lg.Temps) > 1 {
+				f.Message = fmt.Sprintf("%d temporary files are left from interrupted writes in %s/%s", len(lg.Temps), lg.Dir, more)
+			}
+			if len(batches) == 1 {
+				f.Batch = ptr(batches[0])
+				f.Message = fmt.Sprintf("%s is left from an interrupted write of %s", files[0], lg.Path(batches[0]))
+			}
+			f.Explanation = "Spark writes each log file as a temporary file and renames it into place; a leftover means the driver was killed or the rename failed " +
+				"around that batch. Spark ignores it and never removes it."
+			r.add(f)
+		}
+		r.orphanChecksums(lg)
+	}
+	// The root: .metadata.crc without metadata is in the way of the metadata file Spark 4.0 and
+	// older write on start.
+	if !r.cp.HasMetadata() {
+		for _, e := range r.cp.Root {
+			if e.Path == ".metadata.crc" {
+				r.add(Finding{
+					Code: CodeOrphanChecksum, Severity: Warning, Path: e.Path, Files: []string{},
+					Message:     ".metadata.crc exists without metadata, where Spark writes a new metadata file on start",
+					Explanation: orphanExplanation,
+					SparkError:  ptr("org.apache.spark.SparkConcurrentModificationException: Multiple streaming queries are concurrently using metadata"),
+					Fix:         "Remove the orphan checksum after a backup (`ckpt repair` without --execute shows the plan), and restore metadata (see missing-metadata).",
+					Commands:    []string{r.repairCmd()},
+				})
+			}
+		}
+	}
+}
+
+const orphanExplanation = "Hadoop's local file system writes .N.crc beside each file and removes it with the file; an orphan appears when N was " +
+	"deleted by hand. When Spark writes N again the leftover checksum can make the rename into place fail, which Spark reports as two " +
+	"queries using the checkpoint even when there is only one (reported once in public, unverified in Spark's source)."
+
+func baseName(e storage.Entry) string {
+	if i := strings.LastIndexByte(e.Path, '/'); i >= 0 {
+		return e.Path[i+1:]
+	}
+	return e.Path
+}
+
+// orphanChecksums reports .N.crc (Hadoop) and N.crc (Spark master's checksum manager) files
+// whose N is gone. One the restart will write over is a warning; old ones are grouped as info.
+func (r *runner) orphanChecksums(lg *checkpoint.Log) {
+	type orphan struct {
+		e  storage.Entry
+		id int64
+	}
+	var orphans []orphan
+	for _, e := range lg.Checksums {
+		n := logformat.ParseName(baseName(e))
+		if n.HasBatch && logformat.ParseName(n.Target).Kind == logformat.NameBatch && !lg.Has(n.Batch) {
+			orphans = append(orphans, orphan{e, n.Batch})
+		}
+	}
+	for _, e := range lg.Others {
+		if t, ok := strings.CutSuffix(baseName(e), ".crc"); ok && !e.IsDir {
+			if n := logformat.ParseName(t); n.Kind == logformat.NameBatch && !lg.Has(n.Batch) {
+				orphans = append(orphans, orphan{e, n.Batch})
+			}
+		}
+	}
+	latest, has := lg.Latest()
+	var old []string
+	for _, o := range orphans {
+		if has && o.id <= latest {
+			old = append(old, o.e.Path)
+			continue
+		}
+		r.add(Finding{
+			Code: CodeOrphanChecksum, Severity: Warning, Batch: ptr(o.id), Path: o.e.Path, Files: []string{},
+			Message:     fmt.Sprintf("%s is the checksum of %s, which does not exist and which the query writes next", o.e.Path, lg.Path(o.id)),
+			Explanation: orphanExplanation,
+			SparkError:  ptr(fmt.Sprintf("org.apache.spark.SparkConcurrentModificationException: Multiple streaming queries are concurrently using %s", r.cp.SparkPath(lg.Dir))),
+			Fix:         "Remove the orphan checksum before restarting; ckpt does it after a backup (`ckpt repair` without --execute shows the plan).",
+			Commands:    []string{r.repairCmd()},
+		})
+	}
+	if len(old) > 0 {
+		files, more := capList(old)
+		r.add(Finding{
+			Code: CodeOrphanChecksum, Severity: Info, Path: files[0], Files: files[1:],
+			Message:     fmt.Sprintf("%d checksum files in %s/ belong to batch files that no longer exist%s", len(old), lg.Dir, more),
+			Explanation: "These ids are below the latest batch, so Spark does not write them again; the files are clutter left by a deletion by hand.",
+			Fix:         "Harmless; ckpt can remove them after a backup.",
+			Commands:    []string{r.repairCmd()},
+		})
+	}
+}
+
+// retention compares what the logs keep with what Spark's purge leaves.
+func (r *runner) retention() {
+	async := r.res.Mode == recovery.ModeAsync
+	g := analyzeGaps(r.cp)
+	o0, hasO := r.cp.Offsets.Earliest()
+	c0, hasC0 := r.cp.Commits.Earliest()
+	if hasO && hasC0 && !async && g.kind != gapsAsync && o0 != c0 && r.hasL && r.C <= r.L {
+		which := fmt.Sprintf("commits start at %d but offsets at %d: commits were purged further than offsets", c0, o0)
+		if c0 < o0 {
+			which = fmt.Sprintf("offsets start at %d but commits at %d: offsets were purged further than commits", o0, c0)
+		}
+		r.add(Finding{
+			Code: CodeRetentionAnomaly, Severity: Warning, Path: checkpoint.DirCommits,
+			Files:   []string{r.cp.Offsets.Path(o0), r.cp.Commits.Path(c0)},
+			Message: which,
+			Explanation: "Spark purges offsets and commits below the same threshold, so both logs normally start at the same batch. A difference means " +
+				"files were deleted by hand, by a lifecycle rule or a cleanup script, or a purge failed half-way. The restart reads only the latest files, " +
+				"but whatever deletes files may take the latest ones next.",
+			Fix: "Nothing blocks the restart. Find what deletes files and stop it.",
+		})
+	}
+	if !async && g.kind != gapsAsync && hasC0 && r.hasC {
+		var holes []int64
+		cs := r.cp.Commits.IDs
+		for i := 1; i < len(cs) && len(holes) < maxMissing; i++ {
+			for id := cs[i-1] + 1; id < cs[i] && len(holes) < maxMissing; id++ {
+				if r.cp.Offsets.Has(id) && id < r.L {
+					holes = append(holes, id)
+				}
+			}
+		}
+		if len(holes) > 0 {
+			r.add(Finding{
+				Code: CodeRetentionAnomaly, Severity: Info, Path: checkpoint.DirCommits,
+				Message:     fmt.Sprintf("commits are missing for batches %s in the middle of the log, while their offsets exist", ids(holes)),
+				Explanation: "The normal engine writes a commit for every batch and purges from the oldest end, so holes were made by hand. Spark reads only the latest commit.",
+				Fix:         "Nothing blocks the restart.",
+			})
+		}
+	}
+	n := len(r.cp.Offsets.IDs)
+	if n > manyFiles {
+		r.add(Finding{
+			Code: CodeRetentionAnomaly, Severity: Info, Path: checkpoint.DirOffsets,
+			Message: fmt.Sprintf("offsets/ keeps %d files (Spark's default keeps about %d): minBatchesToRetain was raised or purging fails", n, minBatchesToRetain+1),
+			Explanation: "Every start lists these directories, and on object stores a listing of many thousands of files is slow. If purging fails " +
+				"(async log purge reports its errors at the next batch), the logs grow without bound.",
+			Fix: "Check spark.sql.streaming.minBatchesToRetain and the driver log for purge errors.",
+		})
+	}
+	if hasO && !async && g.kind == gapsNone && r.hasL && r.L >= longRunningBatch && o0 > 0 && n < minBatchesToRetain {
+		r.add(Finding{
+			Code: CodeRetentionAnomaly, Severity: Info, Path: checkpoint.DirOffsets,
+			Message: fmt.Sprintf("offsets/ keeps only batches %d..%d (%d files) of a query at batch %d; Spark's default keeps %d", o0, r.L, n, r.L, minBatchesToRetain+1),
+			Explanation: "minBatchesToRetain was lowered or older files were deleted. The restart is unaffected, but a rollback or a replay reaches back " +
+				"only to the oldest file kept.",
+			Fix: "Nothing blocks the restart.",
+		})
+	}
+}
+
+// emptyFiles reports zero-byte log files the listing shows, without reading them.
+func (r *runner) emptyFiles() {
+	restart := map[string]bool{}
+	for _, p := range r.restartFiles() {
+		restart[p] = true
+	}
+	for _, lg := range []*checkpoint.Log{r.cp.Offsets, r.cp.Commits} {
+		var files []string
+		var first int64
+		for _, id := range lg.IDs {
+			p := lg.Path(id)
+			if lg.Files[id].Size != 0 || r.reported[p] {
+				continue
+			}
+			if restart[p] {
+				// The restart reads it, but failed earlier for another reason.
+				r.add(Finding{
+					Code: CodeCorruptLogFile, Severity: Error, Batch: ptr(id), Path: p,
+					Message:     fmt.Sprintf("%s is empty, and the restart reads it once the problem before it is fixed", p),
+					Explanation: fmt.Sprintf("%s is %s.", p, r.role(p)),
+					Fix:         "Restore the file from a backup, or let ckpt remove it; `ckpt repair` without --execute shows the plan.",
+					Commands:    []string{r.repairCmd()},
+				})
+				continue
+			}
+			if files == nil {
+				first = id
+			}
+			files = append(files, p)
+		}
+		if len(files) == 0 {
+			continue
+		}
+		r.olderDamaged(CodeCorruptLogFile, lg, files, first, "is empty", "are empty")
+	}
+}
+
+// olderDamaged reports damaged files a restart does not read, one finding per log.
+func (r *runner) olderDamaged(code string, lg *checkpoint.Log, files []string, first int64, one, many string) {
+	all := len(files)
+	files, more := capList(files)
+	f := Finding{
+		Code: code, Severity: Warning, Path: files[0], Files: files[1:],
+		Explanation: "Spark reads only the newest files on restart, so this does not block it; a rollback, savepoint or replay that goes back to " +
+			"these batches fails.",
+		Fix:      "Restore from a backup if you need these batches; otherwise nothing blocks the restart.",
+		Commands: []string{},
+	}
+	if all == 1 {
+		f.Batch = ptr(first)
+		f.Message = fmt.Sprintf("%s %s (an older batch the restart does not read)", files[0], one)
+	} else {
+		f.Message = fmt.Sprintf("%d files in %s/ %s, from %s (older batches the restart does not read)%s", all, lg.Dir, many, files[0], more)
+	}
+	r.add(f)
+}
+
+// deep reads every offsets and commits file the restart did not, concurrently, and reports
+// damaged files and changes in the number of sources.
+func (r *runner) deep() error {
+	for _, lg := range []*checkpoint.Log{r.cp.Offsets, r.cp.Commits} {
+		var paths []string
+		var idsRead []int64
+		for _, id := range lg.IDs {
+			p := lg.Path(id)
+			if r.reported[p] || lg.Files[id].Size == 0 {
+				continue
+			}
+			paths = append(paths, p)
+			idsRead = append(idsRead, id)
+		}
+		data, err := storage.ReadMany(r.ctx, r.cp.Store, paths, r.opts.Parallelism)
+		if err != nil {
+			return fmt.Errorf("read %s/: %w", lg.Dir, err)
+		}
+		type bad struct {
+			files []string
+			first int64
+		}
+		damaged := map[string]*bad{}
+		counts := make([]int, len(paths))
+		for i, p := range paths {
+			var perr error
+			if lg == r.cp.Offsets {
+				var seq *logformat.OffsetSeq
+				seq, perr = logformat.ParseOffsets(p, data[i])
+				if perr == nil {
+					counts[i] = len(seq.Sources)
+				}
+			} else {
+				_, perr = logformat.ParseCommit(p, data[i])
+			}
+			le := parseErr(perr)
+			if le == nil {
+				if perr != nil {
+					return perr
+				}
+				continue
+			}
+			counts[i] = -1
+			code := CodeCorruptLogFile
+			if le.Kind == logformat.KindUnsupportedVersion {
+				code = CodeUnsupportedLogVersion
+			}
+			b := damaged[code]
+			if b == nil {
+				b = &bad{first: idsRead[i]}
+				damaged[code] = b
+			}
+			b.files = append(b.files, p)
+		}
+		for _, code := range []string{CodeCorruptLogFile, CodeUnsupportedLogVersion} {
+			if b := damaged[code]; b != nil {
+				one, many := "cannot be parsed", "cannot be parsed"
+				if code == CodeUnsupportedLogVersion {
+					one, many = "has a format version newer than any Spark release writes", "have a format version newer than any Spark release writes"
+				}
+				r.olderDamaged(code, lg, b.files, b.first, one, many)
+			}
+		}
+		if lg == r.cp.Offsets {
+			r.sourceHistory(idsRead, counts)
+		}
+	}
+	return nil
+}
+
+// sourceHistory reports changes in the number of sources across offsets files (Deep only).
+func (r *runner) sourceHistory(list []int64, counts []int) {
+	if slices.ContainsFunc(r.findings, func(f Finding) bool { return f.Code == CodeSourceCountMismatch }) {
+		return
+	}
+	type run struct {
+		from, to int64
+		n        int
+	}
+	var runs []run
+	for i, id := range list {
+		if counts[i] < 0 {
+			continue
+		}
+		if len(runs) > 0 && runs[len(runs)-1].n == counts[i] {
+			runs[len(runs)-1].to = id
+			continue
+		}
+		runs = append(runs, run{id, id, counts[i]})
+	}
+	if len(runs) < 2 {
+		return
+	}
+	var parts []string
+	for _, rn := range runs {
+		span := fmt.Sprint(rn.from)
+		if rn.to != rn.from {
+			span = fmt.Sprintf("%d..%d", rn.from, rn.to)
+		}
+		parts = append(parts, fmt.Sprintf("offsets %s list %d", span, rn.n))
+	}
+	r.add(Finding{
+		Code: CodeSourceCountMismatch, Severity: Warning, Path: r.cp.Offsets.Path(runs[len(runs)-1].from),
+		Message: "the number of sources changed over time: " + strings.Join(parts, "; "),
+		Explanation: "The query's sources were changed at some point. The restart reads only the latest files, which agree, but going back to " +
+			"batches with a different number of sources fails Spark's source-count assertion.",
+		Fix: "Nothing blocks the restart; do not roll back across the change.",
+	})
+}

@@ -1,0 +1,395 @@
+package doctor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Severity ranks a finding. The names are part of the JSON contract.
+type Severity string
+
+// The severities, from most to least serious.
+const (
+	// Error: the restart fails, or it succeeds but silently loses or duplicates data.
+	Error Severity = "error"
+	// Warning: the restart works, but something is wrong and will bite later (a rollback, an
+	// upgrade, switching a setting off, the next batch write).
+	Warning Severity = "warning"
+	// Info: expected behaviour an operator should know about before restarting.
+	Info Severity = "info"
+)
+
+// Rank orders severities: error 3, warning 2, info 1, anything else 0.
+func (s Severity) Rank() int {
+	switch s {
+	case Error:
+		return 3
+	case Warning:
+		return 2
+	case Info:
+		return 1
+	}
+	return 0
+}
+
+// ParseSeverity validates a --fail-on value.
+func ParseSeverity(s string) (Severity, error) {
+	switch sv := Severity(strings.ToLower(s)); sv {
+	case Error, Warning, Info:
+		return sv, nil
+	}
+	return "", fmt.Errorf("invalid severity %q: want error, warning or info", s)
+}
+
+// Code documents one stable finding code. Runbooks key on ID, so an ID is never renamed or
+// reused; the texts may be improved.
+type Code struct {
+	// ID is the stable, kebab-case code.
+	ID string
+	// Title is a short noun phrase for indexes.
+	Title string
+	// Severities lists the severities a finding with this code can carry, most serious first;
+	// the condition decides which (for example, a corrupt latest file is an error, an older one
+	// a warning).
+	Severities []Severity
+	// Summary is the condition, in one sentence.
+	Summary string
+	// Explanation says what Spark does with the condition and why it matters (Markdown).
+	Explanation string
+	// SparkError is what Spark prints, per release where it differs (Markdown); "" when Spark
+	// says nothing.
+	SparkError string
+	// Fix says how to get out (Markdown). Findings carry the exact command for the checkpoint at
+	// hand.
+	Fix string
+}
+
+// The codes. Their order is the order of docs/doctor.md and of findings of equal severity.
+const (
+	CodeMissingPreviousOffsets  = "missing-previous-offsets"
+	CodeCommitsAhead            = "commits-ahead"
+	CodeEmptyOffsetsWithCommits = "empty-offsets-with-commits"
+	CodeCorruptLogFile          = "corrupt-log-file"
+	CodeUnsupportedLogVersion   = "unsupported-log-version"
+	CodeSourceCountMismatch     = "source-count-mismatch"
+	CodeMissingMetadata         = "missing-metadata"
+	CodeMissingInitialOffsets   = "missing-initial-offsets"
+	CodeSinkAhead               = "sink-ahead"
+	CodeSinkBehind              = "sink-behind"
+	CodeCommitLag               = "commit-lag"
+	CodeAsyncProgressGaps       = "async-progress-gaps"
+	CodeOrphanChecksum          = "orphan-checksum"
+	CodeLeftoverTempFile        = "leftover-temp-file"
+	CodeRetentionAnomaly        = "retention-anomaly"
+	CodeUncommittedBatch        = "uncommitted-batch"
+)
+
+// Codes is the registry of every code doctor can report. docs/doctor.md is generated from it.
+var Codes = []Code{
+	{
+		ID:         CodeMissingPreviousOffsets,
+		Title:      "The offsets file before the latest one is missing",
+		Severities: []Severity{Error},
+		Summary:    "The latest offsets file is `offsets/L` with L > 0, and `offsets/L-1` does not exist.",
+		Explanation: `On restart Spark reads the latest offsets file ` + "`offsets/L`" + ` and then ` + "`offsets/L-1`" + `,
+the end of the previous batch and so the start of batch L. The normal (synchronous) engine requires
+that exact file, before it even looks at the commit log, so the restart fails even when
+` + "`commits/L`" + ` exists. Async progress tracking instead takes the nearest lower offsets file and tolerates
+gaps.
+
+Two shapes lead here:
+
+* **Async progress tracking was switched off.** With ` + "`asyncProgressTrackingEnabled`" + ` Spark persists
+  offsets (and commits) only every ` + "`asyncProgressTrackingCheckpointIntervalMs`" + `, so both logs are
+  sparse, with commits on the same sparse ids. The synchronous engine cannot restart from such a log.
+* **A single orphan.** One offsets file sits after a gap: it was copied in by hand, written by a
+  second query sharing the checkpoint, or left by a partial restore or a manual deletion.
+
+doctor says which shape it sees.`,
+		SparkError: "Driver log, then the exception (every release since 3.3; older ones throw the same exception):\n\n" +
+			"```\n" +
+			"ERROR MicroBatchExecution: The offset log for batch L-1 doesn't exist, which is required to restart the query from the latest batch L from the offset log. Please ensure there are two subsequent offset logs available for the latest batch via manually deleting the offset file(s). Please also ensure the latest batch for commit log is equal or one batch earlier than the latest batch for offset log.\n" +
+			"java.lang.IllegalStateException: batch L-1 doesn't exist\n" +
+			"```",
+		Fix: `Two ways out:
+
+1. **Spark's documented procedure** (for the async shape): restart the query with
+   ` + "`asyncProgressTrackingEnabled=true`" + ` and ` + "`asyncProgressTrackingCheckpointIntervalMs=0`" + `, let it
+   process at least two micro-batches (every batch is then persisted, so the latest two offsets files
+   are consecutive), stop it, and disable async progress tracking.
+2. **` + "`ckpt repair <checkpoint>`" + `** shows a plan that makes the latest two offsets files consecutive
+   (and removes commits that would then be ahead), with the replay it causes; ` + "`--execute`" + ` applies it
+   after a backup. Review the plan when a file sink is involved (` + "`--sink`" + `): re-planning a batch the
+   sink already has silently skips its data.`,
+	},
+	{
+		ID:         CodeCommitsAhead,
+		Title:      "Commits exist beyond the latest offsets",
+		Severities: []Severity{Error, Warning},
+		Summary:    "`commits/N` exists for some N greater than the latest offsets batch L.",
+		Explanation: `Spark writes ` + "`offsets/N`" + ` before running batch N and ` + "`commits/N`" + ` after it, so a
+commit can never legitimately be ahead of the offsets. It happens when offsets files were deleted by
+hand without the matching commits (old advice for "batch x doesn't exist" said to delete the latest
+offsets), or when two queries write the same checkpoint.
+
+None of Spark's restart branches matches: it re-runs batch L, then finds ` + "`commits/L`" + ` (or a later
+commit) already present when it tries to write it, and stops.`,
+		SparkError: "Spark 3.4 and later:\n\n```\n" +
+			"org.apache.spark.SparkException: [CONCURRENT_STREAM_LOG_UPDATE] Concurrent update to the log. Multiple streaming jobs detected for N.\n" +
+			"Please make sure only one streaming job runs on a specific checkpoint location at a time. SQLSTATE: 40000\n" +
+			"```\n\nSpark 3.3 and older:\n\n```\n" +
+			"java.lang.AssertionError: assertion failed: Concurrent update to the commit log. Multiple streaming jobs detected for N\n" +
+			"```",
+		Fix: `First make sure no other query uses this checkpoint (the same message is Spark's report of two
+live writers). Spark before 3.0 ignores the failed commit write and goes on (warning), leaving
+those commit files with their old content. Then ` + "`ckpt repair <checkpoint>`" + ` plans the removal of the commits beyond the latest
+offsets (with their ` + "`.crc`" + ` files), after a backup with ` + "`--execute`" + `.`,
+	},
+	{
+		ID:         CodeEmptyOffsetsWithCommits,
+		Title:      "Commits without any offsets",
+		Severities: []Severity{Error},
+		Summary:    "`offsets/` has no batch file while `commits/` has some.",
+		Explanation: `Without offsets Spark believes the query is new: it starts at batch 0 from the sources'
+starting positions (Kafka: ` + "`startingOffsets`" + `, default ` + "`latest`" + `), so everything between the
+old position and now is either skipped or read again. Then, when it writes the commit of a batch id
+that already exists in ` + "`commits/`" + `, it stops with a concurrent-update error. Spark 4.1 refuses to
+start at all. The offsets were usually deleted by hand or by a storage lifecycle rule.`,
+		SparkError: "Spark 4.1 and later, at start:\n\n```\njava.lang.AssertionError: assertion failed\n```\n\n" +
+			"Spark 4.0 and older, when the first existing commit id is reached:\n\n```\n" +
+			"[CONCURRENT_STREAM_LOG_UPDATE] Concurrent update to the log. Multiple streaming jobs detected for N.\n```",
+		Fix: `Restore ` + "`offsets/`" + ` from a backup if there is one: the commits alone cannot say where the
+sources were. Otherwise ` + "`ckpt repair <checkpoint>`" + ` plans moving the commits aside so the query can
+start afresh, which is only right if you also choose the sources' starting positions deliberately.`,
+	},
+	{
+		ID:         CodeCorruptLogFile,
+		Title:      "A log file cannot be parsed",
+		Severities: []Severity{Error, Warning},
+		Summary:    "An offsets, commits or `metadata` file is empty, truncated, holds only its version line, has a malformed header or is not valid JSON.",
+		Explanation: `Spark writes log files atomically (a temporary file renamed into place), so a damaged file
+comes from a copy by hand, a non-atomic object store, a full disk or an interrupted upload.
+
+Spark reads the **latest** offsets file, the offsets file it restarts from, the latest commit and
+` + "`metadata`" + ` on every start, and never falls back to an older file: if one of those is damaged the
+restart fails (error). Older files are read only when something goes back to them (a rollback, a
+replay of old batches), so a damaged older file is a warning. A size of 0 is visible from the listing;
+other damage in older files is found with ` + "`--deep`" + `, which reads every file.`,
+		SparkError: "The parse error is wrapped with the file's full path, for example:\n\n```\n" +
+			"java.lang.IllegalStateException: Failed to read log file file:/ckpt/offsets/7. Incomplete log file\n" +
+			"java.lang.IllegalStateException: Failed to read log file file:/ckpt/commits/7. Incomplete log file in the offset commit log\n" +
+			"java.lang.IllegalStateException: Failed to read log file file:/ckpt/offsets/7. Log file was malformed: failed to read correct log version from x1.\n" +
+			"```\n\nAn offsets file holding only `v1` fails unwrapped with `java.util.NoSuchElementException`; " +
+			"bad JSON fails with the JSON library's exception.",
+		Fix: `Restore the file from a backup if you have one. Otherwise ` + "`ckpt repair <checkpoint>`" + ` plans the
+removal of a damaged latest file (and of the commits that would then be ahead), so the previous batch
+becomes the latest and the lost batch is planned again; ` + "`ckpt replay <checkpoint>`" + ` shows what that
+re-reads.`,
+	},
+	{
+		ID:         CodeUnsupportedLogVersion,
+		Title:      "A log file's version is too new for this Spark",
+		Severities: []Severity{Error, Warning},
+		Summary:    "A log file's header (`v2`, `v3`, …) is newer than the Spark release given with `--spark-version` can read.",
+		Explanation: `The first line of every log file is its format version, and each Spark release reads only the
+versions it knows (offsets: v1 up to 4.0; commits: v1 up to 3.5, exactly the configured
+` + "`spark.sql.streaming.stateStore.checkpointFormatVersion`" + ` in 4.0). A newer header means a newer Spark (or
+a newer checkpoint format setting) wrote the checkpoint; downgrading Spark over it fails at start when
+the file is one Spark reads on restart (error), and later otherwise (warning).`,
+		SparkError: "Spark 3.x:\n\n```\n" +
+			"java.lang.IllegalStateException: Failed to read log file file:/ckpt/commits/7. UnsupportedLogVersion: maximum supported log version is v1, but encountered v2. The log file was produced by a newer version of Spark and cannot be read by this version. Please upgrade.\n" +
+			"```\n\nSpark 4.x:\n\n```\n" +
+			"[INVALID_LOG_VERSION.MAX_SUPPORTED_VERSION] UnsupportedLogVersion. The maximum supported log version is v1, but encountered v2. The log file was produced by a newer version of Spark and cannot be read by this version. You need to upgrade. SQLSTATE: KD002\n" +
+			"```",
+		Fix: `Run the query with a Spark release that can read the checkpoint (check one with
+` + "`ckpt doctor <checkpoint> --spark-version V`" + `), or with the matching checkpoint format setting. Do not
+delete or rewrite the files: commit v2 files are the only link to the right state store files.`,
+	},
+	{
+		ID:         CodeSourceCountMismatch,
+		Title:      "Offsets files disagree on the number of sources",
+		Severities: []Severity{Error, Warning},
+		Summary:    "Two offsets files hold offsets for a different number of sources (or one has a stray blank line).",
+		Explanation: `Each offsets file has one line per streaming source, in the order of the query plan, and Spark
+asserts that the number matches the running query. On restart it checks the latest offsets file and
+the one it restarts from, so if those two disagree no query can restart from them (error). A
+disagreement further back means the query's sources were changed at some point; it matters only for
+going back to those batches (warning). An extra blank line in a file edited by hand counts as an
+extra source.`,
+		SparkError: "```\njava.lang.AssertionError: assertion failed: There are [A] sources in the checkpoint offsets and now there are [B] sources requested by the query. Cannot continue.\n```",
+		Fix: `Restart with the query whose sources match the checkpoint, or start a new checkpoint for a query
+whose sources changed. If a file was edited by hand, restore it from a backup. ckpt does not rewrite
+source offsets to match a different query.`,
+	},
+	{
+		ID:         CodeMissingMetadata,
+		Title:      "The `metadata` file (query id) is missing",
+		Severities: []Severity{Error, Warning},
+		Summary:    "The root `metadata` file is missing while `offsets/` or `commits/` hold batches.",
+		Explanation: "`metadata` holds the query's id (`{\"id\":\"<uuid>\"}`). Sinks that deduplicate by query id " +
+			"(Delta's `txnAppId`, `foreachBatch` writers keyed on it, listeners and dashboards) depend on it staying " +
+			"the same across restarts.\n\n" +
+			"Spark 4.0 and older silently create a **new** query id when the file is missing, so the restart " +
+			"works but those sinks see a different query and may write duplicates (warning). Spark 4.1 and later " +
+			"refuse to start (error). The file is the oldest in the checkpoint, which makes it the first victim of " +
+			"a storage lifecycle rule that expires old objects.",
+		SparkError: "Spark 4.1 and later:\n\n```\n[MISSING_METADATA_FILE] …\n```\n\nSpark 4.0 and older: nothing; a new id is written.",
+		Fix: "Restore `metadata` from a backup, or write it with the query's **original** id, which appears in the " +
+			"driver log (`Starting [id = <uuid>, runId = …]`), the Spark UI and `StreamingQueryListener` events. " +
+			"Never write a new random id: that is exactly the silent change this code warns about.",
+	},
+	{
+		ID:         CodeMissingInitialOffsets,
+		Title:      "A Kafka source's initial offsets are gone when the restart needs them",
+		Severities: []Severity{Error},
+		Summary:    "The restart will start a Kafka source from its initial offsets, and `sources/<i>/0` is missing.",
+		Explanation: `A Kafka source records where it first started in ` + "`sources/<i>/0`" + `, written once. Spark reads it
+again whenever a batch has no start offset for the source: a re-run of batch 0, or an async-progress
+restart with no earlier offsets file. If the file is gone, Spark resolves ` + "`startingOffsets`" + ` again
+(default ` + "`latest`" + `), so the batch starts from today's end of the topic and the records in between are
+skipped, or read again with ` + "`earliest`" + `, without any error.`,
+		SparkError: "",
+		Fix: `Restore ` + "`sources/<i>/0`" + ` from a backup, or set ` + "`startingOffsets`" + ` explicitly to the positions
+the query originally started from before restarting. ` + "`ckpt replay <checkpoint>`" + ` shows the ranges the
+restart reads.`,
+	},
+	{
+		ID:         CodeSinkAhead,
+		Title:      "The file sink has batches the checkpoint has not planned",
+		Severities: []Severity{Error},
+		Summary:    "The file sink's `_spark_metadata` log (`--sink`) has batches that the restart will plan again as new batches.",
+		Explanation: `The file sink skips any batch id it already has ("Skipping already committed batch"). If the
+sink is ahead of the offsets, the batches between will be planned again with whatever data the sources
+have now, and the sink will silently drop them: data loss without an error. This appears after offsets
+were deleted or a checkpoint was restored from an older copy, and it is why ckpt refuses to plan a
+repair that deletes offsets the sink already has. (A sink that has exactly the batch being re-run is
+normal: the query stopped between the sink write and the commit, and the sink skips the re-run.)`,
+		SparkError: "Spark logs, and loses the batch silently:\n\n```\nINFO FileStreamSink: Skipping already committed batch N\n```",
+		Fix: `Do not delete offsets at or below the sink's latest batch. Restore the missing offsets from a
+backup, or point ` + "`--sink`" + ` at the right directory if it is a different query's output.
+` + "`ckpt replay <checkpoint> --sink <dir>`" + ` shows which batches the sink will skip.`,
+	},
+	{
+		ID:         CodeSinkBehind,
+		Title:      "The file sink is missing committed batches",
+		Severities: []Severity{Warning},
+		Summary:    "The file sink's `_spark_metadata` log (`--sink`) ends before the latest commit.",
+		Explanation: `A commit is written only after the sink's write succeeded, so the sink log should reach at least
+the latest commit. If it does not, the sink's log was deleted, reset or restored from an older copy, or
+` + "`--sink`" + ` names a different query's output. Readers of a file sink trust only its log, so the data of
+the missing batches is invisible to them, and Spark will not write those batches again.`,
+		SparkError: "",
+		Fix: `Check that ` + "`--sink`" + ` is this query's output directory. If it is, restore ` + "`_spark_metadata`" + ` from a
+backup; the batches between cannot be recovered by restarting.`,
+	},
+	{
+		ID:         CodeCommitLag,
+		Title:      "The latest commit trails the latest offsets by more than one",
+		Severities: []Severity{Warning, Info},
+		Summary:    "The latest commit C is below L-1, where L is the latest offsets batch.",
+		Explanation: `Spark re-runs only batch L on restart, over the range from the offsets it restarts from to
+` + "`offsets/L`" + `. The batches between the latest commit and that start (C+1 … L-1 in the normal engine)
+have offsets but no commit, and are **not** run again: if their output never reached the sink, it is
+lost. Their commits were usually deleted by hand (warning). Under async progress tracking commits are
+sparse by design and the re-run range already covers the gap (info).`,
+		SparkError: "```\nWARN MicroBatchExecution: Batch completion log latest batch id is C, which is not trailing batchid L by one\n```",
+		Fix: `Nothing blocks the restart. Check the sink for the listed batches; ` + "`ckpt replay <checkpoint>`" + ` shows
+the exact range the restart reads.`,
+	},
+	{
+		ID:         CodeAsyncProgressGaps,
+		Title:      "The logs have the gaps of async progress tracking",
+		Severities: []Severity{Warning, Info},
+		Summary:    "`offsets/` (and `commits/` on the same ids) skip batch ids, the pattern async progress tracking leaves.",
+		Explanation: `With ` + "`asyncProgressTrackingEnabled`" + ` Spark persists offsets and commits only every
+` + "`asyncProgressTrackingCheckpointIntervalMs`" + ` (default 1000 ms), so the logs have gaps. The async engine
+restarts from the nearest lower offsets file and is fine with them. The normal engine is not: if the
+latest offsets file is not directly preceded by its neighbour, switching async progress tracking off
+makes the next restart fail with "batch L-1 doesn't exist" (warning; when the run is already in the
+normal engine that is ` + "`missing-previous-offsets`" + `). Gaps further back only limit how far back you can
+go (info).`,
+		SparkError: "",
+		Fix: `Before switching async progress tracking off, run the query with
+` + "`asyncProgressTrackingCheckpointIntervalMs=0`" + ` for at least two micro-batches (Spark's documented
+procedure), then disable it.`,
+	},
+	{
+		ID:         CodeOrphanChecksum,
+		Title:      "A checksum file without its log file",
+		Severities: []Severity{Warning, Info},
+		Summary:    "A `.N.crc` (or `N.crc`) checksum file exists in `offsets/` or `commits/` while `N` does not.",
+		Explanation: `Hadoop's local file system writes a ` + "`.N.crc`" + ` beside each file and removes it with the file.
+An orphan appears when ` + "`N`" + ` was deleted by hand. If Spark later writes batch N again, the leftover
+checksum can make the rename into place fail, which Spark reports as two queries using the checkpoint
+even when there is only one (warning, when the restart will write N). Orphans of old, purged ids are
+harmless clutter (info).`,
+		SparkError: "```\norg.apache.spark.SparkConcurrentModificationException: Multiple streaming queries are concurrently using file:/ckpt/commits\n```",
+		Fix: "`ckpt repair <checkpoint> --execute` removes orphan checksum files (after a backup).",
+	},
+	{
+		ID:         CodeLeftoverTempFile,
+		Title:      "Leftover temporary file of an interrupted write",
+		Severities: []Severity{Info},
+		Summary:    "A `.N.<uuid>.tmp` file is left in `offsets/` or `commits/`.",
+		Explanation: `Spark writes each log file as a temporary file and renames it into place. A leftover temporary
+file means a write was interrupted (a killed driver, a failed rename on an object store). Spark ignores
+these files and never removes them; they say a crash happened around batch N.`,
+		SparkError: "",
+		Fix: "`ckpt repair <checkpoint> --execute` removes leftover temporary files (after a backup).",
+	},
+	{
+		ID:         CodeRetentionAnomaly,
+		Title:      "Retention does not look like Spark's purge",
+		Severities: []Severity{Warning, Info},
+		Summary:    "The batches kept in `offsets/` and `commits/` do not match what Spark's purge leaves behind.",
+		Explanation: "Spark keeps the last `spark.sql.streaming.minBatchesToRetain` batches (default 100) and deletes " +
+			"offsets and commits below the same threshold, so both logs normally start at the same id and hold about " +
+			"101 files. doctor flags:\n\n" +
+			"* commits purged further than offsets, or offsets further than commits, or commits missing in the middle " +
+			"of the retained range under the normal engine: files were deleted by hand or by a lifecycle rule " +
+			"(warning);\n" +
+			"* far more files than the default keeps: `minBatchesToRetain` was raised or purging fails, which makes " +
+			"every listing slow on object stores (info);\n" +
+			"* fewer files than the default keeps in a long-running query: `minBatchesToRetain` was lowered or files " +
+			"were deleted, which limits rollback and replay (info).",
+		SparkError: "",
+		Fix: "Nothing blocks the restart. Find what deletes files (a lifecycle rule, a cleanup script) or check " +
+			"`spark.sql.streaming.minBatchesToRetain`.",
+	},
+	{
+		ID:         CodeUncommittedBatch,
+		Title:      "The latest batch will run again",
+		Severities: []Severity{Info},
+		Summary:    "The latest offsets batch L has no commit, so the restart runs it again over the recorded range.",
+		Explanation: `The batch was planned (its offsets were written) but not committed: the query stopped while it
+ran. Spark re-runs it over exactly the recorded range, with the same timestamp and watermark. Sinks that
+are idempotent by batch id (the file sink, Delta, foreachBatch writers that check the id) write it
+once; others may write it twice.`,
+		SparkError: "",
+		Fix:        "Nothing to fix. `ckpt replay <checkpoint>` shows the range per source and partition.",
+	},
+}
+
+// Lookup returns the code with id.
+func Lookup(id string) (Code, bool) {
+	i := slices.IndexFunc(Codes, func(c Code) bool { return c.ID == id })
+	if i < 0 {
+		return Code{}, false
+	}
+	return Codes[i], true
+}
+
+// IDs lists every code id in registry order.
+func IDs() []string {
+	ids := make([]string, len(Codes))
+	for i, c := range Codes {
+		ids[i] = c.ID
+	}
+	return ids
+}
+
+// order is a code's position in the registry, for sorting findings.
+func order(id string) int {
+	return slices.IndexFunc(Codes, func(c Code) bool { return c.ID == id })
+}

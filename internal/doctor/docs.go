@@ -1,0 +1,133 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+)
+
+// pageIntro opens docs/doctor.md. It documents the contract around the codes (severities, exit
+// codes, JSON) so that a runbook author needs only this page.
+const pageIntro = `# ckpt doctor: finding codes
+
+<!-- Generated from internal/doctor/codes.go by "go test ./internal/doctor -run TestDocs -update". Do not edit. -->
+
+` + "`ckpt doctor <checkpoint>`" + ` finds every known bad condition in a Spark Structured Streaming
+checkpoint. Each finding has a stable **code** (listed below; never renamed or reused), a severity,
+a plain explanation, the Spark error it causes and the command that fixes it. ` + "`ckpt doctor --explain CODE`" + `
+prints one section of this page.
+
+What a restart does is decided by ckpt's one recovery planner, the same one ` + "`ckpt replay`" + ` shows and
+` + "`ckpt repair`" + ` verifies with, so doctor and replay never disagree.
+
+## Usage
+
+` + "```" + `
+ckpt doctor <checkpoint> [--mode sync|async|spark-2.1] [--spark-version V] [--sink DIR]
+            [--deep] [--fail-on error|warning|info] [-o table|json]
+ckpt doctor --explain CODE
+` + "```" + `
+
+* ` + "`--mode`" + `: the engine the query restarts with: ` + "`sync`" + ` (default), ` + "`async`" + ` (async progress tracking
+  enabled) or ` + "`spark-2.1`" + `.
+* ` + "`--spark-version`" + `: the Spark release that restarts the query (default 3.5); error texts and log
+  version limits follow it.
+* ` + "`--sink`" + `: a file sink's output directory (the one holding ` + "`_spark_metadata`" + `), to compare with the
+  checkpoint.
+* ` + "`--deep`" + `: read every log file instead of only those a restart reads (plus zero-byte files, which the
+  listing shows).
+* ` + "`--fail-on`" + `: the lowest severity that makes the exit code 3 (default ` + "`error`" + `).
+
+## Severities and exit codes
+
+| severity | meaning |
+|---|---|
+| ` + "`error`" + ` | the restart fails, or it succeeds but silently loses or duplicates data |
+| ` + "`warning`" + ` | the restart works, but something is wrong and will bite later (a rollback, an upgrade, switching a setting off) |
+| ` + "`info`" + ` | expected behaviour worth knowing before restarting |
+
+| exit | meaning |
+|---|---|
+| 0 | no finding at or above ` + "`--fail-on`" + ` |
+| 1 | ckpt itself failed (unreadable location, I/O error) |
+| 2 | usage error (unknown flag or code) |
+| 3 | at least one finding at or above ` + "`--fail-on`" + ` |
+
+## JSON output
+
+` + "`-o json`" + ` prints one object:
+
+` + "```" + `json
+{
+  "findings": [
+    {
+      "code": "missing-previous-offsets",
+      "severity": "error",
+      "batch": 6,
+      "path": "offsets/6",
+      "files": ["offsets/7"],
+      "message": "one-line statement of this instance",
+      "explanation": "what Spark does and why it matters",
+      "sparkError": "java.lang.IllegalStateException: batch 6 doesn't exist",
+      "fix": "what to do, with the commands below",
+      "commands": ["ckpt repair /data/ckpt --execute"]
+    }
+  ],
+  "restart": { "outcome": "fail", "...": "the recovery planner's prediction, as ckpt replay -o json prints it" }
+}
+` + "```" + `
+
+` + "`batch`" + ` and ` + "`sparkError`" + ` are ` + "`null`" + ` when they do not apply; ` + "`path`" + ` is the file or directory the
+finding is about (relative to the checkpoint; the sink's files are prefixed with ` + "`sink:`" + `) and ` + "`files`" + ` the
+other files involved; ` + "`commands`" + ` are complete shell commands with the checkpoint location substituted.
+Findings are sorted by severity, then in the order of this page, then by batch.
+
+## Codes
+
+`
+
+// Markdown renders the whole page of codes (docs/doctor.md).
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString(pageIntro)
+	b.WriteString("| code | severity | condition |\n|---|---|---|\n")
+	for _, c := range Codes {
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s |\n", c.ID, c.ID, severities(c), c.Summary)
+	}
+	for _, c := range Codes {
+		b.WriteString("\n")
+		b.WriteString(section(c, "##"))
+	}
+	return b.String()
+}
+
+// Explain renders the section of one code, as `ckpt doctor --explain` prints it.
+func Explain(id string) (string, bool) {
+	c, ok := Lookup(id)
+	if !ok {
+		return "", false
+	}
+	return section(c, "#"), true
+}
+
+func severities(c Code) string {
+	s := make([]string, len(c.Severities))
+	for i, sv := range c.Severities {
+		s[i] = string(sv)
+	}
+	return strings.Join(s, ", ")
+}
+
+// section renders one code; h is the heading level, so the same text serves the page and
+// --explain.
+func section(c Code, h string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s\n\n", h, c.ID)
+	fmt.Fprintf(&b, "**%s.** Severity: %s.\n\n", c.Title, severities(c))
+	fmt.Fprintf(&b, "%s\n\n", c.Summary)
+	fmt.Fprintf(&b, "%s# What it means\n\n%s\n\n", h, c.Explanation)
+	if c.SparkError != "" {
+		fmt.Fprintf(&b, "%s# Spark's error\n\n%s\n\n", h, c.SparkError)
+	}
+	fmt.Fprintf(&b, "%s# Fix\n\n%s\n", h, c.Fix)
+	return b.String()
+}

@@ -1,0 +1,469 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+)
+
+// restart turns the planner's prediction into findings. Every decision about what Spark does is
+// the planner's; this only names it.
+func (r *runner) restart() error {
+	res := r.res
+	if res.Failed() {
+		if err := r.failure(); err != nil {
+			return err
+		}
+	} else {
+		r.toleratedConflicts()
+	}
+	r.missingMetadataWarning()
+	r.commitLag()
+	r.uncommitted()
+	return nil
+}
+
+// failure names the planner's failure. The planner's Result carries Spark's message, not a
+// machine-readable reason, so the failing file is recognised by its Spark path in the message
+// and the other cases by the checkpoint's shape. A failure doctor cannot name is an error, not a
+// silently dropped finding.
+func (r *runner) failure() error {
+	res := r.res
+	text := res.ErrorText()
+	switch {
+	case !r.cp.HasMetadata() && strings.Contains(text, "MISSING_METADATA_FILE"):
+		r.missingMetadata(Error)
+	case r.metadataUnreadable():
+		r.blockingFile(checkpoint.FileMetadata, r.metadataErr())
+	case r.failedFile() != "":
+		p := r.failedFile()
+		r.blockingFile(p, r.cachedErr(p))
+	case !r.hasL && r.hasC:
+		r.emptyOffsetsWithCommits(Error)
+	case r.hasL && r.hasC && r.C > r.L && strings.Contains(text, "Concurrent update to the"):
+		r.commitsAhead(Error)
+	case r.hasL && r.L > 0 && !r.cp.Offsets.Has(r.L-1) && text == fmt.Sprintf("batch %d doesn't exist", r.L-1):
+		r.missingPrevious()
+	default:
+		return fmt.Errorf("doctor has no code for the predicted restart failure %q (please report this)", exceptionLine(res))
+	}
+	return nil
+}
+
+// toleratedConflicts reports the conflicts that old Spark releases survive: they still mean a
+// damaged checkpoint.
+func (r *runner) toleratedConflicts() {
+	switch {
+	case r.hasL && r.hasC && r.C > r.L:
+		r.commitsAhead(Warning)
+	case !r.hasL && r.hasC:
+		r.emptyOffsetsWithCommits(Error)
+	}
+}
+
+func (r *runner) metadataErr() *logformat.Error {
+	if !r.cp.HasMetadata() {
+		return nil
+	}
+	_, err := r.cp.ReadMetadata(r.ctx)
+	return parseErr(err)
+}
+
+func (r *runner) metadataUnreadable() bool {
+	if r.metadataErr() == nil {
+		return false
+	}
+	for _, l := range r.res.DriverLog {
+		if strings.Contains(l, "Error reading stream metadata") {
+			return true
+		}
+	}
+	return false
+}
+
+// restartFiles are the files a restart reads, in the planner's order, as store-relative paths.
+func (r *runner) restartFiles() []string {
+	var ps []string
+	if r.hasL {
+		ps = append(ps, r.cp.Offsets.Path(r.L))
+		if r.L > 0 && r.cp.Offsets.Has(r.L-1) {
+			ps = append(ps, r.cp.Offsets.Path(r.L-1))
+		}
+		if prev, ok := r.cp.Offsets.Prev(r.L); ok && prev != r.L-1 {
+			ps = append(ps, r.cp.Offsets.Path(prev))
+		}
+	}
+	if r.hasC {
+		ps = append(ps, r.cp.Commits.Path(r.C))
+	}
+	for i, ini := range r.res.StartFromInitial {
+		if ini {
+			ps = append(ps, initialPath(i))
+		}
+	}
+	return ps
+}
+
+func initialPath(source int) string {
+	return fmt.Sprintf("%s/%d/0", checkpoint.DirSources, source)
+}
+
+// failedFile finds the restart-read file the planner's failure names.
+func (r *runner) failedFile() string {
+	text := r.res.ErrorText()
+	files := r.restartFiles()
+	for _, p := range files {
+		sp := r.cp.SparkPath(p)
+		if strings.Contains(text, sp+".") || strings.Contains(text, sp+":") {
+			return p
+		}
+	}
+	// Failures Spark raises without a path: an offsets file holding only its version line
+	// (NoSuchElementException), an empty Kafka initial-offsets file (require).
+	for _, p := range files {
+		le := r.cachedErr(p)
+		if le == nil {
+			continue
+		}
+		switch {
+		case le.Kind == logformat.KindMissingMetadata && strings.Contains(r.res.Exception, "NoSuchElementException"):
+			return p
+		case strings.HasPrefix(p, checkpoint.DirSources+"/") && le.Spark != "" && strings.Contains(text, le.Spark):
+			return p
+		}
+	}
+	return ""
+}
+
+// cachedErr is the parse error of a restart-read file. The planner read it already, so this
+// costs no I/O.
+func (r *runner) cachedErr(p string) *logformat.Error {
+	dir, name, _ := strings.Cut(p, "/")
+	switch {
+	case p == checkpoint.FileMetadata:
+		return r.metadataErr()
+	case dir == checkpoint.DirOffsets:
+		n := logformat.ParseName(name)
+		_, err := r.cp.ReadOffsets(r.ctx, n.Batch)
+		return parseErr(err)
+	case dir == checkpoint.DirCommits:
+		n := logformat.ParseName(name)
+		_, err := r.cp.ReadCommit(r.ctx, n.Batch)
+		return parseErr(err)
+	case dir == checkpoint.DirSources:
+		data, err := r.cp.ReadFile(r.ctx, p)
+		if err != nil {
+			return nil
+		}
+		_, err = logformat.ParseKafkaInitialOffsets(p, data)
+		return parseErr(err)
+	}
+	return nil
+}
+
+// fileVersion is the header version of a restart-read file that parsed (or was too new to).
+func (r *runner) fileVersion(p string, le *logformat.Error) int {
+	if le != nil {
+		return le.Version
+	}
+	dir, name, _ := strings.Cut(p, "/")
+	n := logformat.ParseName(name)
+	switch dir {
+	case checkpoint.DirOffsets:
+		if seq, err := r.cp.ReadOffsets(r.ctx, n.Batch); err == nil {
+			return seq.Version
+		}
+	case checkpoint.DirCommits:
+		if c, err := r.cp.ReadCommit(r.ctx, n.Batch); err == nil {
+			return c.Version
+		}
+	}
+	return 0
+}
+
+// role says why the restart reads p.
+func (r *runner) role(p string) string {
+	switch {
+	case p == checkpoint.FileMetadata:
+		return "the query id file, which Spark reads before anything else"
+	case r.hasL && p == r.cp.Offsets.Path(r.L):
+		return fmt.Sprintf("the latest offsets file: Spark reads it on every start and never falls back to an older one")
+	case r.hasC && p == r.cp.Commits.Path(r.C):
+		return "the latest commit: Spark reads it on every start and never falls back to an older one"
+	case strings.HasPrefix(p, checkpoint.DirOffsets+"/"):
+		return fmt.Sprintf("the offsets file batch %d restarts from", r.L)
+	case strings.HasPrefix(p, checkpoint.DirSources+"/"):
+		return "the Kafka source's initial offsets, which the re-run reads because it has no start offset"
+	}
+	return "a file the restart reads"
+}
+
+func batchOf(p string) *int64 {
+	_, name, ok := strings.Cut(p, "/")
+	if !ok {
+		return nil
+	}
+	if n := logformat.ParseName(name); n.Kind == logformat.NameBatch && !strings.HasPrefix(p, checkpoint.DirSources+"/") {
+		return ptr(n.Batch)
+	}
+	return nil
+}
+
+// blockingFile reports the restart-read file that makes the restart fail: too new for the
+// release, or damaged.
+func (r *runner) blockingFile(p string, le *logformat.Error) {
+	res := r.res
+	if le == nil || le.Kind == logformat.KindUnsupportedVersion {
+		v := r.fileVersion(p, le)
+		f := Finding{
+			Code: CodeUnsupportedLogVersion, Severity: Error, Batch: batchOf(p), Path: p,
+			Message: fmt.Sprintf("%s has format v%d, which Spark %s cannot read (%s)", p, v, res.SparkVersion, r.opts.modeNote(res)),
+			Explanation: fmt.Sprintf("%s is %s. It was written by a newer Spark release or with another checkpoint format "+
+				"setting (spark.sql.streaming.stateStore.checkpointFormatVersion for commits), so the restart fails.", p, r.role(p)),
+			SparkError: sparkError(res, false),
+		}
+		if ok := r.readableBy(); ok != "" {
+			f.Fix = fmt.Sprintf("Restart with Spark %s (or the matching checkpoint format setting); check first with the command below. Do not delete or rewrite the file.", ok)
+			f.Commands = []string{r.cmd("doctor", "--spark-version", ok)}
+		} else {
+			f.Fix = "Restart with the Spark release (and checkpoint format setting) that wrote the checkpoint. Do not delete or rewrite the file."
+		}
+		r.add(f)
+		return
+	}
+	f := Finding{
+		Code: CodeCorruptLogFile, Severity: Error, Batch: batchOf(p), Path: p,
+		Message:     fmt.Sprintf("%s %s, and it blocks the restart", p, describe(le)),
+		Explanation: fmt.Sprintf("%s is %s. Spark writes log files atomically, so a damaged one comes from a copy by hand, a non-atomic store or an interrupted upload.", p, r.role(p)),
+		SparkError:  sparkError(res, false),
+	}
+	switch {
+	case p == checkpoint.FileMetadata:
+		f.Fix = "Restore metadata from a backup, or write it with the query's original id (driver log: \"Starting [id = <uuid>, runId = …]\"). Never write a new random id."
+	case strings.HasPrefix(p, checkpoint.DirSources+"/"):
+		f.Fix = "Restore the file from a backup, or set startingOffsets to the positions the query originally started from; the command below shows the ranges the restart reads."
+		f.Commands = []string{r.replayCmd()}
+	default:
+		f.Fix = "Restore the file from a backup if you have one. Otherwise let ckpt remove it (and any commit that would then be ahead) so the previous batch becomes the latest; `ckpt repair` without --execute shows the plan and the replay first."
+		f.Commands = []string{r.repairCmd()}
+	}
+	r.add(f)
+}
+
+// readableBy names a release the planner predicts a resume for, from its per-release notes.
+func (r *runner) readableBy() string {
+	for _, n := range r.res.Releases {
+		if n.Outcome == recovery.OutcomeResume && len(n.Versions) > 0 {
+			return n.Versions[len(n.Versions)-1]
+		}
+	}
+	return ""
+}
+
+func (o Options) modeNote(res *recovery.Result) string {
+	return fmt.Sprintf("%s engine", res.Mode)
+}
+
+// missingPrevious reports the sync engine's "batch L-1 doesn't exist", with the shape of the gap.
+func (r *runner) missingPrevious() {
+	L := r.L
+	g := analyzeGaps(r.cp)
+	files := []string{r.cp.Offsets.Path(L)}
+	if r.cp.Commits.Has(L) {
+		files = append(files, r.cp.Commits.Path(L))
+	}
+	f := Finding{
+		Code: CodeMissingPreviousOffsets, Severity: Error, Batch: ptr(L - 1), Path: r.cp.Offsets.Path(L - 1), Files: files,
+		Message: fmt.Sprintf("offsets/%d is missing, so Spark cannot restart from the latest batch %d; %s", L-1, L, g.shape()),
+		SparkError: sparkError(r.res, true),
+		Commands:   []string{r.repairCmd()},
+	}
+	repair := "Or let ckpt make the latest two offsets files consecutive (and drop commits that would then be ahead): `ckpt repair` without --execute shows the plan and the replay it causes, with --execute it applies it after a backup."
+	if g.kind == gapsAsync {
+		f.Explanation = "Async progress tracking persists offsets and commits only every asyncProgressTrackingCheckpointIntervalMs, " +
+			"so both logs are sparse; the async engine restarts from the nearest lower offsets file, but the normal engine requires offsets/L-1. " +
+			"This is what switching async progress tracking off without Spark's procedure leads to."
+		f.Fix = "Spark's documented procedure: restart with asyncProgressTrackingEnabled=true and asyncProgressTrackingCheckpointIntervalMs=0, " +
+			"let it process at least two micro-batches, stop it, then disable async progress tracking. " + repair
+	} else {
+		f.Explanation = "The normal engine reads offsets/L-1 to find where batch L starts, before it looks at the commit log, " +
+			"so the restart fails even if batch L committed. A lone offsets file after a gap is usually copied in by hand, " +
+			"written by a second query sharing the checkpoint, or left by a partial restore; async progress tracking leaves gaps too."
+		f.Fix = "If the query ran with async progress tracking: restart it with asyncProgressTrackingEnabled=true and asyncProgressTrackingCheckpointIntervalMs=0 " +
+			"for at least two micro-batches, then disable it (Spark's procedure). " + repair
+	}
+	r.add(f)
+}
+
+// commitsAhead reports commits beyond the latest offsets.
+func (r *runner) commitsAhead(sev Severity) {
+	var ahead []int64
+	var files []string
+	for _, id := range r.cp.Commits.IDs {
+		if id > r.L {
+			ahead = append(ahead, id)
+			files = append(files, r.cp.Commits.Path(id))
+		}
+	}
+	files, more := capList(files)
+	f := Finding{
+		Code: CodeCommitsAhead, Severity: sev, Batch: ptr(ahead[0]), Path: r.cp.Commits.Path(ahead[0]), Files: files,
+		Message: fmt.Sprintf("commits/ reaches batch %d but offsets/ only %d: %s no offsets%s", r.C, r.L, strings.Replace(batchesHave(ahead), "batch", "commit", 1), more),
+		Explanation: "Spark writes offsets/N before running batch N and commits/N after it, so a commit ahead of the offsets means offsets " +
+			"were deleted by hand without their commits, or a second query writes this checkpoint. Batch " + fmt.Sprint(r.L) +
+			" re-runs, and writing its commit (or a later one) finds the file already there.",
+		SparkError: sparkError(r.res, false),
+		Fix:        "Make sure no other query uses this checkpoint (Spark's message is also its report of two live writers). Then let ckpt remove the commits beyond the latest offsets, with their .crc files; `ckpt repair` without --execute shows the plan.",
+		Commands:   []string{r.repairCmd()},
+	}
+	if sev == Warning {
+		f.Explanation += fmt.Sprintf(" Spark %s ignores the failed commit writes, so the restart goes on, but those commit files keep their old content (watermark, state ids).", r.res.SparkVersion)
+	}
+	r.add(f)
+}
+
+// emptyOffsetsWithCommits reports commits with no offsets at all.
+func (r *runner) emptyOffsetsWithCommits(sev Severity) {
+	first, _ := r.cp.Commits.Earliest()
+	f := Finding{
+		Code: CodeEmptyOffsetsWithCommits, Severity: sev, Path: checkpoint.DirOffsets,
+		Files:   []string{r.cp.Commits.Path(first), r.cp.Commits.Path(r.C)},
+		Message: fmt.Sprintf("offsets/ has no batch file but commits/ holds %d (%s): Spark starts the query as new", len(r.cp.Commits.IDs), ids(r.cp.Commits.IDs)),
+		Explanation: "Without offsets Spark believes the query is new: it starts at batch 0 from the sources' starting positions " +
+			"(Kafka: startingOffsets, default latest), skipping or re-reading everything since, and stops when it reaches a commit id " +
+			"that already exists. Spark 4.1 refuses to start at all.",
+		SparkError: sparkError(r.res, false),
+		Fix:        "Restore offsets/ from a backup: the commits alone cannot say where the sources were. Otherwise ckpt can move the commits aside so the query starts afresh, which is only right with deliberately chosen starting positions; `ckpt repair` without --execute shows the plan.",
+		Commands:   []string{r.repairCmd()},
+	}
+	r.add(f)
+}
+
+// missingMetadata reports the missing query id file.
+func (r *runner) missingMetadata(sev Severity) {
+	f := Finding{
+		Code: CodeMissingMetadata, Severity: sev, Path: checkpoint.FileMetadata,
+		Explanation: "metadata holds the query id. Sinks that deduplicate by query id (Delta's txnAppId, foreachBatch writers keyed on it) " +
+			"and listeners depend on it staying the same across restarts. It is the oldest file in the checkpoint, the first a storage lifecycle rule expires.",
+		Fix: "Restore metadata from a backup, or write it with the query's original id: {\"id\":\"<original-uuid>\"}, no newline " +
+			"(the id is in the driver log line \"Starting [id = <uuid>, runId = …]\", the Spark UI and StreamingQueryListener events). Never write a new random id.",
+	}
+	if sev == Error {
+		f.Message = fmt.Sprintf("metadata is missing while the logs hold batches: Spark %s refuses to start", r.res.SparkVersion)
+		f.SparkError = sparkError(r.res, false)
+	} else {
+		f.Message = fmt.Sprintf("metadata is missing while the logs hold batches: Spark %s silently writes a new query id on start", r.res.SparkVersion)
+	}
+	r.add(f)
+}
+
+func (r *runner) missingMetadataWarning() {
+	if r.cp.HasMetadata() || !(r.hasL || r.hasC) || r.reported[checkpoint.FileMetadata] {
+		return
+	}
+	r.missingMetadata(Warning)
+}
+
+// commitLag reports batches the restart never processes again, from the planner's list.
+func (r *runner) commitLag() {
+	res := r.res
+	skipped := res.SkippedBatches
+	warned := false
+	for _, l := range res.DriverLog {
+		if strings.Contains(l, "Batch completion log latest batch id is") {
+			warned = true
+		}
+	}
+	if len(skipped) == 0 && !warned {
+		return
+	}
+	var spark *string
+	for _, l := range res.DriverLog {
+		if strings.Contains(l, "Batch completion log latest batch id is") {
+			spark = ptr(l)
+		}
+	}
+	latestCommit := "commits/ is empty"
+	if r.hasC {
+		latestCommit = fmt.Sprintf("the latest commit is %d", r.C)
+	}
+	f := Finding{Code: CodeCommitLag, Path: checkpoint.DirCommits, SparkError: spark}
+	if r.hasC {
+		f.Path = r.cp.Commits.Path(r.C)
+		f.Batch = ptr(r.C)
+	}
+	if len(skipped) > 0 {
+		files := make([]string, 0, len(skipped))
+		for _, id := range skipped {
+			if r.cp.Offsets.Has(id) {
+				files = append(files, r.cp.Offsets.Path(id))
+			}
+		}
+		files, _ = capList(files)
+		f.Severity = Warning
+		f.Files = files
+		f.Message = fmt.Sprintf("%s but the latest offsets %d: %s offsets but no commit and will not be run again", latestCommit, r.L, batchesHave(skipped))
+		f.Explanation = fmt.Sprintf("Spark re-runs only batch %d on restart. The batches between the latest commit and the batch it restarts from "+
+			"are not replayed: if their output never reached the sink, it is lost. Their commits were usually deleted by hand.", r.L)
+		f.Fix = "Nothing blocks the restart. Check the sink for the listed batches; the command below shows the exact range the restart reads."
+	} else {
+		f.Severity = Info
+		f.Message = fmt.Sprintf("%s and the latest offsets %d: Spark logs a warning, but the re-run range covers the batches in between", latestCommit, r.L)
+		f.Explanation = "Under async progress tracking commits are sparse by design, and the re-run starts from the nearest lower offsets file, so nothing is skipped."
+		f.Fix = "Nothing to fix; the command below shows the range the restart reads."
+	}
+	f.Commands = []string{r.replayCmd()}
+	r.add(f)
+}
+
+// uncommitted reports the batch the restart runs again.
+func (r *runner) uncommitted() {
+	res := r.res
+	if res.Failed() || res.RerunBatch == nil {
+		return
+	}
+	b := *res.RerunBatch
+	var parts []string
+	if rg := res.RerunRange; rg != nil {
+		for i := range rg.End {
+			start := "initial offsets"
+			if i < len(rg.Start) && string(rg.Start[i]) != "null" && len(rg.Start[i]) > 0 {
+				start = string(rg.Start[i])
+			}
+			parts = append(parts, fmt.Sprintf("source %d: %s → %s", i, start, string(rg.End[i])))
+		}
+	}
+	var records int64
+	counted := false
+	for _, pr := range res.Kafka {
+		if pr.Records != nil {
+			records += *pr.Records
+			counted = true
+		}
+	}
+	msg := fmt.Sprintf("batch %d has offsets but no commit: the restart runs it again", b)
+	if res.Mode == recovery.ModeSpark21 {
+		msg = fmt.Sprintf("Spark 2.1 has no commit log: the restart runs the latest batch %d again", b)
+	}
+	if counted {
+		msg += fmt.Sprintf(" (%d Kafka records)", records)
+	}
+	expl := "The query stopped while the batch ran. Spark re-runs it over exactly the recorded range, with the same timestamp and watermark; " +
+		"sinks idempotent by batch id write it once, others may write it twice."
+	if len(parts) > 0 {
+		expl += " Range: " + strings.Join(parts, "; ") + "."
+	}
+	if s := res.Sink; s != nil && (s.Status == recovery.SinkSkipsRerun || s.Status == recovery.SinkWritesRerun) {
+		expl += " File sink: " + s.Message + "."
+	}
+	files := []string{r.cp.Offsets.Path(b)}
+	r.add(Finding{
+		Code: CodeUncommittedBatch, Severity: Info, Batch: ptr(b), Path: files[0], Files: files[1:],
+		Message: msg, Explanation: expl,
+		Fix:      "Nothing to fix; the command below shows the range per source and partition.",
+		Commands: []string{r.replayCmd()},
+	})
+}

@@ -1,0 +1,715 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/query"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/transform"
+)
+
+// SparkVersion is the Spark release whose checkpoints the engine writes and whose restart rules
+// it follows.
+const SparkVersion = "3.5"
+
+// initialOffsetsPath is the Kafka source's initial offsets file (source 0).
+const initialOffsetsPath = checkpoint.DirSources + "/0/0"
+
+// RefusedError is a start Spark would refuse: Spark's error plus the commands that help.
+type RefusedError struct {
+	Plan       *recovery.Result
+	Checkpoint string
+}
+
+func (e *RefusedError) Error() string {
+	msg := e.Plan.ErrorText()
+	if e.Plan.Exception != "" {
+		msg = e.Plan.Exception + ": " + msg
+	}
+	return fmt.Sprintf("Spark would refuse to restart this checkpoint, so ckpt does too:\n  %s\n"+
+		"Diagnose with:  ckpt doctor %s\nRepair with:    ckpt repair %s", strings.ReplaceAll(msg, "\n", "\n  "), e.Checkpoint, e.Checkpoint)
+}
+
+// Stats summarises a run.
+type Stats struct {
+	QueryID      string
+	RunID        string
+	Batches      int   // batches run (commits written), re-runs included
+	Rows         int64 // input rows
+	LastBatch    int64 // -1: none
+	Reran        *int64
+	Stopped      string // why Run returned: "once", "availableNow", "max-batches", "signal", "abandoned"
+	FreshStart   bool
+	Checkpoint   string
+	AbandonedRun *int64 // batch left after offsets/N when the stop timeout expired
+}
+
+// Engine runs one query. Create it with New, run it with Run; an Engine runs once.
+type Engine struct {
+	opts  Options
+	q     *query.Resolved
+	clock Clock
+	src   Source
+	sink  Sink
+	lw    LogWriter
+
+	queryID, runID string
+	newMetadata    bool
+	conf           []logformat.KV
+
+	// position: the next batch and its start offsets (nil: the source's initial offsets).
+	nextBatch int64
+	committed *logformat.KafkaOffsets
+	initial   *logformat.KafkaOffsets
+	rerun     *pendingBatch
+
+	lastTrigger time.Time
+	stats       Stats
+	evalPool    sync.Pool
+	parallelism int
+}
+
+type pendingBatch struct {
+	id          int64
+	start       *logformat.KafkaOffsets // nil: initial offsets
+	end         logformat.KafkaOffsets
+	latest      logformat.KafkaOffsets
+	timestampMs int64
+	rerun       bool
+	// latestOffsetMs is the time planning took (progress durationMs.latestOffset).
+	latestOffsetMs int64
+}
+
+// New checks the options and builds the source and sink (validating their options) without
+// touching the checkpoint.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	opts.defaults()
+	if opts.Query == nil || opts.Store == nil {
+		return nil, errors.New("engine: Query and Store are required")
+	}
+	e := &Engine{opts: opts, q: opts.Query, clock: opts.Clock, runID: opts.RunID}
+	if e.runID == "" {
+		e.runID = uuid.NewString()
+	}
+	e.parallelism = e.q.Parallelism
+	if e.parallelism == 0 {
+		e.parallelism = 4 * runtime.GOMAXPROCS(0)
+	}
+	e.conf = SparkConf35(e.q.ShufflePartitions)
+	prog := e.q.Program
+	e.evalPool.New = func() any { return prog.NewEvaluator() }
+	// The query id: read it (or pick the one start will write) before building the sink, whose
+	// exactly-once transactional id derives from it. Nothing is written here.
+	data, err := opts.Store.ReadFile(ctx, checkpoint.FileMetadata)
+	switch {
+	case err == nil:
+		m, err := logformat.ParseStreamMetadata(checkpoint.FileMetadata, data)
+		if err != nil {
+			return nil, fmt.Errorf("Error reading stream metadata from %s: %w", checkpoint.SparkPath(opts.Store.URI(), checkpoint.FileMetadata), err)
+		}
+		e.queryID = m.ID
+	case errors.Is(err, fs.ErrNotExist):
+		e.queryID = uuid.NewString()
+		e.newMetadata = true
+	default:
+		return nil, err
+	}
+	e.src = opts.Source
+	if e.src == nil {
+		if e.src, err = newKafkaSource(ctx, e.q, e.clock, e.logf); err != nil {
+			return nil, err
+		}
+	}
+	e.sink = opts.Sink
+	if e.sink == nil {
+		if e.sink, err = newSink(ctx, e.q, e.queryID, opts.Console, opts.OpenStore, e.logf); err != nil {
+			e.src.Close()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *Engine) logf(format string, a ...any) {
+	fmt.Fprintf(e.opts.Log, format+"\n", a...)
+}
+
+// Run runs the query until the trigger ends it (once, availableNow), MaxBatches is reached, or ctx
+// is cancelled (a graceful stop: the running batch finishes within StopTimeout or is abandoned).
+func (e *Engine) Run(ctx context.Context) (Stats, error) {
+	e.stats = Stats{LastBatch: -1, Checkpoint: e.opts.Store.URI()}
+	defer e.src.Close()
+	defer e.sink.Close()
+	e.lw = NewSyncLogWriter(e.opts.Store)
+	defer e.lw.Close()
+
+	if err := e.start(ctx); err != nil {
+		return e.stats, err
+	}
+	if e.rerun != nil {
+		b := e.rerun
+		e.rerun = nil
+		if stop, err := e.execute(ctx, b); err != nil || stop {
+			return e.stats, err
+		}
+	}
+	return e.stats, e.loop(ctx)
+}
+
+// start: metadata, the recovery planner, and the position to continue from.
+func (e *Engine) start(ctx context.Context) error {
+	store := e.opts.Store
+	cp, err := checkpoint.Load(ctx, store)
+	if err != nil {
+		return err
+	}
+	if cp.HasMetadata() {
+		m, err := cp.ReadMetadata(ctx)
+		if err != nil {
+			return fmt.Errorf("Error reading stream metadata from %s: %w", cp.SparkPath(checkpoint.FileMetadata), err)
+		}
+		if m.ID != e.queryID {
+			return fmt.Errorf("Multiple streaming queries are concurrently using metadata")
+		}
+	} else {
+		// StreamingQueryCheckpointMetadata: a missing metadata file is written with a new id.
+		m := &logformat.StreamMetadata{ID: e.queryID}
+		if err := store.WriteFile(ctx, checkpoint.FileMetadata, m.Marshal()); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return errors.New("Multiple streaming queries are concurrently using metadata")
+			}
+			return err
+		}
+		e.logf("Created %s with query id %s", cp.SparkPath(checkpoint.FileMetadata), m.ID)
+	}
+	e.stats.QueryID, e.stats.RunID = e.queryID, e.runID
+
+	ropts := recovery.Options{Mode: recovery.ModeSync, SparkVersion: SparkVersion}
+	if fs, ok := e.sink.(interface {
+		LatestBatch(context.Context) (int64, bool, error)
+	}); ok {
+		if id, ok, err := fs.LatestBatch(ctx); err != nil {
+			return err
+		} else if ok {
+			ropts.SinkLatest = &id
+		}
+	}
+	plan, err := recovery.Plan(ctx, cp, ropts)
+	if err != nil {
+		return err
+	}
+	for _, l := range plan.DriverLog {
+		e.logf("%s", l)
+	}
+	for _, w := range plan.Warnings {
+		e.logf("WARN %s", w)
+	}
+	if plan.Failed() {
+		return &RefusedError{Plan: plan, Checkpoint: store.URI()}
+	}
+
+	latest, hasOffsets := cp.Offsets.Latest()
+	if !hasOffsets {
+		e.stats.FreshStart = true
+		e.nextBatch = plan.NextBatch
+		return nil
+	}
+	seq, err := cp.ReadOffsets(ctx, latest)
+	if err != nil {
+		return err
+	}
+	if err := checkSourceCount(seq); err != nil {
+		return err
+	}
+	// Spark's setSessionConf: the latest offsets file's conf is what later batches record.
+	e.conf = restoredConf(e.conf, seq.Metadata)
+	end, err := sourceOffsets(cp, latest, seq)
+	if err != nil {
+		return err
+	}
+	if plan.RerunBatch != nil {
+		l := *plan.RerunBatch
+		b := &pendingBatch{id: l, rerun: true, timestampMs: plan.BatchTimestampMs}
+		if l != latest {
+			return fmt.Errorf("engine: the planner re-runs batch %d but the latest offsets are %d", l, latest)
+		}
+		if end == nil {
+			return fmt.Errorf("engine: offsets/%d has no offset for the Kafka source", l)
+		}
+		b.end, b.latest = *end, *end
+		if plan.RerunRange != nil && len(plan.RerunRange.Start) > 0 && !isNull(plan.RerunRange.Start[0]) {
+			s, err := logformat.ParseKafkaOffsets(cp.SparkPath(fmt.Sprintf("offsets/%d", l-1)), string(plan.RerunRange.Start[0]))
+			if err != nil {
+				return err
+			}
+			b.start = &s
+		}
+		e.rerun = b
+		e.nextBatch = l + 1
+		e.committed = end
+		e.logf("Resuming query %s: re-running batch %d with the offsets in offsets/%d, then continuing at batch %d", e.queryID, l, l, l+1)
+		return nil
+	}
+	e.nextBatch = plan.NextBatch
+	e.committed = end
+	e.logf("Resuming query %s at batch %d", e.queryID, e.nextBatch)
+	return nil
+}
+
+func isNull(m json.RawMessage) bool {
+	s := strings.TrimSpace(string(m))
+	return s == "" || s == "null"
+}
+
+func checkSourceCount(seq *logformat.OffsetSeq) error {
+	if len(seq.Sources) != 1 {
+		// OffsetSeq.toStreamProgress
+		return fmt.Errorf("java.lang.AssertionError: assertion failed: There are [%d] sources in the checkpoint offsets and now there are [1] sources requested by the query. Cannot continue.", len(seq.Sources))
+	}
+	return nil
+}
+
+func sourceOffsets(cp *checkpoint.Checkpoint, id int64, seq *logformat.OffsetSeq) (*logformat.KafkaOffsets, error) {
+	s := seq.Sources[0]
+	if s.Void {
+		return nil, nil
+	}
+	k, err := logformat.ParseKafkaOffsets(cp.SparkPath(fmt.Sprintf("offsets/%d", id)), s.JSON)
+	if err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+// initialOffsets reads sources/0/0, or resolves startingOffsets and writes it (Spark's
+// getOrCreateInitialPartitionOffsets).
+func (e *Engine) initialOffsets(ctx context.Context) (logformat.KafkaOffsets, error) {
+	if e.initial != nil {
+		return *e.initial, nil
+	}
+	store := e.opts.Store
+	data, err := store.ReadFile(ctx, initialOffsetsPath)
+	switch {
+	case err == nil:
+		k, err := logformat.ParseKafkaInitialOffsets(initialOffsetsPath, data)
+		if err != nil {
+			return logformat.KafkaOffsets{}, fmt.Errorf("Failed to read log file %s. %w", initialOffsetsPath, err)
+		}
+		e.initial = &k.Offsets
+		return k.Offsets, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return logformat.KafkaOffsets{}, err
+	}
+	o, err := e.src.InitialOffsets(ctx)
+	if err != nil {
+		return logformat.KafkaOffsets{}, err
+	}
+	if err := store.WriteFile(ctx, initialOffsetsPath, logformat.MarshalKafkaInitialOffsets(o)); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return logformat.KafkaOffsets{}, fmt.Errorf("Multiple streaming queries are concurrently using %s", checkpoint.DirSources+"/0")
+		}
+		return logformat.KafkaOffsets{}, err
+	}
+	e.logf("Wrote the Kafka initial offsets to %s: %s", initialOffsetsPath, o.JSON())
+	e.initial = &o
+	return o, nil
+}
+
+func (e *Engine) readLimit() ReadLimit {
+	if e.q.Trigger.Kind == query.TriggerOnce {
+		return ReadLimit{AllAvailable: true} // Trigger.Once forces ReadAllAvailable
+	}
+	return e.src.DefaultReadLimit()
+}
+
+// loop is the trigger executor: ProcessingTimeExecutor for default and processingTime,
+// SingleBatchExecutor for once, MultiBatchExecutor for availableNow.
+func (e *Engine) loop(ctx context.Context) error {
+	kind := e.q.Trigger.Kind
+	interval := e.q.Trigger.Interval
+	if kind == query.TriggerAvailableNow {
+		// prepareForTriggerAvailableNow: the end of this run is what is available at its first
+		// trigger.
+		e.src.PrepareForTriggerAvailableNow()
+	}
+	for {
+		if ctx.Err() != nil {
+			e.stats.Stopped = "signal"
+			return nil
+		}
+		if e.opts.MaxBatches > 0 && e.stats.Batches >= e.opts.MaxBatches {
+			e.stats.Stopped = "max-batches"
+			return nil
+		}
+		triggerTime := e.clock.Now()
+		next := triggerTime
+		if interval > 0 {
+			ms := triggerTime.UnixMilli()
+			iv := interval.Milliseconds()
+			next = time.UnixMilli(ms/iv*iv + iv)
+		}
+		b, err := e.construct(ctx, triggerTime)
+		if err != nil {
+			if ctx.Err() != nil {
+				e.stats.Stopped = "signal"
+				return nil
+			}
+			return err
+		}
+		if b != nil {
+			stop, err := e.execute(ctx, b)
+			if err != nil || stop {
+				return err
+			}
+		}
+		switch kind {
+		case query.TriggerOnce:
+			e.stats.Stopped = "once"
+			return nil
+		case query.TriggerAvailableNow:
+			if b == nil {
+				e.stats.Stopped = "availableNow"
+				return nil
+			}
+			continue
+		}
+		if interval > 0 {
+			if elapsed := e.clock.Now().Sub(triggerTime); elapsed > interval {
+				e.logf("WARN ProcessingTimeExecutor: Current batch is falling behind. The trigger interval is %d milliseconds, but spent %d milliseconds", interval.Milliseconds(), elapsed.Milliseconds())
+			}
+			if wait := next.Sub(e.clock.Now()); wait > 0 {
+				if e.clock.Sleep(ctx, wait) != nil {
+					e.stats.Stopped = "signal"
+					return nil
+				}
+			}
+		} else if b == nil {
+			if e.clock.Sleep(ctx, e.opts.PollingDelay) != nil {
+				e.stats.Stopped = "signal"
+				return nil
+			}
+		}
+	}
+}
+
+func (e *Engine) startOffsets(ctx context.Context) (logformat.KafkaOffsets, error) {
+	if e.committed != nil {
+		return *e.committed, nil
+	}
+	return e.initialOffsets(ctx)
+}
+
+// construct is constructNextBatch: plan the end offsets; nil when there is no new data.
+func (e *Engine) construct(ctx context.Context, triggerTime time.Time) (*pendingBatch, error) {
+	start, err := e.startOffsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t0 := e.clock.Now()
+	end, latest, warnings, err := e.src.Latest(ctx, start, e.readLimit())
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		e.logf("WARN %s", w)
+	}
+	if len(end.Topics) == 0 || equalOffsets(start, end) {
+		return nil, nil
+	}
+	s := start
+	b := &pendingBatch{id: e.nextBatch, start: &s, end: end, latest: latest, timestampMs: triggerTime.UnixMilli(),
+		latestOffsetMs: e.clock.Now().Sub(t0).Milliseconds()}
+	return b, nil
+}
+
+func equalOffsets(a, b logformat.KafkaOffsets) bool {
+	am, bm := a.Map(), b.Map()
+	if len(am) != len(bm) {
+		return false
+	}
+	for k, v := range am {
+		if w, ok := bm[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Engine) failAt(id int64, phase string) {
+	if f := e.opts.FailAt; f != nil && f.Batch == id && f.Phase == phase {
+		e.logf("--fail-at batch=%d,phase=%s: exiting abruptly", id, phase)
+		e.opts.Exit(FailExitCode)
+	}
+}
+
+// batchContext is ctx without its cancellation, cancelled StopTimeout after ctx is.
+func (e *Engine) batchContext(ctx context.Context) (context.Context, func()) {
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var mu sync.Mutex
+	var timer *time.Timer
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		timer = time.AfterFunc(e.opts.StopTimeout, cancel)
+		mu.Unlock()
+	})
+	return bctx, func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
+}
+
+// execute runs a planned batch: WAL (unless a re-run), read+transform+sink, commit, progress.
+// stop is true when the run must end (a stop abandoned the batch).
+func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err error) {
+	bctx, done := e.batchContext(ctx)
+	defer done()
+	abandoned := func(err error) (bool, error) {
+		if ctx.Err() != nil && bctx.Err() != nil {
+			id := b.id
+			e.stats.AbandonedRun = &id
+			e.stats.Stopped = "abandoned"
+			e.logf("Stop timeout (%s) expired: abandoned batch %d after offsets/%d; the restart re-runs it", e.opts.StopTimeout, b.id, b.id)
+			return true, nil
+		}
+		return true, err
+	}
+	start := e.clock.Now()
+	dur := map[string]int64{"latestOffset": b.latestOffsetMs, "getBatch": 0, "queryPlanning": 0, "walCommit": 0, "addBatch": 0, "commitOffsets": 0}
+	var from logformat.KafkaOffsets
+	if b.start != nil {
+		from = *b.start
+	} else {
+		from, err = e.initialOffsets(bctx)
+		if err != nil {
+			return abandoned(err)
+		}
+	}
+
+	if !b.rerun {
+		t := e.clock.Now()
+		seq := &logformat.OffsetSeq{Version: 1,
+			Metadata: &logformat.OffsetMetadata{BatchWatermarkMs: 0, BatchTimestampMs: b.timestampMs, Conf: e.conf},
+			Sources:  []logformat.SourceOffset{{JSON: b.end.JSON()}}}
+		if err := e.lw.AddOffsets(bctx, b.id, seq).Wait(); err != nil {
+			return abandoned(err)
+		}
+		e.failAt(b.id, PhaseAfterOffsets)
+		// markMicroBatchStart → purge(N - minBatchesToRetain) once N > minBatchesToRetain.
+		if min := int64(e.q.MinBatchesToRetain); min < b.id {
+			if err := e.lw.Purge(bctx, b.id-min).Wait(); err != nil {
+				return abandoned(err)
+			}
+		}
+		dur["walCommit"] = e.clock.Now().Sub(t).Milliseconds()
+	}
+
+	t := e.clock.Now()
+	batch, err := e.read(bctx, b.id, from, b.end)
+	if err != nil {
+		return abandoned(err)
+	}
+	if f := e.opts.FailAt; f != nil && f.Batch == b.id && f.Phase == PhaseMidSink {
+		batch.MidSink = func() { e.failAt(b.id, PhaseMidSink) }
+	}
+	if err := e.sink.AddBatch(bctx, batch); err != nil {
+		return abandoned(err)
+	}
+	batch.midSink() // a sink that never called it (nothing to write): crash here
+	dur["addBatch"] = e.clock.Now().Sub(t).Milliseconds()
+	e.failAt(b.id, PhaseBeforeCommit)
+
+	t = e.clock.Now()
+	c := &logformat.Commit{Version: 1, NextBatchWatermarkMs: 0, HasNextBatchWatermark: true}
+	if err := e.lw.AddCommit(bctx, b.id, c).Wait(); err != nil {
+		return abandoned(err)
+	}
+	end := e.clock.Now()
+	dur["commitOffsets"] = end.Sub(t).Milliseconds()
+	dur["triggerExecution"] = end.Sub(start).Milliseconds()
+
+	endCopy := b.end
+	e.committed = &endCopy
+	e.nextBatch = b.id + 1
+	e.stats.Batches++
+	e.stats.Rows += batch.InputRows
+	e.stats.LastBatch = b.id
+	if b.rerun {
+		id := b.id
+		e.stats.Reran = &id
+	}
+	e.report(b, from, batch, dur, start, end)
+	return false, nil
+}
+
+func (e *Engine) report(b *pendingBatch, from logformat.KafkaOffsets, batch *Batch, dur map[string]int64, start, end time.Time) {
+	var name *string
+	if e.q.Name != "" {
+		n := e.q.Name
+		name = &n
+	}
+	exec := end.Sub(start)
+	var inRate float64
+	if !e.lastTrigger.IsZero() {
+		inRate = rate(batch.InputRows, start.Sub(e.lastTrigger))
+	}
+	e.lastTrigger = start
+	latest := b.latest
+	if len(latest.Topics) == 0 {
+		latest = b.end
+	}
+	p := &Progress{
+		ID: e.queryID, RunID: e.runID, Name: name, Timestamp: sparkTimestamp(start),
+		BatchID: b.id, BatchDuration: exec.Milliseconds(), NumInputRows: batch.InputRows,
+		InputRowsPerSecond: inRate, ProcessedRowsPerSecond: rate(batch.InputRows, exec),
+		DurationMs: dur, StateOperators: []any{},
+		Sources: []SourceProgress{{
+			Description:  e.src.Description(),
+			StartOffset:  json.RawMessage(from.JSON()),
+			EndOffset:    json.RawMessage(b.end.JSON()),
+			LatestOffset: json.RawMessage(latest.JSON()),
+			NumInputRows: batch.InputRows, InputRowsPerSecond: inRate, ProcessedRowsPerSecond: rate(batch.InputRows, exec),
+			Metrics: lagMetrics(b.end, latest),
+		}},
+		Sink:  SinkProgress{Description: e.sink.Description(), NumOutputRows: outputRows(e.sink, batch)},
+		Rerun: b.rerun,
+	}
+	e.opts.Metrics.Observe(p)
+	if e.opts.OnProgress != nil {
+		e.opts.OnProgress(p)
+	}
+}
+
+func outputRows(s Sink, b *Batch) int64 {
+	if c, ok := s.(interface{ OutputRows(*Batch) int64 }); ok {
+		return c.OutputRows(b)
+	}
+	return -1
+}
+
+// lagMetrics are the Kafka source's metrics in progress events (avg/max/minOffsetsBehindLatest).
+func lagMetrics(end, latest logformat.KafkaOffsets) map[string]string {
+	em := end.Map()
+	var sum, mx, n int64
+	mn := int64(-1)
+	for tp, l := range latest.Map() {
+		lag := l - em[tp]
+		if lag < 0 {
+			lag = 0
+		}
+		sum += lag
+		n++
+		mx = max(mx, lag)
+		if mn < 0 || lag < mn {
+			mn = lag
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return map[string]string{
+		"avgOffsetsBehindLatest": fmt.Sprintf("%.1f", float64(sum)/float64(n)),
+		"maxOffsetsBehindLatest": fmt.Sprint(mx),
+		"minOffsetsBehindLatest": fmt.Sprint(mn),
+	}
+}
+
+// read reads (from, end] of every partition in parallel and applies the transform.
+func (e *Engine) read(ctx context.Context, id int64, from, end logformat.KafkaOffsets) (*Batch, error) {
+	prog := e.q.Program
+	identity := prog.Identity()
+	project := prog.Projects()
+	var mu sync.Mutex
+	var inputRows atomic.Int64
+	parts := map[logformat.TopicPartition]*Part{}
+	err := e.src.Read(ctx, from, end, e.parallelism, func(tp logformat.TopicPartition, rows []transform.Row) error {
+		inputRows.Add(int64(len(rows)))
+		var kept []transform.Row
+		var values [][]any
+		if identity {
+			kept = rows
+		} else {
+			ev := e.evalPool.Get().(*transform.Evaluator)
+			defer e.evalPool.Put(ev)
+			for i := range rows {
+				ok, err := ev.Keep(&rows[i])
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+				if project {
+					v, err := ev.Project(&rows[i], nil)
+					if err != nil {
+						return err
+					}
+					values = append(values, v)
+				} else {
+					kept = append(kept, rows[i])
+				}
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		p := parts[tp]
+		if p == nil {
+			p = &Part{Topic: tp.Topic, Partition: tp.Partition}
+			parts[tp] = p
+		}
+		if project {
+			if p.Values == nil {
+				p.Values = values
+			} else {
+				p.Values = append(p.Values, values...)
+			}
+			if p.Values == nil {
+				p.Values = [][]any{}
+			}
+		} else {
+			if p.Rows == nil {
+				p.Rows = kept
+			} else {
+				p.Rows = append(p.Rows, kept...)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	b := &Batch{ID: id, Columns: prog.Columns(), InputRows: inputRows.Load()}
+	for _, p := range parts {
+		if p.Len() == 0 {
+			continue
+		}
+		b.Parts = append(b.Parts, *p)
+		b.NumRows += int64(p.Len())
+	}
+	slices.SortFunc(b.Parts, func(x, y Part) int {
+		if c := strings.Compare(x.Topic, y.Topic); c != 0 {
+			return c
+		}
+		return int(x.Partition) - int(y.Partition)
+	})
+	return b, nil
+}
+

@@ -1,0 +1,253 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/query"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/transform"
+)
+
+// kafkaSource adapts *kafka.Source to Source.
+type kafkaSource struct {
+	s    *kafka.Source
+	o    *kafka.SourceOptions
+	desc string
+}
+
+// ParseKafkaSourceOptions validates Kafka source options (for query validation).
+func ParseKafkaSourceOptions(q *query.Resolved) (*kafka.SourceOptions, error) {
+	o, err := kafka.ParseSourceOptions(q.Options)
+	if err != nil {
+		return nil, err
+	}
+	o.CheckpointLocation = q.Checkpoint
+	return o, nil
+}
+
+func newKafkaSource(ctx context.Context, q *query.Resolved, clock Clock, log func(string, ...any)) (*kafkaSource, error) {
+	o, err := ParseKafkaSourceOptions(q)
+	if err != nil {
+		return nil, err
+	}
+	o.Warn = func(msg string) { log("WARN %s", msg) }
+	s, err := kafka.NewSource(ctx, o, clock)
+	if err != nil {
+		return nil, err
+	}
+	return &kafkaSource{s: s, o: o, desc: kafkaDescription(o)}, nil
+}
+
+// kafkaDescription is KafkaV2[<strategy>] as Spark prints it.
+func kafkaDescription(o *kafka.SourceOptions) string {
+	switch {
+	case len(o.Subscribe) > 0:
+		return "KafkaV2[Subscribe[" + strings.Join(o.Subscribe, ",") + "]]"
+	case o.SubscribePattern != nil:
+		return "KafkaV2[SubscribePattern[" + o.SubscribePattern.String() + "]]"
+	default:
+		tps := make([]string, len(o.Assign))
+		for i, tp := range o.Assign {
+			tps[i] = fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)
+		}
+		return "KafkaV2[Assign[" + strings.Join(tps, ", ") + "]]"
+	}
+}
+
+func (k *kafkaSource) Description() string             { return k.desc }
+func (k *kafkaSource) PrepareForTriggerAvailableNow() { k.s.PrepareForTriggerAvailableNow() }
+func (k *kafkaSource) Close()                          { k.s.Close() }
+
+func (k *kafkaSource) DefaultReadLimit() ReadLimit {
+	l := k.o.DefaultReadLimit()
+	return ReadLimit{MaxRows: l.MaxRows, MinRows: l.MinRows, MaxTriggerDelay: l.MaxTriggerDelay, AllAvailable: l.AllAvailable}
+}
+
+func (k *kafkaSource) InitialOffsets(ctx context.Context) (logformat.KafkaOffsets, error) {
+	return k.s.InitialOffsets(ctx)
+}
+
+func (k *kafkaSource) Latest(ctx context.Context, start logformat.KafkaOffsets, limit ReadLimit) (end, latest logformat.KafkaOffsets, warnings []string, err error) {
+	end, warnings, err = k.s.Latest(ctx, start, kafka.ReadLimit{MaxRows: limit.MaxRows, MinRows: limit.MinRows, MaxTriggerDelay: limit.MaxTriggerDelay, AllAvailable: limit.AllAvailable})
+	return end, end, warnings, err
+}
+
+func (k *kafkaSource) Read(ctx context.Context, start, end logformat.KafkaOffsets, parallelism int, fn func(tp logformat.TopicPartition, rows []transform.Row) error) error {
+	return k.s.Read(ctx, start, end, parallelism, func(tp logformat.TopicPartition, rows []kafka.Row) error {
+		out := make([]transform.Row, len(rows))
+		for i := range rows {
+			r := &rows[i]
+			out[i] = transform.Row{Key: r.Key, Value: r.Value, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+				Timestamp: r.Timestamp, TimestampType: r.TimestampType}
+			if r.Headers != nil {
+				hs := make([]transform.Header, len(r.Headers))
+				for j, h := range r.Headers {
+					hs[j] = transform.Header{Key: h.Key, Value: h.Value}
+				}
+				out[i].Headers = hs
+			}
+		}
+		return fn(tp, out)
+	})
+}
+
+// KafkaSink adapts *kafka.Sink to Sink: rows become Spark's Kafka sink columns (key, value,
+// topic, partition, headers; the topic option wins over the topic column).
+type KafkaSink struct {
+	s           *kafka.Sink
+	topic       string
+	exactlyOnce bool
+	rows        int64
+}
+
+// NewKafkaSink connects the Kafka sink for the query with id queryID.
+func NewKafkaSink(ctx context.Context, opts map[string]string, queryID string) (*KafkaSink, error) {
+	s, err := kafka.NewSink(ctx, opts, queryID)
+	if err != nil {
+		return nil, err
+	}
+	eo := false
+	for k, v := range opts {
+		if strings.EqualFold(k, "exactlyOnce") && strings.EqualFold(strings.TrimSpace(v), "true") {
+			eo = true
+		}
+	}
+	return &KafkaSink{s: s, topic: opts["topic"], exactlyOnce: eo}, nil
+}
+
+// Description names the sink.
+func (k *KafkaSink) Description() string {
+	return "org.apache.spark.sql.kafka010.KafkaSourceProvider$KafkaTable@" + k.topic
+}
+
+// Close releases the producer.
+func (k *KafkaSink) Close() error { k.s.Close(); return nil }
+
+// OutputRows is the number of records the last batch produced.
+func (k *KafkaSink) OutputRows(*Batch) int64 { return k.rows }
+
+// AddBatch produces the batch. With --fail-at mid-sink an at-least-once sink writes the first
+// half of the rows and then crashes; an exactly-once sink crashes while its transaction is open.
+func (k *KafkaSink) AddBatch(ctx context.Context, b *Batch) error {
+	rows, err := kafkaOutRows(b)
+	if err != nil {
+		return err
+	}
+	k.rows = int64(len(rows))
+	if b.MidSink != nil {
+		if !k.exactlyOnce {
+			half := len(rows) / 2
+			if err := k.s.AddBatch(ctx, b.ID, rows[:half]); err != nil {
+				return err
+			}
+			b.midSink()
+			return k.s.AddBatch(ctx, b.ID, rows[half:])
+		}
+		mid := b.MidSink
+		b.MidSink = nil
+		t := time.AfterFunc(time.Millisecond, mid)
+		defer t.Stop()
+	}
+	return k.s.AddBatch(ctx, b.ID, rows)
+}
+
+func kafkaOutRows(b *Batch) ([]kafka.OutRow, error) {
+	out := make([]kafka.OutRow, 0, b.NumRows)
+	idx := map[string]int{}
+	for i, c := range b.Columns {
+		idx[c.Name] = i
+	}
+	var buf []any
+	for pi := range b.Parts {
+		p := &b.Parts[pi]
+		if p.Values == nil {
+			for i := range p.Rows {
+				r := &p.Rows[i]
+				part := r.Partition
+				o := kafka.OutRow{Key: r.Key, Value: r.Value, Topic: r.Topic, Partition: &part}
+				if r.Headers != nil {
+					o.Headers = make([]kafka.Header, len(r.Headers))
+					for j, h := range r.Headers {
+						o.Headers[j] = kafka.Header{Key: h.Key, Value: h.Value}
+					}
+				}
+				out = append(out, o)
+			}
+			continue
+		}
+		for i := range p.Values {
+			buf = p.Row(i, buf[:0])
+			var o kafka.OutRow
+			for name, c := range idx {
+				v := buf[c]
+				switch name {
+				case "key":
+					o.Key = asBytes(v)
+				case "value":
+					o.Value = asBytes(v)
+				case "topic":
+					if v != nil {
+						o.Topic = fmt.Sprint(v)
+					}
+				case "partition":
+					switch x := v.(type) {
+					case int32:
+						o.Partition = &x
+					case int:
+						p := int32(x)
+						o.Partition = &p
+					case int64:
+						p := int32(x)
+						o.Partition = &p
+					}
+				case "headers":
+					if hs, ok := v.([]transform.Header); ok {
+						for _, h := range hs {
+							o.Headers = append(o.Headers, kafka.Header{Key: h.Key, Value: h.Value})
+						}
+					}
+				}
+			}
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+func asBytes(v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case []byte:
+		return x
+	case string:
+		return []byte(x)
+	}
+	return []byte(fmt.Sprint(v))
+}
+
+// newSink builds the query's sink. The Kafka sink needs the query id (exactly-once transactional
+// id), so it is built by the engine once the id is known.
+func newSink(ctx context.Context, q *query.Resolved, queryID string, console io.Writer, opener func(context.Context, string) (storage.Store, error), log func(string, ...any)) (Sink, error) {
+	switch q.Sink {
+	case query.SinkKafka:
+		return NewKafkaSink(ctx, q.SinkOptions, queryID)
+	case query.SinkFile:
+		st, err := opener(ctx, q.SinkPath)
+		if err != nil {
+			return nil, err
+		}
+		return NewFileSink(st, q.FileFormat, log), nil
+	case query.SinkConsole:
+		return NewConsoleSink(console, q.ConsoleNumRows, q.ConsoleTruncate), nil
+	case query.SinkNoop:
+		return NoopSink{}, nil
+	}
+	return nil, fmt.Errorf("unknown sink %q", q.Sink)
+}

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/ckpt-dev/ckpt/internal/transform"
+)
+
+// Sink writes batches. Sinks that can (file, Kafka exactlyOnce) record the batch id with the data
+// and skip a batch they already hold, which makes a re-run batch exactly-once.
+type Sink interface {
+	// Description is Spark's sink description, e.g. FileSink[/out].
+	Description() string
+	// AddBatch writes batch b.ID.
+	AddBatch(ctx context.Context, b *Batch) error
+	// Close flushes and releases the sink.
+	Close() error
+}
+
+// Batch is the output of one micro-batch, grouped by input topic-partition.
+type Batch struct {
+	ID      int64
+	Columns []transform.Column
+	// Parts are sorted by topic and partition; partitions with no rows are left out.
+	Parts []Part
+	// NumRows is the number of output rows (after the filter); InputRows the rows read.
+	NumRows   int64
+	InputRows int64
+	// MidSink, when set, is called by the sink once part of the batch is durable and part is
+	// not (--fail-at phase=mid-sink). Sinks call it at most once.
+	MidSink func()
+}
+
+// Part is the rows of one input topic-partition, in offset order.
+type Part struct {
+	Topic     string
+	Partition int32
+	// Rows are the Kafka rows; used when Values is nil (no projection).
+	Rows []transform.Row
+	// Values are the projected rows, in Columns order.
+	Values [][]any
+}
+
+// Len is the number of rows.
+func (p *Part) Len() int {
+	if p.Values != nil {
+		return len(p.Values)
+	}
+	return len(p.Rows)
+}
+
+// Row returns row i's values in Columns order; buf is reused when the row must be built.
+func (p *Part) Row(i int, buf []any) []any {
+	if p.Values != nil {
+		return p.Values[i]
+	}
+	return transform.KafkaValues(&p.Rows[i], buf)
+}
+
+func (b *Batch) midSink() {
+	if b.MidSink != nil {
+		f := b.MidSink
+		b.MidSink = nil
+		f()
+	}
+}
+
+// MidSinkHook calls b.MidSink once (for sinks in other packages).
+func (b *Batch) MidSinkHook() { b.midSink() }

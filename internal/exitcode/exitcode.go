@@ -1,0 +1,74 @@
+// Package exitcode is the one place that decides ckpt's process exit status.
+//
+// Commands return errors; main asks Code for the status. Runbooks depend on these numbers, so they
+// are a public contract (see the README and `ckpt --help`).
+package exitcode
+
+import (
+	"errors"
+	"strings"
+)
+
+// The exit codes ckpt uses.
+const (
+	OK       = 0 // success
+	Failure  = 1 // ckpt itself failed: I/O, unreadable input, a refused operation
+	Usage    = 2 // the command line was wrong
+	Findings = 3 // doctor found problems at or above --fail-on, or replay predicts a failed restart
+)
+
+// Error carries the exit code a command chose. Err may be nil when the command already printed
+// everything the user needs (doctor's findings, replay's verdict).
+type Error struct {
+	Code int
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return ""
+	}
+	return e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// New wraps err with an exit code.
+func New(code int, err error) error { return &Error{Code: code, Err: err} }
+
+// UsageError marks err as a usage error (exit 2).
+func UsageError(err error) error { return &Error{Code: Usage, Err: err} }
+
+// Silent returns an error that sets the exit code without printing anything more.
+func Silent(code int) error { return &Error{Code: code} }
+
+// Code maps an error to the process exit status.
+func Code(err error) int {
+	if err == nil {
+		return OK
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	// cobra reports these as plain errors; they are usage mistakes all the same.
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most"} {
+		if strings.HasPrefix(msg, p) {
+			return Usage
+		}
+	}
+	return Failure
+}
+
+// Message is the text to print for err, or "" when nothing should be printed.
+func Message(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Err == nil {
+		return ""
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

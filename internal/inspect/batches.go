@@ -1,0 +1,382 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sync"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// BatchList is `ckpt inspect --batches`: one row per batch id found in offsets/ or commits/.
+type BatchList struct {
+	Kind     Kind       `json:"kind"` // always "batches"
+	URI      string     `json:"uri"`
+	Batches  []BatchRow `json:"batches"`
+	Problems []Problem  `json:"problems"`
+}
+
+// BatchRow is one batch.
+type BatchRow struct {
+	ID int64 `json:"id"`
+	// HasOffsets and Committed say which of offsets/<id> and commits/<id> exist.
+	HasOffsets bool `json:"offsets"`
+	Committed  bool `json:"committed"`
+	// TimestampMs, Time and WatermarkMs come from the offsets metadata; nil/empty without it.
+	TimestampMs *int64 `json:"timestampMs"`
+	Time        string `json:"time,omitempty"`
+	WatermarkMs *int64 `json:"watermarkMs"`
+	// Sources has one entry per offset line.
+	Sources []BatchSource `json:"sources"`
+	// Records sums the records of every Kafka source; nil when there is none or any partition's
+	// count is unknown.
+	Records *int64 `json:"records"`
+	// Problem is set when the offsets file is corrupt.
+	Problem *Problem `json:"problem,omitempty"`
+}
+
+// BatchSource is one source's offset in a batch.
+type BatchSource struct {
+	Index int    `json:"index"`
+	Kind  string `json:"kind"`
+	// Offset is the raw offset for sources other than Kafka (Kafka's is in Partitions).
+	Offset json.RawMessage `json:"offset,omitempty"`
+	// Partitions are a Kafka source's ranges, sorted by topic and partition.
+	Partitions []PartitionRange `json:"partitions,omitempty"`
+	// Records sums Partitions' records; nil when unknown or not Kafka.
+	Records *int64 `json:"records"`
+}
+
+// PartitionRange is what a batch read from one Kafka partition: from the previous batch's end
+// (or, for batch 0, the initial offsets) up to End, exclusive.
+type PartitionRange struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Start is nil when unknown: no previous offsets file, a partition new in this batch
+	// (Spark then starts at its earliest offset), or a symbolic initial offset.
+	Start *int64 `json:"start"`
+	End   int64  `json:"end"`
+	// Records is End - Start; negative when the partition went backwards (a recreated topic).
+	Records *int64 `json:"records"`
+}
+
+// BatchesOptions tunes Batches.
+type BatchesOptions struct {
+	// Parallelism bounds concurrent reads; <= 0 means storage.DefaultReadParallelism.
+	Parallelism int
+}
+
+type tp struct {
+	topic string
+	part  int32
+}
+
+// ends are the Kafka end offsets of one batch, per source index.
+type ends map[int]map[tp]int64
+
+// batchChunk bounds how many offsets files are held in memory at once.
+const batchChunk = 2048
+
+// Batches reads every offsets file (concurrently, in chunks) and lists every batch id.
+func Batches(ctx context.Context, store storage.Store, opts BatchesOptions) (*BatchList, error) {
+	cp, err := checkpoint.Load(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	out := &BatchList{Kind: KindBatches, URI: store.URI(), Batches: []BatchRow{}, Problems: []Problem{}}
+	ids := unionIDs(cp.Offsets.IDs, cp.Commits.IDs)
+	out.Batches = make([]BatchRow, 0, len(ids))
+
+	offIDs := cp.Offsets.IDs
+	commitOnly := func(id int64) BatchRow {
+		return BatchRow{ID: id, Committed: true, Sources: []BatchSource{}}
+	}
+	parsed := make([]parsedOffsets, 0, min(len(offIDs), batchChunk))
+	var prev ends // Kafka ends of the previous offsets file; nil when unknown
+	k := 0        // next index into ids
+	for start := 0; start < len(offIDs); start += batchChunk {
+		chunk := offIDs[start:min(start+batchChunk, len(offIDs))]
+		parsed, err = readOffsets(ctx, store, cp, chunk, opts.Parallelism, parsed[:0])
+		if err != nil {
+			return nil, err
+		}
+		for _, po := range parsed {
+			for ; ids[k] < po.id; k++ {
+				out.Batches = append(out.Batches, commitOnly(ids[k]))
+			}
+			k++ // ids[k] == po.id
+			if po.id == 0 && po.err == nil {
+				if prev, err = initialEnds(ctx, cp, po.seq); err != nil {
+					return nil, err
+				}
+			}
+			row, cur := batchRow(po, cp.Commits.Has(po.id), prev)
+			if row.Problem != nil {
+				out.Problems = append(out.Problems, *row.Problem)
+			}
+			out.Batches = append(out.Batches, row)
+			prev = cur
+		}
+	}
+	for ; k < len(ids); k++ {
+		out.Batches = append(out.Batches, commitOnly(ids[k]))
+	}
+	return out, nil
+}
+
+type parsedOffsets struct {
+	id  int64
+	seq *logformat.OffsetSeq
+	err error
+}
+
+// readOffsets reads and parses ids concurrently. A file that vanished since the listing is
+// reported as a problem rather than failing the whole listing.
+func readOffsets(ctx context.Context, store storage.Store, cp *checkpoint.Checkpoint, ids []int64, parallelism int, out []parsedOffsets) ([]parsedOffsets, error) {
+	if len(ids) == 0 {
+		return out, nil
+	}
+	paths := make([]string, len(ids))
+	for i, id := range ids {
+		paths[i] = cp.Offsets.Path(id)
+	}
+	data, err := storage.ReadMany(ctx, store, paths, parallelism)
+	if err != nil {
+		return nil, err
+	}
+	out = slices.Grow(out, len(ids))[:len(ids)]
+	// Parsing is CPU work of the same order as reading a local file; spread it too.
+	workers := max(1, min(parallelism, 8))
+	if parallelism <= 0 {
+		workers = 8
+	}
+	var wg sync.WaitGroup
+	per := (len(ids) + workers - 1) / workers
+	for w := 0; w < len(ids); w += per {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				seq, err := logformat.ParseOffsets(paths[i], data[i])
+				out[i] = parsedOffsets{id: ids[i], seq: seq, err: err}
+				data[i] = nil
+			}
+		}(w, min(w+per, len(ids)))
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// batchRow builds the row for one offsets file and returns its Kafka end offsets for the next.
+func batchRow(po parsedOffsets, committed bool, prev ends) (BatchRow, ends) {
+	row := BatchRow{ID: po.id, HasOffsets: true, Committed: committed, Sources: []BatchSource{}}
+	if po.err != nil {
+		row.Problem = asProblem(po.err)
+		if row.Problem == nil {
+			row.Problem = &Problem{File: fmt.Sprintf("offsets/%d", po.id), Kind: "unreadable", Message: po.err.Error()}
+		}
+		return row, nil
+	}
+	if m := po.seq.Metadata; m != nil {
+		row.TimestampMs = ptr(m.BatchTimestampMs)
+		row.Time = FormatTime(m.BatchTimestampMs)
+		row.WatermarkMs = ptr(m.BatchWatermarkMs)
+	}
+	cur := ends{}
+	var total int64
+	known, anyKafka := true, false
+	for i, s := range po.seq.Sources {
+		kind, kafka, _ := offsetKind(fmt.Sprintf("offsets/%d", po.id), s.JSON, s.Void)
+		bs := BatchSource{Index: i, Kind: kind}
+		if kind != SourceKafka {
+			bs.Offset = rawJSON(s.JSON, s.Void)
+			row.Sources = append(row.Sources, bs)
+			continue
+		}
+		anyKafka = true
+		bs.Partitions, bs.Records, cur[i] = kafkaRanges(*kafka, prev[i])
+		if bs.Records == nil {
+			known = false
+		} else {
+			total += *bs.Records
+		}
+		row.Sources = append(row.Sources, bs)
+	}
+	if anyKafka && known {
+		row.Records = ptr(total)
+	}
+	return row, cur
+}
+
+// kafkaRanges pairs a batch's end offsets with the previous ones.
+func kafkaRanges(k logformat.KafkaOffsets, prev map[tp]int64) ([]PartitionRange, *int64, map[tp]int64) {
+	cur := map[tp]int64{}
+	var out []PartitionRange
+	var total int64
+	known := true
+	for _, t := range k.Topics {
+		for _, p := range t.Partitions {
+			key := tp{t.Topic, p.Partition}
+			cur[key] = p.Offset
+			pr := PartitionRange{Topic: t.Topic, Partition: p.Partition, End: p.Offset}
+			if s, ok := prev[key]; ok && s >= 0 {
+				pr.Start = ptr(s)
+				pr.Records = ptr(p.Offset - s)
+				total += p.Offset - s
+			} else {
+				known = false
+			}
+			out = append(out, pr)
+		}
+	}
+	slices.SortFunc(out, func(a, b PartitionRange) int {
+		if a.Topic != b.Topic {
+			if a.Topic < b.Topic {
+				return -1
+			}
+			return 1
+		}
+		return int(a.Partition) - int(b.Partition)
+	})
+	if !known || len(out) == 0 {
+		return out, nil, cur
+	}
+	return out, ptr(total), cur
+}
+
+// initialEnds reads the Kafka initial offsets of each Kafka source of batch 0: where batch 0
+// started.
+func initialEnds(ctx context.Context, cp *checkpoint.Checkpoint, seq *logformat.OffsetSeq) (ends, error) {
+	out := ends{}
+	for i, s := range seq.Sources {
+		if kind, _, _ := offsetKind("", s.JSON, s.Void); kind != SourceKafka {
+			continue
+		}
+		file := fmt.Sprintf("%s/%d/0", checkpoint.DirSources, i)
+		data, err := cp.ReadFile(ctx, file)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		init, err := logformat.ParseKafkaInitialOffsets(file, data)
+		if err != nil {
+			continue // reported by the summary; here the start is just unknown
+		}
+		m := map[tp]int64{}
+		for _, t := range init.Offsets.Topics {
+			for _, p := range t.Partitions {
+				m[tp{t.Topic, p.Partition}] = p.Offset
+			}
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// unionIDs merges two ascending id lists.
+func unionIDs(a, b []int64) []int64 {
+	out := make([]int64, 0, max(len(a), len(b)))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i] < b[j]):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j] < a[i]:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// BatchDetail is `ckpt inspect --batch N`: the parsed contents of one batch.
+type BatchDetail struct {
+	Kind Kind   `json:"kind"` // always "batch"
+	URI  string `json:"uri"`
+	ID   int64  `json:"id"`
+	// Offsets is offsets/<id>; nil when there is no such file.
+	Offsets *BatchInfo `json:"offsets"`
+	// Sources pairs each offset with the previous batch's (Kafka ranges and record counts).
+	Sources []BatchSource `json:"sources"`
+	// PreviousBatch is the offsets file the ranges start from: the highest id below this one.
+	PreviousBatch *int64 `json:"previousBatch"`
+	// Commit is commits/<id>; nil when the batch is not committed.
+	Commit   *CommitInfo `json:"commit"`
+	Problems []Problem   `json:"problems"`
+}
+
+// BatchNotFoundError says that neither log has the batch.
+type BatchNotFoundError struct {
+	ID               int64
+	Offsets, Commits []Range
+}
+
+func (e *BatchNotFoundError) Error() string {
+	return fmt.Sprintf("batch %d not found: offsets/ has %s, commits/ has %s", e.ID, FormatRanges(e.Offsets), FormatRanges(e.Commits))
+}
+
+// Batch reads offsets/<id>, the offsets file before it (for Kafka ranges) and commits/<id>.
+func Batch(ctx context.Context, store storage.Store, id int64) (*BatchDetail, error) {
+	cp, err := checkpoint.Load(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	if !cp.Offsets.Has(id) && !cp.Commits.Has(id) {
+		return nil, &BatchNotFoundError{ID: id, Offsets: Ranges(cp.Offsets.IDs), Commits: Ranges(cp.Commits.IDs)}
+	}
+	d := &BatchDetail{Kind: KindBatch, URI: store.URI(), ID: id, Sources: []BatchSource{}, Problems: []Problem{}}
+	report := func(p *Problem) {
+		if p != nil {
+			d.Problems = append(d.Problems, *p)
+		}
+	}
+	if cp.Offsets.Has(id) {
+		seq, err := cp.ReadOffsets(ctx, id)
+		if err != nil && asProblem(err) == nil {
+			return nil, err
+		}
+		d.Offsets = newBatchInfo(id, cp.Commits.Has(id), seq, err)
+		report(d.Offsets.Problem)
+		if err == nil {
+			var prev ends
+			if p, ok := cp.Offsets.Prev(id); ok {
+				d.PreviousBatch = ptr(p)
+				pseq, err := cp.ReadOffsets(ctx, p)
+				switch {
+				case err == nil:
+					_, prev = batchRow(parsedOffsets{id: p, seq: pseq}, false, nil)
+				case asProblem(err) == nil:
+					return nil, err
+				}
+			} else if id == 0 {
+				if prev, err = initialEnds(ctx, cp, seq); err != nil {
+					return nil, err
+				}
+			}
+			row, _ := batchRow(parsedOffsets{id: id, seq: seq}, false, prev)
+			d.Sources = row.Sources
+		}
+	}
+	if cp.Commits.Has(id) {
+		c, err := cp.ReadCommit(ctx, id)
+		if err != nil && asProblem(err) == nil {
+			return nil, err
+		}
+		d.Commit = newCommitInfo(id, c, err)
+		report(d.Commit.Problem)
+	}
+	return d, nil
+}

@@ -1,0 +1,143 @@
+package kafka
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+)
+
+// The instruction texts Spark 3.x appends to data-loss messages (KafkaSourceProvider
+// INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_TRUE/_FALSE). They are Scala stripMargin heredocs, so they
+// start with a newline and end with a newline and the closing line's four spaces; kept byte-exact.
+const (
+	InstructionFailOnDataLossTrue = "\nSome data may have been lost because they are not available in Kafka any more; either the\n" +
+		" data was aged out by Kafka or the topic may have been deleted before all the data in the\n" +
+		" topic was processed. If you don't want your streaming query to fail on such cases, set the\n" +
+		" source option \"failOnDataLoss\" to \"false\".\n    "
+	InstructionFailOnDataLossFalse = "\nSome data may have been lost because they are not available in Kafka any more; either the\n" +
+		" data was aged out by Kafka or the topic may have been deleted before all the data in the\n" +
+		" topic was processed. If you want your streaming query to fail on such cases, set the source\n" +
+		" option \"failOnDataLoss\" to \"true\".\n    "
+
+	// customGroupIDMessage is Spark's CUSTOM_GROUP_ID_ERROR_MESSAGE: logged when kafka.group.id is
+	// set, and used instead of "Some data may have been missed." when partitions are gone.
+	customGroupIDMessage = "Kafka option 'kafka.group.id' has been set on this query, it is\n" +
+		" not recommended to set this option. This option is unsafe to use since multiple concurrent\n" +
+		" queries or sources using the same group id will interfere with each other as they are part\n" +
+		" of the same consumer group. Restarted queries may also suffer interference from the\n" +
+		" previous run having the same group id. The user should have only one query per group id,\n" +
+		" and/or set the option 'kafka.session.timeout.ms' to be very small so that the Kafka\n" +
+		" consumers from the previous query are marked dead by the Kafka group coordinator before the\n" +
+		" restarted query starts running.\n    "
+)
+
+// DataLossKind says which of Spark's data-loss checks fired.
+type DataLossKind string
+
+// The data-loss checks, driver side (planning a batch) and executor side (reading it).
+const (
+	// LossCannotFindEarliest: a partition new since the last batch vanished before its earliest
+	// offset could be listed.
+	LossCannotFindEarliest DataLossKind = "cannot-find-earliest"
+	// LossAddedPartitionNotAtZero: a new partition's earliest offset is not 0.
+	LossAddedPartitionNotAtZero DataLossKind = "added-partition-not-at-zero"
+	// LossPartitionsGone: partitions of the start offsets no longer exist.
+	LossPartitionsGone DataLossKind = "partitions-gone"
+	// LossOffsetChanged: a partition's end offset is below its start offset (topic recreated).
+	LossOffsetChanged DataLossKind = "offset-changed"
+	// LossCannotFetchOffset: reading hit OffsetOutOfRange (records aged out or deleted).
+	LossCannotFetchOffset DataLossKind = "cannot-fetch-offset"
+	// LossMissingRecords: reading found a gap below the log start offset.
+	LossMissingRecords DataLossKind = "missing-records"
+)
+
+// DataLossError is Spark's IllegalStateException for data loss with failOnDataLoss=true.
+// Message is Spark 3.5's full text, byte for byte, including the instruction text (and therefore
+// its trailing newline and spaces).
+type DataLossError struct {
+	Kind    DataLossKind
+	Message string
+	// Partitions are the partitions concerned, sorted.
+	Partitions []logformat.TopicPartition
+}
+
+func (e *DataLossError) Error() string { return e.Message }
+
+// UnknownTopicError is a subscribed or assigned topic that does not exist. Spark 3.x (whose
+// offset reader describes topics with the Kafka AdminClient) fails the same way, after
+// fetchOffset.numRetries attempts, with UnknownTopicOrPartitionException.
+type UnknownTopicError struct {
+	Topics []string
+}
+
+func (e *UnknownTopicError) Error() string {
+	return fmt.Sprintf("org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic %s not found.", strings.Join(e.Topics, ", "))
+}
+
+// sparkTP is Kafka's TopicPartition.toString: "topic-partition".
+func sparkTP(tp logformat.TopicPartition) string {
+	return tp.Topic + "-" + strconv.FormatInt(int64(tp.Partition), 10)
+}
+
+// sparkSet renders a set of partitions the way a Scala Set prints: "Set(t-0, t-1)". Scala's
+// order is insertion order up to four elements and hash order beyond; ckpt sorts, so a message
+// with more than four partitions can list them in a different order than Spark.
+func sparkSet(tps []logformat.TopicPartition) string {
+	tps = sortedTPs(tps)
+	parts := make([]string, len(tps))
+	for i, tp := range tps {
+		parts[i] = sparkTP(tp)
+	}
+	return "Set(" + strings.Join(parts, ", ") + ")"
+}
+
+func sortedTPs(tps []logformat.TopicPartition) []logformat.TopicPartition {
+	out := slices.Clone(tps)
+	slices.SortFunc(out, compareTP)
+	return out
+}
+
+func compareTP(a, b logformat.TopicPartition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return int(a.Partition) - int(b.Partition)
+}
+
+func keysOf(m map[logformat.TopicPartition]int64) []logformat.TopicPartition {
+	out := make([]logformat.TopicPartition, 0, len(m))
+	for tp := range m {
+		out = append(out, tp)
+	}
+	slices.SortFunc(out, compareTP)
+	return out
+}
+
+// reporter is Spark's reportDataLoss: with failOnDataLoss it returns the error, otherwise it
+// records the warning (message + ". " + the _FALSE instruction) and lets the caller continue.
+type reporter struct {
+	fail     bool
+	warnings []string
+}
+
+// driver reports a driver-side loss (KafkaMicroBatchStream.reportDataLoss).
+func (r *reporter) driver(kind DataLossKind, msg string, tps ...logformat.TopicPartition) error {
+	if r.fail {
+		return &DataLossError{Kind: kind, Message: msg + ". " + InstructionFailOnDataLossTrue, Partitions: sortedTPs(tps)}
+	}
+	r.warnings = append(r.warnings, msg+". "+InstructionFailOnDataLossFalse)
+	return nil
+}
+
+// executorMessage is KafkaDataConsumer.reportDataLoss's text: message, then
+// "(GroupId: g, TopicPartition: t-p). " and the instruction.
+func executorMessage(msg, groupID string, tp logformat.TopicPartition, fail bool) string {
+	instr := InstructionFailOnDataLossFalse
+	if fail {
+		instr = InstructionFailOnDataLossTrue
+	}
+	return msg + " (GroupId: " + groupID + ", TopicPartition: " + sparkTP(tp) + "). " + instr
+}

@@ -1,0 +1,392 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// MarkerTopicSuffix names the exactly-once sink's batch-marker topic: "<topic>.ckpt-batches".
+const MarkerTopicSuffix = ".ckpt-batches"
+
+// DefaultTransactionTimeout is the exactly-once sink's transaction timeout unless
+// kafka.transaction.timeout.ms is set (Kafka's producer default).
+const DefaultTransactionTimeout = 60 * time.Second
+
+// OutRow is one record for the Kafka sink, Spark's sink columns: key, value, topic, partition,
+// headers.
+type OutRow struct {
+	Key, Value []byte
+	// Topic is used when the sink has no topic option (the option wins, as in Spark).
+	Topic string
+	// Partition, when set, is the partition; otherwise Kafka's partitioner picks one (murmur2 of
+	// the key, sticky for null keys), as Spark's producer does.
+	Partition *int32
+	Headers   []Header
+}
+
+// sinkOptionNames are the accepted non-kafka.* sink options.
+var sinkOptionNames = []string{"topic", "exactlyOnce", "checkpointLocation"}
+
+// Sink is the Kafka sink. By default it is at least once, like Spark's: AddBatch returns once
+// every record is acknowledged (idempotent producer, acks=all), and a re-run batch writes its
+// records again. With exactlyOnce=true each batch is one Kafka transaction that also writes a
+// marker naming the batch, so a batch that already committed is skipped when it is re-run; see
+// docs/kafka.md for the design and its limits.
+type Sink struct {
+	cl          *kgo.Client
+	topic       string // the topic option, "" if unset
+	exactlyOnce bool
+	queryID     string
+	txnID       string
+	markerTopic string
+	cfg         *clientConfig
+
+	mu        sync.Mutex
+	last      int64 // last committed batch id, valid if hasLast
+	hasLast   bool
+	closeOnce sync.Once
+}
+
+// NewSink validates the options and connects. Options: kafka.bootstrap.servers (required);
+// topic (default: none, every row names its topic); exactlyOnce (default false; true needs
+// topic); checkpointLocation (ignored); kafka.* client options as ClientOpts. queryID is the
+// query's id from the checkpoint metadata; the exactly-once transactional id is derived from
+// it and the topic, so it is stable across restarts.
+//
+// With exactlyOnce, NewSink initialises the transactional producer first (fencing an older
+// instance of the query and letting the broker finish or abort its open transaction) and then
+// reads the last committed batch from the marker topic, creating that topic if needed.
+func NewSink(ctx context.Context, opts map[string]string, queryID string) (*Sink, error) {
+	p := lowerKeys(opts)
+	kafka := map[string]string{}
+	for lk, e := range p {
+		if strings.HasPrefix(lk, "kafka.") {
+			kafka[lk] = e.value
+			continue
+		}
+		if !slices.ContainsFunc(sinkOptionNames, func(n string) bool { return strings.EqualFold(n, lk) }) {
+			return nil, optErr(e.key, e.value, sinkOptionNames, "unknown Kafka sink option '%s'; accepted options: %s, and kafka.* client options (see docs/kafka.md)", e.key, strings.Join(sinkOptionNames, ", "))
+		}
+	}
+	if err := refusedKafkaOption(p, false); err != nil {
+		return nil, err
+	}
+	if _, ok := kafka["kafka.bootstrap.servers"]; !ok {
+		return nil, optErr("kafka.bootstrap.servers", "", nil, "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka producer")
+	}
+	cfg, err := parseClientConfig(kafka)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sink{queryID: queryID, cfg: cfg}
+	if e, ok := p["topic"]; ok {
+		s.topic = strings.TrimSpace(e.value)
+	}
+	if e, ok := p["exactlyonce"]; ok {
+		v, err := parseScalaBool(e.key, e.value)
+		if err != nil {
+			return nil, err
+		}
+		s.exactlyOnce = v
+	}
+	kopts := append(cfg.opts(),
+		kgo.RecordPartitioner(sinkPartitioner{kgo.StickyKeyPartitioner(nil)}),
+		kgo.MaxBufferedRecords(100_000),
+	)
+	if s.exactlyOnce {
+		if s.topic == "" {
+			return nil, optErr("exactlyOnce", p["exactlyonce"].value, nil, "Kafka sink option 'exactlyOnce' needs the 'topic' option: the batch markers live in '<topic>%s'", MarkerTopicSuffix)
+		}
+		if queryID == "" {
+			return nil, errors.New("kafka: the exactly-once sink needs the query id")
+		}
+		s.txnID = "ckpt-" + queryID + "-" + s.topic
+		s.markerTopic = s.topic + MarkerTopicSuffix
+		if cfg.txnTimeout == 0 {
+			kopts = append(kopts, kgo.TransactionTimeout(DefaultTransactionTimeout))
+		}
+		kopts = append(kopts, kgo.TransactionalID(s.txnID))
+	}
+	cl, err := kgo.NewClient(kopts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: sink client: %w", err)
+	}
+	s.cl = cl
+	if s.exactlyOnce {
+		// Initialising the producer id bumps the epoch: an older instance is fenced, and the
+		// broker completes or aborts its open transaction before we read the markers.
+		if _, _, err := cl.ProducerID(ctx); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("kafka: init transactional producer %q: %w", s.txnID, err)
+		}
+		if err := s.ensureMarkerTopic(ctx); err != nil {
+			cl.Close()
+			return nil, err
+		}
+		if _, _, err := s.LastCommittedBatch(ctx); err != nil {
+			cl.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// TransactionalID is the exactly-once transactional id ("ckpt-<queryID>-<topic>"), or "".
+func (s *Sink) TransactionalID() string { return s.txnID }
+
+// MarkerTopic is the exactly-once marker topic ("<topic>.ckpt-batches"), or "".
+func (s *Sink) MarkerTopic() string { return s.markerTopic }
+
+// Close flushes nothing (AddBatch already waited) and releases the client.
+func (s *Sink) Close() {
+	s.closeOnce.Do(func() { s.cl.Close() })
+}
+
+// ensureMarkerTopic creates "<topic>.ckpt-batches": one partition, compacted, so it keeps one
+// marker per transactional id. An existing topic is fine.
+func (s *Sink) ensureMarkerTopic(ctx context.Context) error {
+	adm := kadm.NewClient(s.cl)
+	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, s.markerTopic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("kafka: create the exactly-once marker topic %q (create it yourself: 1 partition, cleanup.policy=compact): %w", s.markerTopic, err)
+	}
+	return nil
+}
+
+// marker is the value of a batch marker record; its key is the transactional id.
+type marker struct {
+	QueryID string `json:"queryId"`
+	Topic   string `json:"topic"`
+	BatchID int64  `json:"batchId"`
+	Records int    `json:"records"`
+}
+
+// LastCommittedBatch is the highest batch id whose transaction committed, read from the marker
+// topic with read_committed. ok is false when no batch committed, or the sink is at least once
+// (it keeps no record). The answer is cached: after NewSink only this instance can commit for
+// the transactional id, and a newer instance fences it.
+func (s *Sink) LastCommittedBatch(ctx context.Context) (int64, bool, error) {
+	if !s.exactlyOnce {
+		return 0, false, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hasLast {
+		return s.last, true, nil
+	}
+	last, ok, err := s.scanMarkers(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	s.last, s.hasLast = last, ok
+	return last, ok, nil
+}
+
+// scanMarkers reads the marker partition from its start to its last stable offset.
+func (s *Sink) scanMarkers(ctx context.Context) (int64, bool, error) {
+	adm := kadm.NewClient(s.cl)
+	starts, err := adm.ListStartOffsets(ctx, s.markerTopic)
+	if err != nil {
+		return 0, false, fmt.Errorf("kafka: list %s: %w", s.markerTopic, err)
+	}
+	ends, err := adm.ListCommittedOffsets(ctx, s.markerTopic) // the LSO: nothing undecided
+	if err != nil {
+		return 0, false, fmt.Errorf("kafka: list %s: %w", s.markerTopic, err)
+	}
+	so, ok1 := starts.Lookup(s.markerTopic, 0)
+	eo, ok2 := ends.Lookup(s.markerTopic, 0)
+	if !ok1 || !ok2 || so.Err != nil || eo.Err != nil {
+		return 0, false, fmt.Errorf("kafka: list %s partition 0: %v %v", s.markerTopic, so.Err, eo.Err)
+	}
+	if eo.Offset <= so.Offset {
+		return 0, false, nil
+	}
+	c, err := kgo.NewClient(append(s.cfg.opts(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.markerTopic: {0: kgo.NewOffset().At(so.Offset)}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(), // markers of aborted transactions end in a control record
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)...)
+	if err != nil {
+		return 0, false, err
+	}
+	defer c.Close()
+	var (
+		last  int64
+		found bool
+		next  = so.Offset
+	)
+	for next < eo.Offset {
+		fs := c.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return 0, false, err
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return 0, false, fmt.Errorf("kafka: read %s: %w", s.markerTopic, ferr)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= next {
+				next = r.Offset + 1
+			}
+			if r.Attrs.IsControl() || string(r.Key) != s.txnID {
+				return
+			}
+			var m marker
+			if json.Unmarshal(r.Value, &m) == nil && (!found || m.BatchID > last) {
+				last, found = m.BatchID, true
+			}
+		})
+	}
+	return last, found, nil
+}
+
+// AddBatch writes a batch and returns when it is durable. At least once: every record is
+// acknowledged. Exactly once: a batch id at or below LastCommittedBatch is skipped (a re-run after
+// a crash between the sink's commit and the checkpoint's); otherwise the records and the marker
+// are one transaction, committed before AddBatch returns and aborted on any error.
+func (s *Sink) AddBatch(ctx context.Context, batchID int64, rows []OutRow) error {
+	if !s.exactlyOnce {
+		return s.produceAll(ctx, rows, nil)
+	}
+	last, ok, err := s.LastCommittedBatch(ctx)
+	if err != nil {
+		return err
+	}
+	if ok && batchID <= last {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("kafka: begin transaction for batch %d: %w", batchID, err)
+	}
+	mv, _ := json.Marshal(marker{QueryID: s.queryID, Topic: s.topic, BatchID: batchID, Records: len(rows)})
+	mk := &kgo.Record{Topic: s.markerTopic, Partition: 0, Key: []byte(s.txnID), Value: mv}
+	if err := s.produceAll(ctx, rows, mk); err != nil {
+		return errors.Join(err, s.abort(ctx))
+	}
+	if err := s.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return errors.Join(fmt.Errorf("kafka: commit batch %d: %w", batchID, err), s.abort(ctx))
+	}
+	s.last, s.hasLast = batchID, true
+	return nil
+}
+
+// abort drops buffered records and aborts the open transaction.
+func (s *Sink) abort(ctx context.Context) error {
+	if err := s.cl.AbortBufferedRecords(ctx); err != nil {
+		return fmt.Errorf("kafka: abort buffered records: %w", err)
+	}
+	if err := s.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		return fmt.Errorf("kafka: abort transaction: %w", err)
+	}
+	return nil
+}
+
+// manualPartition marks a record whose partition the row chose.
+type manualPartitionKey struct{}
+
+var manualCtx = context.WithValue(context.Background(), manualPartitionKey{}, true)
+
+// produceAll produces rows (and extra, if any) and waits for every acknowledgement, returning the
+// first error.
+func (s *Sink) produceAll(ctx context.Context, rows []OutRow, extra *kgo.Record) error {
+	var (
+		once     sync.Once
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	promise := func(_ *kgo.Record, err error) {
+		if err != nil {
+			once.Do(func() { firstErr = err })
+		}
+		wg.Done()
+	}
+	if s.topic == "" {
+		for i := range rows {
+			if rows[i].Topic == "" {
+				// Spark's KafkaWriteTask text; checked before anything is produced.
+				return errors.New("null topic present in the data. Use the topic option for setting a topic.")
+			}
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		topic := s.topic
+		if topic == "" {
+			topic = r.Topic
+		}
+		rec := &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value}
+		if r.Partition != nil {
+			rec.Partition = *r.Partition
+			rec.Context = manualCtx
+		}
+		if len(r.Headers) > 0 {
+			rec.Headers = make([]kgo.RecordHeader, len(r.Headers))
+			for j, h := range r.Headers {
+				rec.Headers[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+			}
+		}
+		wg.Add(1)
+		s.cl.Produce(ctx, rec, promise)
+	}
+	if extra != nil {
+		extra.Context = manualCtx
+		wg.Add(1)
+		s.cl.Produce(ctx, extra, promise)
+	}
+	if err := s.cl.Flush(ctx); err != nil {
+		wg.Wait()
+		return errors.Join(err, firstErr)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("kafka: produce: %w", firstErr)
+	}
+	return nil
+}
+
+// sinkPartitioner honours an explicit partition (Spark's partition column) and otherwise defers to
+// Kafka's default partitioning.
+type sinkPartitioner struct{ base kgo.Partitioner }
+
+func (p sinkPartitioner) ForTopic(t string) kgo.TopicPartitioner {
+	return &sinkTopicPartitioner{base: p.base.ForTopic(t)}
+}
+
+type sinkTopicPartitioner struct{ base kgo.TopicPartitioner }
+
+func manual(r *kgo.Record) bool { return r.Context != nil && r.Context.Value(manualPartitionKey{}) != nil }
+
+func (p *sinkTopicPartitioner) RequiresConsistency(r *kgo.Record) bool {
+	return manual(r) || p.base.RequiresConsistency(r)
+}
+
+func (p *sinkTopicPartitioner) Partition(r *kgo.Record, n int) int {
+	if manual(r) {
+		return int(r.Partition)
+	}
+	return p.base.Partition(r, n)
+}
+
+// OnNewBatch forwards to the base partitioner's sticky switching for keyless records.
+func (p *sinkTopicPartitioner) OnNewBatch() {
+	if nb, ok := p.base.(kgo.TopicPartitionerOnNewBatch); ok {
+		nb.OnNewBatch()
+	}
+}

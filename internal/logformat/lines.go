@@ -1,0 +1,201 @@
+package logformat
+
+import (
+	"bytes"
+	"unicode"
+	"unicode/utf8"
+)
+
+// lines is a file split the way Scala's Source.getLines (BufferedReader
+// readLine) splits it: on "\n", "\r\n" or "\r", with no empty element after a
+// final terminator.
+type lines struct {
+	text            [][]byte
+	trailingNewline bool // the last line had a terminator
+	crBreaks        int  // terminators that were "\r\n" or "\r"
+}
+
+// splitLines never allocates per line beyond the slice headers; the lines
+// alias data. The next '\n' and '\r' positions are cached so a file with
+// many of one and few of the other is still split in linear time.
+func splitLines(data []byte) lines {
+	var ls lines
+	if len(data) == 0 {
+		return ls
+	}
+	// Sizing the slice up front avoids regrowing it for huge logs.
+	ls.text = make([][]byte, 0, bytes.Count(data, []byte{'\n'})+bytes.Count(data, []byte{'\r'})+1)
+	pos := 0
+	nl, cr := -1, -1
+	nlDone, crDone := false, false // no more of that byte after pos
+	for pos < len(data) {
+		if !nlDone && nl < pos {
+			if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+				nl = pos + i
+			} else {
+				nlDone = true
+			}
+		}
+		if !crDone && cr < pos {
+			if i := bytes.IndexByte(data[pos:], '\r'); i >= 0 {
+				cr = pos + i
+			} else {
+				crDone = true
+			}
+		}
+		end, next := len(data), len(data)
+		switch {
+		case !crDone && (nlDone || cr < nl):
+			end, next = cr, cr+1
+			if next < len(data) && data[next] == '\n' {
+				next++
+			}
+			ls.crBreaks++
+		case !nlDone:
+			end, next = nl, nl+1
+		}
+		ls.text = append(ls.text, data[pos:end])
+		ls.trailingNewline = end < len(data)
+		pos = next
+	}
+	return ls
+}
+
+// javaTrim is java.lang.String.trim: it strips every char <= U+0020 from both
+// ends (all ASCII control characters, not only white space).
+func javaTrim(b []byte) []byte {
+	i, j := 0, len(b)
+	for i < j && b[i] <= ' ' {
+		i++
+	}
+	for j > i && b[j-1] <= ' ' {
+		j--
+	}
+	return b[i:j]
+}
+
+// javaDigit is Character.digit(ch, 10) for one UTF-16 unit: ASCII digits and
+// every other Unicode Nd digit of the BMP. Spark parses batch names and
+// version numbers with Long.parseLong/Integer.parseInt, which use it, so
+// "٣" is batch 3 to Spark.
+func javaDigit(r rune) int {
+	if r >= '0' && r <= '9' {
+		return int(r - '0')
+	}
+	if r < 0x80 || r > 0xFFFF || r == utf8.RuneError {
+		return -1
+	}
+	for _, rg := range unicode.Nd.R16 {
+		if uint16(r) < rg.Lo {
+			return -1
+		}
+		if uint16(r) <= rg.Hi && (uint16(r)-rg.Lo)%rg.Stride == 0 {
+			// Nd digits come in contiguous runs of ten starting at zero.
+			return int(uint16(r)-rg.Lo) % 10
+		}
+	}
+	return -1
+}
+
+// javaParseSigned implements Long.parseLong / Integer.parseInt (radix 10)
+// for the range [min, max]: optional sign, at least one digit, no spaces.
+func javaParseSigned(s string, min, max int64) (int64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	neg := false
+	i := 0
+	switch s[0] {
+	case '-':
+		neg = true
+		i = 1
+	case '+':
+		i = 1
+	}
+	if i == len(s) {
+		return 0, false
+	}
+	// Accumulate negatively, as Java does, so min is reachable.
+	limit := -max
+	if neg {
+		limit = min
+	}
+	var acc int64
+	for i < len(s) {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		d := javaDigit(r)
+		if d < 0 {
+			return 0, false
+		}
+		if acc < limit/10 {
+			return 0, false
+		}
+		acc *= 10
+		if acc < limit+int64(d) {
+			return 0, false
+		}
+		acc -= int64(d)
+		i += size
+	}
+	if neg {
+		return acc, true
+	}
+	return -acc, true
+}
+
+// javaParseLong is java.lang.Long.parseLong(s).
+func javaParseLong(s string) (int64, bool) {
+	return javaParseSigned(s, -1<<63, 1<<63-1)
+}
+
+// javaParseInt is java.lang.Integer.parseInt(s).
+func javaParseInt(s string) (int32, bool) {
+	v, ok := javaParseSigned(s, -1<<31, 1<<31-1)
+	return int32(v), ok
+}
+
+// parseVersionHeader applies MetadataVersionUtil.validateVersion to text
+// (which the caller has or has not trimmed, as Spark does for that log).
+func parseVersionHeader(file string, line int, text []byte, max int) (int, *Error) {
+	s := string(text)
+	if len(s) == 0 || s[0] != 'v' {
+		return 0, malformedVersion(file, line, s)
+	}
+	v, ok := javaParseInt(s[1:])
+	if !ok || v <= 0 {
+		return 0, malformedVersion(file, line, s)
+	}
+	if int(v) > max {
+		return 0, &Error{File: file, Line: line, Kind: KindUnsupportedVersion,
+			Expected: versionRange(max), Got: excerpt(s),
+			Spark: SparkUnsupportedVersion(int(v), max), Version: int(v), MaxVersion: max}
+	}
+	return int(v), nil
+}
+
+func versionRange(max int) string {
+	if max == 1 {
+		return `log version "v1"`
+	}
+	return `a log version from "v1" to "v` + itoa(max) + `"`
+}
+
+func malformedVersion(file string, line int, s string) *Error {
+	return &Error{File: file, Line: line, Kind: KindMalformedVersion,
+		Expected: `a version header like "v1"`, Got: excerpt(s), Spark: SparkMalformedVersion(s)}
+}
+
+func itoa(i int) string {
+	var b [20]byte
+	return string(appendInt(b[:0], int64(i)))
+}
+
+// appendLines joins ls with "\n" after a "v<version>" header: the layout all
+// of Spark's line-oriented logs share.
+func appendHeader(dst []byte, version int) []byte {
+	dst = append(dst, 'v')
+	return appendInt(dst, int64(version))
+}

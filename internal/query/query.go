@@ -1,0 +1,423 @@
+// Package query is the definition of a `ckpt run` query: what to read, how to transform it, where
+// to write it, where to checkpoint and when to trigger. It comes from command-line flags, from a
+// YAML file (-f query.yaml) holding the same keys, or both (flags win). Option names are Spark's
+// (DataStreamReader/DataStreamWriter .option keys), so a query moves to Spark unchanged.
+//
+// Validate rejects unknown keys and bad values with a message that names the key, before anything
+// is written. Kafka source and sink options are checked in depth by internal/kafka when the engine
+// prepares the query, also before anything is written.
+package query
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/ckpt-dev/ckpt/internal/transform"
+)
+
+// Source formats.
+const (
+	SourceKafka = "kafka"
+)
+
+// Sink formats. "json" and "parquet" are the file sink with that format, as in Spark's
+// writeStream.format("json").
+const (
+	SinkKafka   = "kafka"
+	SinkFile    = "file"
+	SinkJSON    = "json"
+	SinkParquet = "parquet"
+	SinkConsole = "console"
+	SinkNoop    = "noop"
+)
+
+// Spark SQL confs a query may set with --conf; the first two are recorded in every offsets file.
+const (
+	ConfShufflePartitions  = "spark.sql.shuffle.partitions"
+	ConfMinBatchesToRetain = "spark.sql.streaming.minBatchesToRetain"
+)
+
+// Defaults.
+const (
+	DefaultMinBatchesToRetain = 100 // spark.sql.streaming.minBatchesToRetain
+	DefaultShufflePartitions  = 200 // spark.sql.shuffle.partitions
+	DefaultParallelism        = 0   // 0: one reader per partition, up to GOMAXPROCS*4
+	DefaultStopTimeout        = 30 * time.Second
+	DefaultConsoleNumRows     = 20
+)
+
+// TriggerKind is the kind of a trigger.
+type TriggerKind string
+
+// Trigger kinds, as in Spark's Trigger class.
+const (
+	TriggerDefault        TriggerKind = "default"        // ProcessingTime(0): next batch as soon as the last ends
+	TriggerProcessingTime TriggerKind = "processingTime" // every Interval; an overrunning batch is followed at once
+	TriggerOnce           TriggerKind = "once"           // one batch with everything available, then stop
+	TriggerAvailableNow   TriggerKind = "availableNow"   // everything available at start, in rate-limited batches, then stop
+)
+
+// Trigger says when batches run.
+type Trigger struct {
+	Kind     TriggerKind
+	Interval time.Duration // processingTime only
+}
+
+func (t Trigger) String() string {
+	if t.Kind == TriggerProcessingTime {
+		return "processingTime=" + t.Interval.String()
+	}
+	return string(t.Kind)
+}
+
+// ParseTrigger reads a --trigger value: "" or "default"; "once"; "availableNow"; an interval as
+// a Go duration ("10s"), Spark's interval text ("10 seconds") or "processingTime=10s".
+func ParseTrigger(s string) (Trigger, error) {
+	v := strings.TrimSpace(s)
+	switch strings.ToLower(v) {
+	case "", "default":
+		return Trigger{Kind: TriggerDefault}, nil
+	case "once":
+		return Trigger{Kind: TriggerOnce}, nil
+	case "availablenow", "available-now":
+		return Trigger{Kind: TriggerAvailableNow}, nil
+	}
+	if k, rest, ok := strings.Cut(v, "="); ok {
+		if !strings.EqualFold(strings.TrimSpace(k), "processingTime") {
+			return Trigger{}, fmt.Errorf("invalid trigger %q: want default, once, availableNow or an interval such as 10s", s)
+		}
+		v = strings.TrimSpace(rest)
+	}
+	d, err := parseInterval(v)
+	if err != nil || d < 0 {
+		return Trigger{}, fmt.Errorf("invalid trigger %q: want default, once, availableNow or an interval such as 10s or \"10 seconds\"", s)
+	}
+	if d == 0 {
+		return Trigger{Kind: TriggerDefault}, nil
+	}
+	return Trigger{Kind: TriggerProcessingTime, Interval: d}, nil
+}
+
+var sparkInterval = regexp.MustCompile(`^(?i)(?:interval\s+)?(\d+)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)$`)
+
+func parseInterval(v string) (time.Duration, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		return d, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Duration(n) * time.Millisecond, nil // Spark: a bare number is milliseconds
+	}
+	m := sparkInterval.FindStringSubmatch(strings.TrimSpace(v))
+	if m == nil {
+		return 0, errors.New("bad interval")
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	unit := strings.ToLower(m[2])
+	switch {
+	case unit == "ms" || strings.HasPrefix(unit, "milli"):
+		return time.Duration(n) * time.Millisecond, nil
+	case unit == "s" || strings.HasPrefix(unit, "sec"):
+		return time.Duration(n) * time.Second, nil
+	case unit == "m" || strings.HasPrefix(unit, "min"):
+		return time.Duration(n) * time.Minute, nil
+	default:
+		return time.Duration(n) * time.Hour, nil
+	}
+}
+
+// Query is a query definition. The YAML keys are the field tags.
+type Query struct {
+	// Name is the query name shown in progress events (Spark's queryName). Default: none.
+	Name string `yaml:"name,omitempty"`
+	// Source is the source format. Default and only value: kafka.
+	Source string `yaml:"source,omitempty"`
+	// Options are the source options (Spark's readStream.option): kafka.bootstrap.servers,
+	// subscribe, startingOffsets, maxOffsetsPerTrigger, ….
+	Options map[string]string `yaml:"options,omitempty"`
+	// Sink is the sink format: kafka, file (or json, parquet), console, noop. Default: console.
+	Sink string `yaml:"sink,omitempty"`
+	// SinkOptions are the sink options (Spark's writeStream.option).
+	SinkOptions map[string]string `yaml:"sinkOptions,omitempty"`
+	// Checkpoint is the checkpoint location (Spark's checkpointLocation): a path, file://,
+	// s3://bucket/prefix. Also accepted as the sink option checkpointLocation.
+	Checkpoint string `yaml:"checkpoint,omitempty"`
+	// Trigger: default, once, availableNow, or an interval ("10s"). Default: default.
+	Trigger string `yaml:"trigger,omitempty"`
+	// Filter is a boolean expression over the Kafka columns; rows where it is false are dropped.
+	Filter string `yaml:"filter,omitempty"`
+	// Select is the projection: items "expression AS name" or bare column names. Default: the
+	// Kafka columns unchanged.
+	Select []string `yaml:"select,omitempty"`
+	// Conf are Spark SQL confs: spark.sql.shuffle.partitions (recorded in offsets, default 200)
+	// and spark.sql.streaming.minBatchesToRetain (default 100).
+	Conf map[string]string `yaml:"conf,omitempty"`
+	// Parallelism bounds concurrent partition reads. Default 0: one per partition, up to
+	// 4×GOMAXPROCS.
+	Parallelism int `yaml:"parallelism,omitempty"`
+}
+
+// Load reads a YAML query file. Unknown keys are errors.
+func Load(path string) (*Query, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse parses YAML query text; name is used in errors.
+func Parse(name string, data []byte) (*Query, error) {
+	var q Query
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&q); err != nil {
+		if errors.Is(err, io.EOF) {
+			return &q, nil
+		}
+		return nil, fmt.Errorf("%s: %v", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	return &q, nil
+}
+
+// Merge overlays the non-zero fields of o (the flags) on q (the file). Options maps are merged
+// key by key.
+func (q *Query) Merge(o *Query) {
+	if o.Name != "" {
+		q.Name = o.Name
+	}
+	if o.Source != "" {
+		q.Source = o.Source
+	}
+	if o.Sink != "" {
+		q.Sink = o.Sink
+	}
+	if o.Checkpoint != "" {
+		q.Checkpoint = o.Checkpoint
+	}
+	if o.Trigger != "" {
+		q.Trigger = o.Trigger
+	}
+	if o.Filter != "" {
+		q.Filter = o.Filter
+	}
+	if len(o.Select) > 0 {
+		q.Select = o.Select
+	}
+	if o.Parallelism != 0 {
+		q.Parallelism = o.Parallelism
+	}
+	q.Options = mergeMap(q.Options, o.Options)
+	q.SinkOptions = mergeMap(q.SinkOptions, o.SinkOptions)
+	q.Conf = mergeMap(q.Conf, o.Conf)
+}
+
+func mergeMap(a, b map[string]string) map[string]string {
+	if len(b) == 0 {
+		return a
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+// ParseKV parses repeated key=value flags into a map; a repeated key is an error.
+func ParseKV(flag string, items []string) (map[string]string, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, it := range items {
+		k, v, ok := strings.Cut(it, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--%s %q: want key=value", flag, it)
+		}
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("--%s: %s given twice", flag, k)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// Resolved is a validated query with parsed values.
+type Resolved struct {
+	*Query
+	Trigger            Trigger
+	Program            *transform.Program
+	MinBatchesToRetain int
+	ShufflePartitions  int
+	// FileFormat is json or parquet for the file sink.
+	FileFormat string
+	// SinkPath is the file sink's output directory.
+	SinkPath string
+	// ConsoleNumRows and ConsoleTruncate configure the console sink.
+	ConsoleNumRows  int
+	ConsoleTruncate bool
+}
+
+// sink option keys accepted per sink (kafka sink options are checked by internal/kafka).
+var sinkKeys = map[string][]string{
+	SinkFile:    {"path", "format", "checkpointLocation"},
+	SinkConsole: {"numRows", "truncate", "checkpointLocation"},
+	SinkNoop:    {"checkpointLocation"},
+}
+
+// Validate checks q and returns the parsed form. Every problem found is reported, one per line.
+func (q *Query) Validate() (*Resolved, error) {
+	r := &Resolved{Query: q, MinBatchesToRetain: DefaultMinBatchesToRetain, ShufflePartitions: DefaultShufflePartitions, ConsoleNumRows: DefaultConsoleNumRows, ConsoleTruncate: true}
+	var errs []string
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+
+	if q.Source == "" {
+		q.Source = SourceKafka
+	}
+	if q.Source != SourceKafka {
+		bad("unknown source %q: the only source is kafka", q.Source)
+	}
+	if q.Sink == "" {
+		q.Sink = SinkConsole
+	}
+	switch q.Sink {
+	case SinkJSON, SinkParquet:
+		if f, ok := q.SinkOptions["format"]; ok && f != q.Sink {
+			bad("sink %s with sink option format=%s: give one or the other", q.Sink, f)
+		}
+		r.FileFormat = q.Sink
+		q.Sink = SinkFile
+	case SinkFile:
+		r.FileFormat = "json"
+		if f, ok := q.SinkOptions["format"]; ok {
+			if f != "json" && f != "parquet" {
+				bad("sink option format=%q: want json or parquet", f)
+			}
+			r.FileFormat = f
+		}
+	case SinkKafka, SinkConsole, SinkNoop:
+	default:
+		bad("unknown sink %q: want kafka, file (json, parquet), console or noop", q.Sink)
+	}
+	if keys, ok := sinkKeys[q.Sink]; ok {
+		for _, k := range sortedKeys(q.SinkOptions) {
+			if !slices.Contains(keys, k) {
+				bad("unknown %s sink option %q (known: %s)", q.Sink, k, strings.Join(keys, ", "))
+			}
+		}
+	}
+	if cl, ok := q.SinkOptions["checkpointLocation"]; ok {
+		if q.Checkpoint != "" && q.Checkpoint != cl {
+			bad("--checkpoint %q and sink option checkpointLocation=%q differ", q.Checkpoint, cl)
+		}
+		q.Checkpoint = cl
+		delete(q.SinkOptions, "checkpointLocation")
+	}
+	switch q.Sink {
+	case SinkFile:
+		r.SinkPath = q.SinkOptions["path"]
+		if r.SinkPath == "" {
+			bad("the file sink needs an output directory: --sink-option path=DIR")
+		}
+	case SinkConsole:
+		if v, ok := q.SinkOptions["numRows"]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				bad("console sink option numRows=%q: want a number ≥ 0", v)
+			}
+			r.ConsoleNumRows = n
+		}
+		if v, ok := q.SinkOptions["truncate"]; ok {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				bad("console sink option truncate=%q: want true or false", v)
+			}
+			r.ConsoleTruncate = b
+		}
+	}
+	if q.Checkpoint == "" {
+		bad("no checkpoint location: give --checkpoint PATH (a directory, file://… or s3://bucket/prefix)")
+	}
+	t, err := ParseTrigger(q.Trigger)
+	if err != nil {
+		bad("%v", err)
+	}
+	r.Trigger = t
+	for _, k := range sortedKeys(q.Conf) {
+		v := q.Conf[k]
+		switch k {
+		case ConfMinBatchesToRetain:
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				bad("--conf %s=%q: want a number ≥ 1", k, v)
+			}
+			r.MinBatchesToRetain = n
+		case ConfShufflePartitions:
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				bad("--conf %s=%q: want a number ≥ 1", k, v)
+			}
+			r.ShufflePartitions = n
+		default:
+			bad("unknown --conf %s (known: %s, %s)", k, ConfShufflePartitions, ConfMinBatchesToRetain)
+		}
+	}
+	if q.Parallelism < 0 {
+		bad("--parallelism %d: want ≥ 0 (0 = one reader per partition)", q.Parallelism)
+	}
+	prog, err := transform.Compile(q.Filter, q.Select)
+	if err != nil {
+		bad("%v", err)
+	}
+	r.Program = prog
+	if q.Sink == SinkKafka && prog != nil && prog.Projects() {
+		names := map[string]bool{}
+		for _, c := range prog.Columns() {
+			names[c.Name] = true
+		}
+		if !names["value"] {
+			bad("the kafka sink needs a column named value: add \"... AS value\" to --select")
+		}
+		for n := range names {
+			if !slices.Contains([]string{"key", "value", "topic", "partition", "headers"}, n) {
+				bad("the kafka sink writes only key, value, topic, partition and headers; --select has %q", n)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &Error{Problems: errs}
+	}
+	return r, nil
+}
+
+// Error lists every problem Validate found.
+type Error struct{ Problems []string }
+
+func (e *Error) Error() string {
+	if len(e.Problems) == 1 {
+		return "invalid query: " + e.Problems[0]
+	}
+	return "invalid query:\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

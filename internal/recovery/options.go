@@ -1,0 +1,201 @@
+package recovery
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Mode names the micro-batch engine that restarts the query.
+type Mode string
+
+// The engines Plan can predict.
+const (
+	// ModeSync is MicroBatchExecution (Spark ≥ 2.2), the default engine: it
+	// needs offsets/L-1 on disk to restart from offsets/L.
+	ModeSync Mode = "sync"
+	// ModeAsync is AsyncProgressTrackingMicroBatchExecution (Spark ≥ 3.4,
+	// asyncProgressTrackingEnabled=true): the previous batch is the nearest
+	// on-disk offsets id below L, so gaps are tolerated.
+	ModeAsync Mode = "async"
+	// ModeSpark21 is Spark 2.1's StreamExecution, which has no commit log:
+	// the latest offsets batch always re-runs.
+	ModeSpark21 Mode = "spark-2.1"
+)
+
+// Modes lists every Mode, in the order help texts show them.
+var Modes = []Mode{ModeSync, ModeAsync, ModeSpark21}
+
+// DefaultSparkVersion is the release Plan predicts when none is given.
+const DefaultSparkVersion = "3.5"
+
+// SparkVersions lists the releases Plan knows, oldest first. "4.1" stands
+// for Spark master at the time of writing (the 4.1 line).
+var SparkVersions = []string{"2.1", "2.2", "2.3", "2.4", "3.0", "3.1", "3.2", "3.3", "3.4", "3.5", "4.0", "4.1"}
+
+// Options chooses the engine and release whose restart Plan predicts.
+type Options struct {
+	// Mode is the engine; "" means sync, or spark-2.1 when SparkVersion is 2.1.
+	Mode Mode
+	// SparkVersion is "2.1" … "3.5", "4.0" or "4.1" (= master); a patch
+	// release ("3.5.1") or "master" is accepted. Default "3.5". It decides
+	// which log versions are readable, the wording of errors, and how a
+	// missing metadata file is treated.
+	SparkVersion string
+	// CommitFormatVersion is spark.sql.streaming.stateStore.checkpointFormatVersion,
+	// which Spark 4.0 requires every commit file header to equal. Default 1.
+	CommitFormatVersion int
+	// SinkLatest is the latest batch id in the file sink's _spark_metadata
+	// log, read by the caller; nil when no file sink is given.
+	SinkLatest *int64
+}
+
+// release is a Spark major.minor version, comparable as an integer.
+type release int
+
+func mkRelease(major, minor int) release { return release(major*100 + minor) }
+
+func (r release) String() string { return fmt.Sprintf("%d.%d", int(r)/100, int(r)%100) }
+
+// atLeast reports whether r is major.minor or newer.
+func (r release) atLeast(major, minor int) bool { return r >= mkRelease(major, minor) }
+
+// parseRelease accepts "3.5", "3.5.1", "v3.5", "master".
+func parseRelease(s string) (release, error) {
+	s = strings.TrimPrefix(strings.TrimSpace(strings.ToLower(s)), "v")
+	if s == "master" {
+		return mkRelease(4, 1), nil
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return 0, fmt.Errorf("unknown Spark version %q: want one of %s (or master)", s, strings.Join(SparkVersions, ", "))
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unknown Spark version %q: want one of %s (or master)", s, strings.Join(SparkVersions, ", "))
+	}
+	r := mkRelease(major, minor)
+	for _, v := range SparkVersions {
+		if v == r.String() {
+			return r, nil
+		}
+	}
+	return 0, fmt.Errorf("unsupported Spark version %q: want one of %s (or master)", s, strings.Join(SparkVersions, ", "))
+}
+
+// config is Options validated and with defaults applied.
+type config struct {
+	mode       Mode
+	rel        release
+	commitFmt  int
+	sinkLatest *int64
+}
+
+func (o Options) normalize() (config, error) {
+	c := config{mode: o.Mode, commitFmt: o.CommitFormatVersion, sinkLatest: o.SinkLatest}
+	if c.commitFmt == 0 {
+		c.commitFmt = 1
+	}
+	if c.commitFmt < 1 || c.commitFmt > 3 {
+		return c, fmt.Errorf("invalid commit format version %d: want 1, 2 or 3", o.CommitFormatVersion)
+	}
+	vs := o.SparkVersion
+	if vs == "" {
+		vs = DefaultSparkVersion
+		if c.mode == ModeSpark21 {
+			vs = "2.1"
+		}
+	}
+	rel, err := parseRelease(vs)
+	if err != nil {
+		return c, err
+	}
+	c.rel = rel
+	if c.mode == "" {
+		c.mode = ModeSync
+		if rel == mkRelease(2, 1) {
+			c.mode = ModeSpark21
+		}
+	}
+	switch c.mode {
+	case ModeSync:
+		if rel == mkRelease(2, 1) {
+			return c, fmt.Errorf("spark 2.1 has no commit log and no MicroBatchExecution: use mode %s", ModeSpark21)
+		}
+	case ModeAsync:
+		if !rel.atLeast(3, 4) {
+			return c, fmt.Errorf("async progress tracking exists from Spark 3.4 on, not in %s", rel)
+		}
+	case ModeSpark21:
+		if rel != mkRelease(2, 1) {
+			return c, fmt.Errorf("mode %s is Spark 2.1's engine; the Spark version must be 2.1, not %s", ModeSpark21, rel)
+		}
+	default:
+		return c, fmt.Errorf("unknown mode %q: want sync, async or spark-2.1", o.Mode)
+	}
+	return c, nil
+}
+
+// ParseMode validates a mode name ("" is sync).
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case "", ModeSync:
+		return ModeSync, nil
+	case ModeAsync, ModeSpark21:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("unknown mode %q: want sync, async or spark-2.1", s)
+}
+
+// ValidateSparkVersion reports whether s names a release Plan knows.
+func ValidateSparkVersion(s string) error {
+	_, err := parseRelease(s)
+	return err
+}
+
+// Spark behaviour that changed between releases, in one place.
+
+// offsetsMaxVersion is OffsetSeqLog's MAX_VERSION: v2 (OffsetMap) exists
+// only in master.
+func (r release) offsetsMaxVersion() int {
+	if r.atLeast(4, 1) {
+		return 2
+	}
+	return 1
+}
+
+// errorConditions: 4.x renders errors as "[CONDITION] message SQLSTATE: x".
+func (r release) errorConditions() bool { return r.atLeast(4, 0) }
+
+// commitConflictFails: SPARK-26425 (3.0) made a failed commitLog.add fatal;
+// before it the result was ignored and the old commit file kept.
+func (r release) commitConflictFails() bool { return r.atLeast(3, 0) }
+
+// logsMissingPrev: SPARK-38033 (3.3) added the ERROR line before
+// "batch N doesn't exist".
+func (r release) logsMissingPrev() bool { return r.atLeast(3, 3) }
+
+// concurrentCondition: SPARK-43542 (3.5) gave log conflicts the error
+// condition CONCURRENT_STREAM_LOG_UPDATE.
+func (r release) concurrentCondition() bool { return r.atLeast(3, 5) }
+
+// missingMetadataFails: SPARK-55058 (master) refuses a checkpoint whose
+// metadata file is gone while its logs have data.
+func (r release) missingMetadataFails() bool { return r.atLeast(4, 1) }
+
+// readsLogsUpFront: master's initializeExecution reads the latest offsets
+// and commit entries before populateStartOffsets, and asserts that no
+// commits exist without offsets.
+func (r release) readsLogsUpFront() bool { return r.atLeast(4, 1) }
+
+// engineClass is the logger name of the engine in driver log lines.
+func engineClass(mode Mode, r release) string {
+	switch {
+	case mode == ModeSpark21 || !r.atLeast(2, 3):
+		return "StreamExecution"
+	case mode == ModeAsync:
+		return "AsyncProgressTrackingMicroBatchExecution"
+	}
+	return "MicroBatchExecution"
+}

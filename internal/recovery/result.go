@@ -1,0 +1,158 @@
+package recovery
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Outcomes of a restart.
+const (
+	OutcomeResume = "resume"
+	OutcomeFail   = "fail"
+)
+
+// Result is what a restart of the query does. Its JSON form is a public
+// contract (`ckpt replay -o json`, docs/replay.md).
+type Result struct {
+	// Outcome is "resume" or "fail".
+	Outcome string `json:"outcome"`
+	// Error is Spark's exception message, e.g. "batch 21 doesn't exist";
+	// null on resume.
+	Error *string `json:"error"`
+	// Exception is the JVM class of that exception, when known.
+	Exception string `json:"exception,omitempty"`
+	// DriverLog holds the ERROR/WARN/INFO lines Spark's driver logs on the way.
+	DriverLog []string `json:"driverLog,omitempty"`
+	// NextBatch is the first batch id the restarted query executes (equal to
+	// RerunBatch when a batch re-runs); -1 when the restart fails before
+	// running any batch.
+	NextBatch int64 `json:"nextBatch"`
+	// RerunBatch is the batch that runs again with the offsets already in
+	// the offset log, or null.
+	RerunBatch *int64 `json:"rerunBatch"`
+	// RerunRange is the offset range of the re-run, one entry per source.
+	RerunRange *Range `json:"rerunRange"`
+	// SkippedBatches are batch ids whose data the restart never processes
+	// again although no commit says they finished (C+1 … L-1 when C < L-1).
+	SkippedBatches []int64 `json:"skippedBatches"`
+	// Warnings explain risks Spark does not fail on.
+	Warnings []string `json:"warnings"`
+	// WatermarkMs is the event-time watermark the first batch runs with.
+	WatermarkMs int64 `json:"watermarkMs"`
+	// BatchTimestampMs is the batch timestamp recorded in the latest offsets
+	// file: a re-run reuses it; a new batch takes the clock at planning.
+	BatchTimestampMs int64 `json:"batchTimestampMs"`
+	// StartFromInitial is, per source, whether the re-run has no start
+	// offset, so the source's initial offsets are used (Kafka: sources/<i>/0,
+	// or startingOffsets resolved again when that file is gone).
+	StartFromInitial []bool `json:"startFromInitial,omitempty"`
+	// Kafka is the re-run per Kafka topic-partition.
+	Kafka []PartitionRange `json:"kafka,omitempty"`
+	// Sink is the verdict on the file sink when Options.SinkLatest is given.
+	Sink *SinkVerdict `json:"sink,omitempty"`
+
+	// Mode and SparkVersion are the engine and release predicted.
+	Mode         Mode   `json:"mode"`
+	SparkVersion string `json:"sparkVersion"`
+	// LatestOffsets and LatestCommit are L and C, or null.
+	LatestOffsets *int64 `json:"latestOffsets"`
+	LatestCommit  *int64 `json:"latestCommit"`
+	// Releases lists the Spark releases (same mode) whose restart of this
+	// checkpoint differs from SparkVersion's, grouped by behaviour.
+	Releases []ReleaseNote `json:"releases,omitempty"`
+
+	reason string // behaviour key, to group releases
+}
+
+// Range is the offset range of a re-run batch: start and end per source, in
+// offsets-file order. Entries are the raw offset JSON, or null where a source
+// has no start (or, for --what-if, an end not yet known).
+type Range struct {
+	Start []json.RawMessage `json:"start"`
+	End   []json.RawMessage `json:"end"`
+}
+
+// PartitionRange is the re-run of one Kafka topic-partition. Offsets are
+// Kafka's "next offset to read", so Records = End - Start. Start is null when
+// Spark starts the partition from its earliest offset (a partition new since
+// the start offsets) or from startingOffsets resolved again; End is null when
+// not known yet (--what-if).
+type PartitionRange struct {
+	Source    int    `json:"source"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Start     *int64 `json:"start"`
+	End       *int64 `json:"end"`
+	Records   *int64 `json:"records"`
+	Note      string `json:"note,omitempty"`
+}
+
+// Sink verdict statuses.
+const (
+	SinkSkipsRerun  = "skips-rerun"  // the sink already has the re-run batch: no duplicates
+	SinkWritesRerun = "writes-rerun" // the re-run batch reaches the sink for the first time
+	SinkInSync      = "in-sync"      // the sink has exactly the committed batches
+	SinkBehind      = "behind"       // the sink lacks batches the commit log says finished
+	SinkAhead       = "ahead"        // the sink has batches the restart will run again: they are skipped
+)
+
+// SinkVerdict compares a file sink's _spark_metadata log with the restart.
+type SinkVerdict struct {
+	// Latest is the sink's latest batch id.
+	Latest int64 `json:"latest"`
+	// Status is one of the Sink* constants.
+	Status string `json:"status"`
+	// Message explains the status.
+	Message string `json:"message"`
+}
+
+// ReleaseNote is a group of Spark releases that restart this checkpoint
+// differently from the release asked for.
+type ReleaseNote struct {
+	Versions  []string `json:"versions"`
+	Outcome   string   `json:"outcome"`
+	NextBatch int64    `json:"nextBatch"`
+	Error     *string  `json:"error"`
+	Summary   string   `json:"summary"`
+}
+
+// Failed reports whether Spark refuses or aborts the restart.
+func (r *Result) Failed() bool { return r.Outcome == OutcomeFail }
+
+// ErrorText is the Spark error message, "" on resume.
+func (r *Result) ErrorText() string {
+	if r.Error == nil {
+		return ""
+	}
+	return *r.Error
+}
+
+// Verdict is the one-line summary a person reads first, e.g.
+// "Restart will FAIL: java.lang.IllegalStateException: batch 21 doesn't exist"
+// or "Restart re-runs batch 7, then continues at batch 8".
+func (r *Result) Verdict() string {
+	if r.Failed() {
+		msg := firstLine(r.ErrorText())
+		if r.Exception != "" {
+			msg = r.Exception + ": " + msg
+		}
+		return "Restart will FAIL: " + msg
+	}
+	switch {
+	case r.RerunBatch != nil:
+		return fmt.Sprintf("Restart re-runs batch %d, then continues at batch %d", *r.RerunBatch, *r.RerunBatch+1)
+	case r.LatestOffsets == nil:
+		return fmt.Sprintf("Restart starts a new query at batch %d", r.NextBatch)
+	}
+	return fmt.Sprintf("Restart resumes at batch %d; nothing re-runs", r.NextBatch)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,181 @@
+// Package render turns plain data into what a person or a script reads: aligned tables, styled on
+// a terminal and plain when piped, and JSON. It knows nothing about checkpoints.
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/lipgloss/table"
+	"github.com/muesli/termenv"
+
+	"github.com/ckpt-dev/ckpt/internal/iostreams"
+)
+
+// Format is an output format chosen with -o.
+type Format string
+
+// The output formats every command accepts.
+const (
+	FormatTable Format = "table"
+	FormatJSON  Format = "json"
+)
+
+// ParseFormat validates a -o value.
+func ParseFormat(s string) (Format, error) {
+	switch Format(s) {
+	case FormatTable, "":
+		return FormatTable, nil
+	case FormatJSON:
+		return FormatJSON, nil
+	}
+	return "", fmt.Errorf("invalid output format %q: want table or json", s)
+}
+
+// Renderer writes to one stream with the styling that stream allows.
+type Renderer struct {
+	w      io.Writer
+	tty    bool
+	lg     *lipgloss.Renderer
+	styled bool
+}
+
+// New returns a renderer for io.Out.
+func New(io *iostreams.IOStreams) *Renderer {
+	lg := lipgloss.NewRenderer(io.Out)
+	if io.ColorEnabled() {
+		lg.SetColorProfile(termenv.ANSI256)
+	} else {
+		lg.SetColorProfile(termenv.Ascii)
+	}
+	return &Renderer{w: io.Out, tty: io.IsStdoutTTY(), lg: lg, styled: io.ColorEnabled()}
+}
+
+// Writer is the stream the renderer writes to.
+func (r *Renderer) Writer() io.Writer { return r.w }
+
+// Printf writes formatted text.
+func (r *Renderer) Printf(format string, a ...any) { fmt.Fprintf(r.w, format, a...) }
+
+// Println writes a line.
+func (r *Renderer) Println(a ...any) { fmt.Fprintln(r.w, a...) }
+
+func (r *Renderer) style(fg string, bold bool, s string) string {
+	if !r.styled {
+		return s
+	}
+	st := r.lg.NewStyle().Bold(bold)
+	if fg != "" {
+		st = st.Foreground(lipgloss.Color(fg))
+	}
+	return st.Render(s)
+}
+
+// Bold emphasises s on a colour terminal.
+func (r *Renderer) Bold(s string) string { return r.style("", true, s) }
+
+// Bad marks s as an error.
+func (r *Renderer) Bad(s string) string { return r.style("9", true, s) }
+
+// Warn marks s as a warning.
+func (r *Renderer) Warn(s string) string { return r.style("11", false, s) }
+
+// Good marks s as healthy.
+func (r *Renderer) Good(s string) string { return r.style("10", false, s) }
+
+// Faint de-emphasises s.
+func (r *Renderer) Faint(s string) string { return r.style("8", false, s) }
+
+// Table is a titled grid of cells.
+type Table struct {
+	Title   string
+	Headers []string
+	Rows    [][]string
+}
+
+// Table writes t: with a rounded border on a terminal, as space-aligned columns when piped so
+// that the text is stable for scripts and golden tests.
+func (r *Renderer) Table(t Table) {
+	if t.Title != "" {
+		fmt.Fprintln(r.w, r.Bold(t.Title))
+	}
+	if r.tty {
+		header := r.lg.NewStyle().Bold(true).Padding(0, 1)
+		cell := r.lg.NewStyle().Padding(0, 1)
+		if r.styled {
+			header = header.Foreground(lipgloss.Color("12"))
+		}
+		tb := table.New().Border(lipgloss.RoundedBorder()).
+			BorderStyle(r.lg.NewStyle().Foreground(lipgloss.Color("8"))).
+			Headers(t.Headers...).Rows(t.Rows...).
+			StyleFunc(func(row, _ int) lipgloss.Style {
+				if row == table.HeaderRow {
+					return header
+				}
+				return cell
+			})
+		fmt.Fprintln(r.w, tb.Render())
+		return
+	}
+	writePlain(r.w, t.Headers, t.Rows)
+}
+
+// writePlain aligns columns with two spaces, like kubectl: readable, and trivial to cut or awk.
+func writePlain(w io.Writer, headers []string, rows [][]string) {
+	n := len(headers)
+	for _, row := range rows {
+		n = max(n, len(row))
+	}
+	width := make([]int, n)
+	measure := func(row []string) {
+		for i, c := range row {
+			width[i] = max(width[i], lipgloss.Width(c))
+		}
+	}
+	upper := make([]string, len(headers))
+	for i, h := range headers {
+		upper[i] = strings.ToUpper(h)
+	}
+	measure(upper)
+	for _, row := range rows {
+		measure(row)
+	}
+	line := func(row []string) {
+		var b strings.Builder
+		for i, c := range row {
+			b.WriteString(c)
+			if i < len(row)-1 {
+				b.WriteString(strings.Repeat(" ", width[i]-lipgloss.Width(c)+2))
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	if len(headers) > 0 {
+		line(upper)
+	}
+	for _, row := range rows {
+		line(row)
+	}
+}
+
+// KV writes aligned "key: value" lines, for summaries.
+func (r *Renderer) KV(pairs [][2]string) {
+	w := 0
+	for _, p := range pairs {
+		w = max(w, len(p[0]))
+	}
+	for _, p := range pairs {
+		fmt.Fprintf(r.w, "%s%s  %s\n", r.Faint(p[0]+":"), strings.Repeat(" ", w-len(p[0])), p[1])
+	}
+}
+
+// JSON writes v as indented JSON without HTML escaping, so offsets and paths read as they are.
+func JSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

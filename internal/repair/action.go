@@ -1,0 +1,132 @@
+package repair
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Op is what an action does to one file.
+type Op string
+
+// The operations a repair performs. There is no "overwrite": stores never replace a file (Spark's
+// createAtomic with overwriteIfPossible=false), and neither does repair.
+const (
+	// OpDelete removes Path (after the backup has a copy of it).
+	OpDelete Op = "delete"
+	// OpCopy creates Path with the bytes of From; Path must not exist.
+	OpCopy Op = "copy"
+)
+
+// Action is one change to one file.
+type Action struct {
+	Op Op `json:"op"`
+	// Path is the file changed, relative to the checkpoint root ("offsets/21").
+	Path string `json:"path"`
+	// From is the file whose bytes OpCopy writes; empty for deletes.
+	From string `json:"from,omitempty"`
+	// Reason says why, in one sentence, for the plan's table.
+	Reason string `json:"reason"`
+	// Code is the doctor finding code this action answers.
+	Code string `json:"code,omitempty"`
+	// Before is the sha256 of Path when the plan was made (empty: the file did not exist), and
+	// After the sha256 it has once the action is applied (empty: the file is gone). Execute
+	// refuses when Path no longer has Before, and Undo and Resume tell from them which actions
+	// were applied.
+	Before Digest `json:"sha256Before"`
+	After  Digest `json:"sha256After"`
+	// Size is the size of the file the action removes or writes, in bytes.
+	Size int64 `json:"size"`
+}
+
+// Digest is the hex SHA-256 of a file's bytes. The empty Digest stands for "no file", and is null in
+// JSON.
+type Digest string
+
+// Absent reports whether d stands for "no file".
+func (d Digest) Absent() bool { return d == "" }
+
+// Short is the first 12 hex digits, for messages.
+func (d Digest) Short() string {
+	if d == "" {
+		return "(absent)"
+	}
+	if len(d) > 12 {
+		return string(d[:12])
+	}
+	return string(d)
+}
+
+// MarshalJSON writes null for the absent digest.
+func (d Digest) MarshalJSON() ([]byte, error) {
+	if d == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(d))
+}
+
+// UnmarshalJSON reads null as the absent digest.
+func (d *Digest) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*d = ""
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*d = Digest(s)
+	return nil
+}
+
+// DigestOf hashes data.
+func DigestOf(data []byte) Digest {
+	sum := sha256.Sum256(data)
+	return Digest(hex.EncodeToString(sum[:]))
+}
+
+// readDigest reads p and returns its bytes and digest; a missing file gives the absent digest and
+// no error.
+func readDigest(ctx context.Context, s storage.Store, p string) ([]byte, Digest, error) {
+	data, err := s.ReadFile(ctx, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return data, DigestOf(data), nil
+}
+
+// put creates p with data. A store can fail after the write landed (an S3 PUT whose response was
+// lost), so on any error it reads p back: if p holds exactly data, the write happened and put
+// succeeds. Every write repair makes goes through put, which is what lets a repair continue past a
+// lost acknowledgement instead of stopping half-way.
+func put(ctx context.Context, s storage.Store, p string, data []byte) error {
+	err := s.WriteFile(ctx, p, data)
+	if err == nil {
+		return nil
+	}
+	if got, rerr := s.ReadFile(ctx, p); rerr == nil && bytes.Equal(got, data) {
+		return nil
+	}
+	return err
+}
+
+// del removes p, succeeding when p is gone afterwards whatever the store reported.
+func del(ctx context.Context, s storage.Store, p string) error {
+	err := s.Delete(ctx, p)
+	if err == nil {
+		return nil
+	}
+	if _, serr := s.Stat(ctx, p); errors.Is(serr, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,130 @@
+package repair
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// ErrOutside is wrapped by every refusal to touch a path outside what repair may change. It also
+// matches storage.ErrInvalidPath, so callers can test for either.
+var ErrOutside = fmt.Errorf("repair refuses the path: %w", storage.ErrInvalidPath)
+
+// mutableDirs are the only directories whose direct children repair changes. Spark's restart reads
+// offsets/ and commits/; everything else (metadata, sources/<i>/0, state/) is either irreplaceable
+// or not repair's business.
+var mutableDirs = []string{"offsets", "commits"}
+
+// Confine checks that repair may change p in s, before any I/O that changes it. The stores already
+// reject paths that escape their root; this check is narrower and independent of them, so that a
+// bug in plan construction, or an odd key listed from S3, cannot reach a file repair has no reason
+// to change:
+//
+//   - p is clean, relative and slash-separated: no "..", ".", empty or backslash elements, no NUL;
+//   - p is a direct child of offsets/ or commits/, or the checksum or temporary file of the root
+//     metadata file; never metadata itself, sources/ (Kafka's initial offsets sources/<i>/0, which
+//     Spark re-resolves from startingOffsets when missing), state/ or anything else;
+//   - on local disk, neither p nor its directory is a symbolic link, so a delete or a restore cannot
+//     act on a file elsewhere, and a byte-for-byte undo does not turn a link into a file.
+func Confine(s storage.Store, p string) error {
+	if err := lexical(p); err != nil {
+		return err
+	}
+	dir, name := path.Split(p)
+	dir = strings.TrimSuffix(dir, "/")
+	ok := false
+	for _, d := range mutableDirs {
+		if dir == d {
+			ok = true
+		}
+	}
+	if dir == "" {
+		// In the root only the leftovers of the metadata file: its Hadoop checksum and temporary
+		// files. metadata itself holds the query id and is never touched.
+		n := logformat.ParseName(name)
+		ok = (n.Kind == logformat.NameChecksum || n.Kind == logformat.NameTemp) && n.Target == checkpoint.FileMetadata
+	}
+	if !ok {
+		return fmt.Errorf("%w: %q is not a file directly in offsets/ or commits/", ErrOutside, p)
+	}
+	if root, isLocal := localRoot(s); isLocal {
+		return confineLocal(root, p)
+	}
+	return nil
+}
+
+// lexical rejects any path that is not already in clean, relative form. It does not clean: a path
+// that needs cleaning did not come from a listing and is refused rather than reinterpreted.
+func lexical(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("%w: empty path", ErrOutside)
+	case strings.ContainsRune(p, 0):
+		return fmt.Errorf("%w: %q contains a NUL byte", ErrOutside, p)
+	case strings.ContainsRune(p, '\\'):
+		return fmt.Errorf("%w: %q contains a backslash", ErrOutside, p)
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("%w: %q is absolute", ErrOutside, p)
+	case path.Clean(p) != p:
+		return fmt.Errorf("%w: %q is not a clean path", ErrOutside, p)
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." || el == "." || el == "" {
+			return fmt.Errorf("%w: %q has a %q element", ErrOutside, p, el)
+		}
+	}
+	return nil
+}
+
+// localRoot finds the root directory of a Local store, looking through wrappers (Faulty) that
+// expose the store they wrap.
+func localRoot(s storage.Store) (string, bool) {
+	for range 8 {
+		switch v := s.(type) {
+		case *storage.Local:
+			return v.Root(), true
+		case interface{ Inner() storage.Store }:
+			s = v.Inner()
+		default:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func confineLocal(root, p string) error {
+	full := filepath.Join(root, filepath.FromSlash(p))
+	if fi, err := os.Lstat(full); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%w: %s is a symbolic link; repair never acts through links", ErrOutside, full)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(full)
+	realDir, err := filepath.EvalSymlinks(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing there yet; the store creates a plain directory
+	}
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(realRoot, realDir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return fmt.Errorf("%w: %s resolves to %s, outside the checkpoint %s", ErrOutside, dir, realDir, realRoot)
+	}
+	if rel != filepath.Dir(filepath.FromSlash(p)) {
+		return fmt.Errorf("%w: %s is reached through a symbolic link (it resolves to %s)", ErrOutside, dir, realDir)
+	}
+	return nil
+}

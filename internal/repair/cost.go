@@ -1,0 +1,212 @@
+package repair
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+)
+
+// sourcePartition keys a Kafka position by source index and topic-partition.
+type sourcePartition struct {
+	source int
+	tp     logformat.TopicPartition
+}
+
+// positions are per-partition Kafka offsets ("next offset to read"); known is false when some
+// Kafka source's position cannot be known (startingOffsets resolved again at restart).
+type positions struct {
+	m     map[sourcePartition]int64
+	known bool
+	kafka bool // some source is Kafka
+}
+
+// replayCost compares where the restart after a repair starts reading with where delivered output
+// ends in the original checkpoint. Delivered means committed (the newest batch with both an offsets
+// file and a commit), or, with --sink, present in the file sink's log. The restart's start and the
+// re-run come from the planner's result on the repaired checkpoint; ckpt only subtracts Kafka
+// offsets.
+func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *recovery.Result, sinkLatest *int64) (Replay, error) {
+	r := Replay{ReplayedBatches: []int64{}, LostBatches: []int64{}, SkippedBatches: after.SkippedBatches, NextBatch: after.NextBatch, RerunBatch: after.RerunBatch}
+	if r.SkippedBatches == nil {
+		r.SkippedBatches = []int64{}
+	}
+	if after.RerunBatch != nil {
+		var sum int64
+		have := false
+		for _, k := range after.Kafka {
+			if k.Records != nil {
+				sum += *k.Records
+				have = true
+			}
+		}
+		if have {
+			r.RerunRecords = &sum
+		}
+	}
+	if after.Failed() {
+		return r, nil
+	}
+	delivered := int64(-1)
+	for i := len(orig.Commits.IDs) - 1; i >= 0; i-- {
+		if id := orig.Commits.IDs[i]; orig.Offsets.Has(id) {
+			delivered = id
+			break
+		}
+	}
+	if sinkLatest != nil && *sinkLatest > delivered && orig.Offsets.Has(*sinkLatest) {
+		delivered = *sinkLatest
+	}
+	// Batches the restart never processes again and nothing says were delivered are lost, and so
+	// are batches the file sink will skip as "already committed" while they carry new data.
+	for _, id := range r.SkippedBatches {
+		if id > delivered {
+			r.LostBatches = append(r.LostBatches, id)
+		}
+	}
+	if sinkLatest != nil && after.Sink != nil && after.Sink.Status == recovery.SinkAhead {
+		from := after.NextBatch
+		if after.RerunBatch != nil {
+			from = *after.RerunBatch + 1
+		}
+		for id := from; id <= *sinkLatest; id++ {
+			if !slices.Contains(r.LostBatches, id) {
+				r.LostBatches = append(r.LostBatches, id)
+			}
+		}
+		slices.Sort(r.LostBatches)
+	}
+	if delivered < 0 {
+		return r, nil
+	}
+	first := after.NextBatch
+	if n := delivered - first + 1; n > 0 {
+		// Cap the list: a fresh start of a long-running query replays many ids; the count and the
+		// ends are what matter.
+		const maxList = 1000
+		for id := first; id <= delivered && len(r.ReplayedBatches) < maxList; id++ {
+			r.ReplayedBatches = append(r.ReplayedBatches, id)
+		}
+	}
+	end, err := orig.ReadOffsets(ctx, delivered)
+	if err != nil {
+		return r, nil // unreadable: the records are unknown, the batches are still right
+	}
+	from := kafkaOf(orig, delivered, end.Sources)
+	if !from.kafka {
+		return r, nil
+	}
+	start, err := restartPositions(ctx, cur, after, len(end.Sources))
+	if err != nil {
+		return r, err
+	}
+	if !start.known || !from.known {
+		return r, nil
+	}
+	var replayed, lost int64
+	for k, f := range from.m {
+		s, ok := start.m[k]
+		if !ok {
+			continue
+		}
+		if f > s {
+			replayed += f - s
+		} else {
+			lost += s - f
+		}
+	}
+	r.ReplayedRecords, r.LostRecords = &replayed, &lost
+	return r, nil
+}
+
+// kafkaOf reads the Kafka positions of offsets lines (non-Kafka sources are skipped).
+func kafkaOf(cp *checkpoint.Checkpoint, id int64, srcs []logformat.SourceOffset) positions {
+	p := positions{m: map[sourcePartition]int64{}, known: true}
+	for i, s := range srcs {
+		if s.Void {
+			continue
+		}
+		ko, err := logformat.ParseKafkaOffsets(cp.Offsets.Path(id), s.JSON)
+		if err != nil {
+			continue
+		}
+		p.kafka = true
+		for tp, off := range ko.Map() {
+			p.m[sourcePartition{i, tp}] = off
+		}
+	}
+	return p
+}
+
+// restartPositions is where the restart starts reading each Kafka partition: the start of the
+// re-run batch, else the end of the latest offsets file, else (a fresh start) the initial offsets
+// in sources/<i>/0.
+func restartPositions(ctx context.Context, cp *checkpoint.Checkpoint, after *recovery.Result, nSources int) (positions, error) {
+	p := positions{m: map[sourcePartition]int64{}, known: true}
+	add := func(i int, raw string) {
+		ko, err := logformat.ParseKafkaOffsets("restart", raw)
+		if err != nil {
+			return
+		}
+		p.kafka = true
+		for tp, off := range ko.Map() {
+			p.m[sourcePartition{i, tp}] = off
+		}
+	}
+	initial := func(i int) error {
+		rel := fmt.Sprintf("%s/%d/0", checkpoint.DirSources, i)
+		data, err := cp.ReadFile(ctx, rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			p.known = false // startingOffsets again: unknown
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ini, err := logformat.ParseKafkaInitialOffsets(rel, data)
+		if err != nil {
+			return nil // not a Kafka source, or unreadable: the planner reports it
+		}
+		add(i, ini.Offsets.JSON())
+		return nil
+	}
+	switch {
+	case after.RerunBatch != nil && after.RerunRange != nil:
+		for i, raw := range after.RerunRange.Start {
+			if isNull(raw) {
+				if err := initial(i); err != nil {
+					return p, err
+				}
+				continue
+			}
+			var s string
+			if json.Unmarshal(raw, &s) == nil {
+				add(i, s) // a JSON string: the offset text itself
+			} else {
+				add(i, string(raw))
+			}
+		}
+	case after.LatestOffsets != nil:
+		seq, err := cp.ReadOffsets(ctx, *after.LatestOffsets)
+		if err != nil {
+			return p, nil
+		}
+		q := kafkaOf(cp, *after.LatestOffsets, seq.Sources)
+		return q, nil
+	default:
+		for i := range nSources {
+			if err := initial(i); err != nil {
+				return p, err
+			}
+		}
+	}
+	return p, nil
+}
+
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }

@@ -1,0 +1,225 @@
+package repair
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Names inside the checkpoint root that belong to ckpt. Spark reads only metadata, offsets/,
+// commits/, sources/ and state/, and Hadoop tools treat names starting with "_" as hidden, so a
+// "_ckpt" directory beside them changes nothing for Spark; it works the same on S3, where it is
+// just another prefix.
+const (
+	// Dir is ckpt's own directory in the checkpoint root.
+	Dir = "_ckpt"
+	// RepairsDir holds one directory per repair (journal and backups) unless --backup-dir says
+	// otherwise.
+	RepairsDir = Dir + "/repairs"
+	// LockPath is the repair lock.
+	LockPath = Dir + "/lock"
+)
+
+// JournalVersion is the version of the journal format this package writes and reads.
+const JournalVersion = 1
+
+// Location is a repair's directory: the journal snapshots under journal/ and the backups under
+// files/. By default it is <checkpoint>/_ckpt/repairs/<id> in the checkpoint's own store, so the
+// backups sit beside the data on every store ckpt supports, with the same permissions, and travel
+// with the checkpoint when it is copied.
+type Location struct {
+	Store storage.Store
+	// Dir is the repair directory relative to Store's root ("" when the store is rooted there).
+	Dir string
+}
+
+// URI is the location as a user types it, e.g. s3://bucket/ckpt/_ckpt/repairs/<id>.
+func (l Location) URI() string {
+	if l.Dir == "" {
+		return l.Store.URI()
+	}
+	return strings.TrimRight(l.Store.URI(), "/") + "/" + l.Dir
+}
+
+func (l Location) journalDir() string         { return storage.Join(l.Dir, "journal") }
+func (l Location) backupPath(p string) string { return storage.Join(l.Dir, "files", p) }
+
+// State is where a repair (the journal as a whole) stands.
+type State string
+
+// The journal states, in the order a repair goes through them.
+const (
+	StatePlanned  State = "planned"   // journal written, nothing copied or changed yet
+	StateBackedUp State = "backed-up" // every file to be touched is copied to files/
+	StateApplying State = "applying"  // actions are being applied
+	StateApplied  State = "applied"   // every action applied; not yet verified
+	StateDone     State = "done"      // applied and verified by the planner
+	StateUndoing  State = "undoing"   // undo in progress
+	StateUndone   State = "undone"    // every change reverted, byte for byte
+)
+
+// ActionState is where one action stands. It is advisory: Undo and Resume trust the file hashes,
+// since a crash can fall between a change and the journal write that records it.
+type ActionState string
+
+// The action states.
+const (
+	ActionPending  ActionState = "pending"
+	ActionApplying ActionState = "applying" // recorded durably just before the change
+	ActionDone     ActionState = "done"
+	ActionUndone   ActionState = "undone"
+)
+
+// Journal is the durable record of one repair. It is written as a sequence of complete snapshots,
+// journal/000001.json, journal/000002.json, …, each a new file: stores never overwrite, so a
+// snapshot is either fully there or absent, and the newest one is the journal. A person can read it
+// with cat.
+type Journal struct {
+	Version int    `json:"version"`
+	ID      string `json:"id"`
+	// Tool is the ckpt build that wrote it.
+	Tool string `json:"tool"`
+	// Checkpoint is the checkpoint location (absolute for local paths).
+	Checkpoint string `json:"checkpoint"`
+	// QueryID is the id in the checkpoint's metadata file, checked before undo and resume so a
+	// journal is never replayed onto another query's checkpoint. Empty when there is no metadata.
+	QueryID string `json:"queryId,omitempty"`
+	// Location is where the journal and the backups are.
+	Location string `json:"location"`
+	// Strategy is the strategy of the plan applied.
+	Strategy Strategy `json:"strategy"`
+	State    State    `json:"state"`
+	// Seq is this snapshot's number.
+	Seq     int             `json:"seq"`
+	Created time.Time       `json:"created"`
+	Updated time.Time       `json:"updated"`
+	Actions []JournalAction `json:"actions"`
+	// Predicted is the planner's prediction for the repaired checkpoint, and Verified its answer
+	// after the actions were applied.
+	Predicted *recovery.Result `json:"predicted"`
+	Verified  *recovery.Result `json:"verified"`
+	// Options are the planner options predicted and verified with.
+	Options recovery.Options `json:"plannerOptions"`
+	// Error is the error that stopped the last run, if any.
+	Error string `json:"error,omitempty"`
+	// Warnings were given while it ran (--force overrides, a verified restart that differs from
+	// the prediction).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// JournalAction is an Action with its backup and progress.
+type JournalAction struct {
+	Action
+	// Backup is the copy of the original file, relative to the repair directory
+	// ("files/offsets/21"); empty when the action creates a file that did not exist.
+	Backup string      `json:"backup,omitempty"`
+	State  ActionState `json:"state"`
+}
+
+// snapshotName is the file of snapshot seq; fixed width, so listings sort numerically.
+func snapshotName(seq int) string { return fmt.Sprintf("%06d.json", seq) }
+
+// write records j as snapshot j.Seq+1 and advances j.Seq. The write is durable when it returns
+// (the store's atomic write), which is what lets every change be preceded by its record.
+func (j *Journal) write(ctx context.Context, loc Location, now time.Time) error {
+	next := *j
+	next.Seq++
+	next.Updated = now.UTC()
+	data, err := json.MarshalIndent(&next, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if err := put(ctx, loc.Store, storage.Join(loc.journalDir(), snapshotName(next.Seq)), data); err != nil {
+		return fmt.Errorf("write repair journal: %w", err)
+	}
+	j.Seq, j.Updated = next.Seq, next.Updated
+	return nil
+}
+
+// ErrNoJournal is returned when a location holds no journal snapshot.
+var ErrNoJournal = errors.New("no repair journal")
+
+// ReadJournal returns the newest snapshot of the journal at loc. A snapshot that does not parse is
+// skipped in favour of the one before it (stores write atomically, so that only happens to a file
+// edited by hand).
+func ReadJournal(ctx context.Context, loc Location) (*Journal, error) {
+	entries, err := loc.Store.List(ctx, loc.journalDir())
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		name := path.Base(e.Path)
+		if e.IsDir || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		if _, err := strconv.Atoi(strings.TrimSuffix(name, ".json")); err != nil {
+			continue
+		}
+		data, err := loc.Store.ReadFile(ctx, e.Path)
+		if err != nil {
+			return nil, err
+		}
+		var j Journal
+		if err := json.Unmarshal(data, &j); err != nil {
+			lastErr = fmt.Errorf("%s: %w", e.Path, err)
+			continue
+		}
+		if j.Version != JournalVersion {
+			return nil, fmt.Errorf("%s: journal version %d, this ckpt reads version %d", e.Path, j.Version, JournalVersion)
+		}
+		return &j, nil
+	}
+	if lastErr != nil {
+		return nil, fmt.Errorf("%w at %s: %v", ErrNoJournal, loc.URI(), lastErr)
+	}
+	return nil, fmt.Errorf("%w at %s", ErrNoJournal, loc.URI())
+}
+
+// JournalLocation turns what a user passes to `ckpt repair undo|resume` into the repair directory:
+// the directory itself, its journal/ directory, or one snapshot file in it.
+func JournalLocation(arg string) string {
+	a := strings.TrimRight(arg, "/")
+	if strings.HasSuffix(a, ".json") {
+		if i := strings.LastIndex(a, "/"); i >= 0 {
+			a = a[:i]
+		}
+	}
+	if strings.HasSuffix(a, "/journal") {
+		a = strings.TrimSuffix(a, "/journal")
+	}
+	return a
+}
+
+// CheckpointOf returns the checkpoint a default repair directory belongs to
+// (<checkpoint>/_ckpt/repairs/<id>), so a journal still finds its checkpoint after the whole
+// directory was moved; ok is false for a directory elsewhere (--backup-dir).
+func CheckpointOf(repairDir string) (string, bool) {
+	a := strings.TrimRight(repairDir, "/")
+	i := strings.LastIndex(a, "/")
+	if i < 0 {
+		return "", false
+	}
+	parent := a[:i]
+	if !strings.HasSuffix(parent, "/"+RepairsDir) {
+		return "", false
+	}
+	cp := strings.TrimSuffix(parent, "/"+RepairsDir)
+	if cp == "" || strings.HasSuffix(cp, ":/") || strings.HasSuffix(cp, ":") {
+		return "", false
+	}
+	return cp, true
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -1,0 +1,130 @@
+package repair
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Lock is the content of _ckpt/lock: who holds the checkpoint for a repair.
+//
+// The lock is created with the store's atomic no-overwrite write (a hard link on local disk, a
+// conditional PUT with If-None-Match on S3), so of two ckpt processes exactly one gets it. It is
+// removed when the repair, undo or resume finishes, and when it fails before changing the
+// checkpoint. It is deliberately kept when a repair stops half-way: the checkpoint is then in a
+// state only that repair's journal explains, and the lock names the journal. `ckpt repair resume`
+// or `undo` of that journal take the lock over (same ID); anything else is refused until then, or
+// until --force. ckpt never expires a lock by age: a slow repair on S3 and a crashed one look the
+// same from outside, and clocks differ between machines.
+type Lock struct {
+	// ID is the repair's id; Journal is where its journal is.
+	ID      string `json:"id"`
+	Journal string `json:"journal"`
+	// Op is what holds it: repair, undo or resume.
+	Op       string    `json:"op"`
+	Host     string    `json:"host"`
+	PID      int       `json:"pid"`
+	Acquired time.Time `json:"acquired"`
+	Tool     string    `json:"tool"`
+}
+
+// LockedError is returned when another repair holds the lock.
+type LockedError struct {
+	Holder Lock
+}
+
+func (e *LockedError) Error() string {
+	h := e.Holder
+	return fmt.Sprintf("the checkpoint is locked by another ckpt repair (%s %s, host %s, pid %d, since %s; journal %s).\n"+
+		"If that process is still running, wait for it. If it stopped half-way, finish it with `ckpt repair resume %s` or revert it with `ckpt repair undo %s`. "+
+		"If you are sure no ckpt is working on this checkpoint, --force takes the lock over",
+		h.Op, h.ID, h.Host, h.PID, h.Acquired.Format(time.RFC3339), h.Journal, h.Journal, h.Journal)
+}
+
+// ReadLock returns the current lock, or nil when there is none.
+func ReadLock(ctx context.Context, s storage.Store) (*Lock, error) {
+	data, err := s.ReadFile(ctx, LockPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var l Lock
+	if err := json.Unmarshal(data, &l); err != nil {
+		// A lock that does not parse is still a lock: someone created it.
+		return &l, fmt.Errorf("unreadable repair lock %s: %w", LockPath, err)
+	}
+	return &l, nil
+}
+
+// acquireLock creates the lock for me. A lock with the same ID (the same repair, resumed or undone
+// after a crash) is taken over; another repair's lock is an error unless force, which replaces it.
+// It returns a warning when it replaced someone else's lock.
+func acquireLock(ctx context.Context, s storage.Store, me Lock, force bool) (string, error) {
+	data, err := json.MarshalIndent(me, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	for attempt := 0; ; attempt++ {
+		err := put(ctx, s, LockPath, append(data, '\n'))
+		if err == nil {
+			return "", nil
+		}
+		if !errors.Is(err, fs.ErrExist) || attempt > 0 {
+			return "", fmt.Errorf("take the repair lock: %w", err)
+		}
+		held, rerr := ReadLock(ctx, s)
+		if held == nil && rerr == nil {
+			continue // released meanwhile
+		}
+		if held != nil && held.ID == me.ID && rerr == nil {
+			// Our own repair, continued; keep its lock file.
+			return "", nil
+		}
+		if !force {
+			if rerr != nil {
+				return "", fmt.Errorf("%w (--force replaces it)", rerr)
+			}
+			return "", &LockedError{Holder: *held}
+		}
+		if err := del(ctx, s, LockPath); err != nil {
+			return "", fmt.Errorf("remove the repair lock: %w", err)
+		}
+		warn := "--force: took over the repair lock"
+		if held != nil && rerr == nil {
+			warn = fmt.Sprintf("--force: took over the repair lock held by %s %s (host %s, pid %d, since %s)",
+				held.Op, held.ID, held.Host, held.PID, held.Acquired.Format(time.RFC3339))
+		}
+		if err := put(ctx, s, LockPath, append(data, '\n')); err != nil {
+			return "", fmt.Errorf("take the repair lock: %w", err)
+		}
+		return warn, nil
+	}
+}
+
+// releaseLock removes the lock if it is still ours.
+func releaseLock(ctx context.Context, s storage.Store, id string) error {
+	held, err := ReadLock(ctx, s)
+	if err != nil || held == nil || held.ID != id {
+		return err
+	}
+	if err := del(ctx, s, LockPath); err != nil {
+		return fmt.Errorf("release the repair lock: %w", err)
+	}
+	return nil
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+}

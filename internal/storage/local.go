@@ -1,0 +1,377 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Local is a Store on the local file system.
+//
+// WriteFile follows Spark's local recipe (CheckpointFileManager): it writes
+// ".<name>.<uuid>.tmp" in the target directory, fsyncs it, then hard-links it
+// to the final name. link(2) fails with EEXIST when the name exists, which
+// makes it an atomic rename that never replaces; the temp file is removed on
+// every path. The directory is fsynced afterwards on Unix (best-effort).
+// File systems without hard links (FAT, some FUSE mounts) make WriteFile fail
+// rather than fall back to a rename that could overwrite.
+//
+// Symlinks: reads follow them. WriteFile and Delete refuse (ErrInvalidPath)
+// when the directory they would modify resolves, through symlinks, to a place
+// outside the root; Delete of a symlink removes the link, never its target.
+// The check is made just before the change, so it protects against stray
+// links, not against a concurrent adversary swapping directories. Walk does
+// not descend into symlinked directories.
+type Local struct {
+	root string // absolute, OS separators
+	uri  string
+}
+
+// NewLocal returns a Local rooted at root, made absolute against the working
+// directory now. The root need not exist yet (WriteFile creates it, mode
+// 0o755); if it exists it must be a directory.
+func NewLocal(root string) (*Local, error) {
+	if root == "" {
+		return nil, fmt.Errorf("storage: empty local path")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("storage: local path %q: %w", root, err)
+	}
+	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("storage: %s is a file, not a checkpoint directory", root)
+	}
+	return &Local{root: abs, uri: root}, nil
+}
+
+// URI returns the root as given to NewLocal or Open.
+func (l *Local) URI() string { return l.uri }
+
+// Root returns the absolute root directory in OS form.
+func (l *Local) Root() string { return l.root }
+
+// resolve validates rel and returns its cleaned form and OS path.
+func (l *Local) resolve(op Op, rel string, allowRoot bool) (string, string, error) {
+	c, err := cleanPath(rel, allowRoot)
+	if err != nil {
+		return "", "", pathErr(op, l.uri, rel, err)
+	}
+	if c == "" {
+		return c, l.root, nil
+	}
+	// Localize rejects names the OS would read differently (on Windows:
+	// backslashes, drive letters, reserved names), which could otherwise
+	// escape the root.
+	lp, err := filepath.Localize(c)
+	if err != nil {
+		return "", "", pathErr(op, l.uri, rel, fmt.Errorf("%w: %q is not a valid local name: %v", ErrInvalidPath, rel, err))
+	}
+	return c, filepath.Join(l.root, lp), nil
+}
+
+// localErr strips the *fs.PathError layer (PathError names the location
+// already) and maps "a parent is a file" to not-exist, as object stores do.
+func localErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		err = le.Err
+	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("%w (a parent is a file)", fs.ErrNotExist)
+	}
+	return err
+}
+
+func (l *Local) entry(rel string, fi fs.FileInfo) Entry {
+	e := Entry{Path: rel, ModTime: fi.ModTime(), IsDir: fi.IsDir()}
+	if !e.IsDir {
+		e.Size = fi.Size()
+	}
+	return e
+}
+
+// List implements Store.
+func (l *Local) List(ctx context.Context, dir string) ([]Entry, error) {
+	c, p, err := l.resolve(OpList, dir, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, pathErr(OpList, l.uri, c, err)
+	}
+	des, err := os.ReadDir(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return []Entry{}, nil
+		}
+		return nil, pathErr(OpList, l.uri, c, localErr(err))
+	}
+	out := make([]Entry, 0, len(des))
+	for _, de := range des {
+		rel := Join(c, de.Name())
+		fi, err := os.Stat(filepath.Join(p, de.Name())) // follow symlinks
+		if err != nil {
+			if fi, err = de.Info(); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // removed since ReadDir
+				}
+				return nil, pathErr(OpList, l.uri, rel, localErr(err))
+			}
+		}
+		out = append(out, l.entry(rel, fi))
+	}
+	sortEntries(out)
+	return out, nil
+}
+
+// Walk implements Store.
+func (l *Local) Walk(ctx context.Context, dir string) ([]Entry, error) {
+	c, p, err := l.resolve(OpWalk, dir, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, pathErr(OpWalk, l.uri, c, err)
+	}
+	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+		if err == nil || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return []Entry{}, nil
+		}
+		return nil, pathErr(OpWalk, l.uri, c, localErr(err))
+	}
+	var out []Entry
+	err = filepath.WalkDir(p, func(fp string, de fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && fp != p {
+				return nil // removed while walking
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if de.IsDir() {
+			return nil
+		}
+		fi, err := os.Stat(fp) // follow file symlinks
+		if err != nil {
+			if fi, err = de.Info(); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+		}
+		if fi.IsDir() {
+			return nil // symlink to a directory: not descended
+		}
+		r, err := filepath.Rel(l.root, fp)
+		if err != nil {
+			return err
+		}
+		out = append(out, l.entry(filepath.ToSlash(r), fi))
+		return nil
+	})
+	if err != nil {
+		return nil, pathErr(OpWalk, l.uri, c, localErr(err))
+	}
+	if out == nil {
+		out = []Entry{}
+	}
+	sortEntries(out)
+	return out, nil
+}
+
+// Stat implements Store.
+func (l *Local) Stat(ctx context.Context, path string) (Entry, error) {
+	c, p, err := l.resolve(OpStat, path, true)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Entry{}, pathErr(OpStat, l.uri, c, err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return Entry{}, pathErr(OpStat, l.uri, c, localErr(err))
+	}
+	return l.entry(c, fi), nil
+}
+
+// ReadFile implements Store.
+func (l *Local) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	c, p, err := l.resolve(OpRead, path, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, pathErr(OpRead, l.uri, c, err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, pathErr(OpRead, l.uri, c, localErr(err))
+	}
+	return b, nil
+}
+
+// Open implements Store; the reader is the *os.File.
+func (l *Local) Open(ctx context.Context, path string) (io.ReadCloser, error) {
+	c, p, err := l.resolve(OpOpen, path, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, pathErr(OpOpen, l.uri, c, err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, pathErr(OpOpen, l.uri, c, localErr(err))
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, pathErr(OpOpen, l.uri, c, errors.New("is a directory"))
+	}
+	return f, nil
+}
+
+// checkInside returns an ErrInvalidPath error if dir (an OS path lexically
+// under the root, existing or not) resolves through symlinks to a place
+// outside the root. It checks the deepest existing ancestor, since what does
+// not exist yet will be created as a plain directory below it.
+func (l *Local) checkInside(dir string) error {
+	rootReal, err := filepath.EvalSymlinks(l.root)
+	if err != nil {
+		return err
+	}
+	p := dir
+	for {
+		if _, err := os.Lstat(p); err == nil || p == l.root {
+			break
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		p = parent
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: %s is a dangling symlink", ErrInvalidPath, p)
+		}
+		return err
+	}
+	rel, err := filepath.Rel(rootReal, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return fmt.Errorf("%w: %s resolves through a symlink to %s, outside the root %s", ErrInvalidPath, p, real, rootReal)
+	}
+	return nil
+}
+
+// WriteFile implements Store (see the type's doc for the recipe).
+func (l *Local) WriteFile(ctx context.Context, path string, data []byte) error {
+	c, p, err := l.resolve(OpWrite, path, false)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return pathErr(OpWrite, l.uri, c, err)
+	}
+	if err := l.writeFile(p, data); err != nil {
+		return pathErr(OpWrite, l.uri, c, err)
+	}
+	return nil
+}
+
+func (l *Local) writeFile(p string, data []byte) (err error) {
+	if err := os.MkdirAll(l.root, 0o755); err != nil {
+		return localErr(err)
+	}
+	dir, name := filepath.Split(p)
+	dir = filepath.Clean(dir)
+	if err := l.checkInside(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return localErr(err)
+	}
+	// Re-check: MkdirAll follows any symlink that appeared meanwhile.
+	if err := l.checkInside(dir); err != nil {
+		return err
+	}
+	// Cheap early answer; the link below is what guarantees no overwrite.
+	if _, err := os.Lstat(p); err == nil {
+		return fs.ErrExist
+	}
+	tmp := filepath.Join(dir, "."+name+"."+newUUID()+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return localErr(err)
+	}
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+		if rerr := os.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
+			err = fmt.Errorf("remove temp file %s: %w", tmp, localErr(rerr))
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return localErr(err)
+	}
+	if err := f.Sync(); err != nil {
+		return localErr(err)
+	}
+	cerr := f.Close()
+	f = nil
+	if cerr != nil {
+		return localErr(cerr)
+	}
+	if err := os.Link(tmp, p); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fs.ErrExist
+		}
+		return fmt.Errorf("%w (atomic no-overwrite writes need hard links, which this file system may not support)", localErr(err))
+	}
+	syncDir(dir)
+	return nil
+}
+
+// Delete implements Store.
+func (l *Local) Delete(ctx context.Context, path string) error {
+	c, p, err := l.resolve(OpDelete, path, false)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return pathErr(OpDelete, l.uri, c, err)
+	}
+	if _, err := os.Lstat(p); err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil
+		}
+		return pathErr(OpDelete, l.uri, c, localErr(err))
+	}
+	dir := filepath.Dir(p)
+	if err := l.checkInside(dir); err != nil {
+		return pathErr(OpDelete, l.uri, c, err)
+	}
+	if err := os.Remove(p); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return pathErr(OpDelete, l.uri, c, localErr(err))
+	}
+	syncDir(dir)
+	return nil
+}

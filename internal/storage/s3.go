@@ -1,0 +1,367 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// S3 is a Store on an S3 bucket below a key prefix, through aws-sdk-go-v2.
+// Directories are key prefixes ending in "/": List uses ListObjectsV2 with
+// delimiter "/", Walk lists without one; both follow every page. Keys that do
+// not map to a clean relative path (directory-marker objects ending in "/",
+// keys with "//") are left out of listings.
+//
+// WriteFile is PutObject with If-None-Match: "*", which S3 (since 2024) and
+// compatible servers (versitygw, MinIO) execute atomically: exactly one of
+// several racing writers wins and the others get 412 PreconditionFailed (or
+// 409 ConditionalRequestConflict), returned as fs.ErrExist. A HeadObject
+// existence check runs first, as Spark's HDFSMetadataLog does, so that a
+// server that ignores If-None-Match still refuses the common case of writing
+// over an existing file; such a server cannot protect against two writers
+// racing, and neither can Spark on S3 (its rename is copy+delete).
+//
+// A missing key is fs.ErrNotExist only if the credentials may list the
+// bucket: without s3:ListBucket, S3 answers 403 for missing keys, which
+// surfaces as fs.ErrPermission (ckpt needs to list anyway).
+//
+// The SDK retries failed requests. If a PutObject landed but its response was
+// lost, the retry sees 412 and WriteFile reports fs.ErrExist for what is the
+// caller's own write; callers that must tell the two apart compare the
+// stored bytes.
+type S3 struct {
+	client *s3.Client
+	bucket string
+	prefix string // no leading or trailing "/"
+	uri    string
+}
+
+// NewS3 returns an S3 store for bucket and key prefix ("" = the whole
+// bucket; leading and trailing slashes are ignored), configured from the
+// standard AWS chain (config.LoadDefaultConfig: environment, shared config
+// and credentials files, AWS_PROFILE, SSO, web identity, IMDS) and opts.
+// No request is made.
+func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error) {
+	if bucket == "" {
+		return nil, errors.New("storage: empty S3 bucket name")
+	}
+	if opts.S3Endpoint != "" && !strings.Contains(opts.S3Endpoint, "://") {
+		return nil, fmt.Errorf("storage: S3 endpoint %q needs a scheme, e.g. http://%s or https://%s", opts.S3Endpoint, opts.S3Endpoint, opts.S3Endpoint)
+	}
+	var lo []func(*config.LoadOptions) error
+	if opts.S3Region != "" {
+		lo = append(lo, config.WithRegion(opts.S3Region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, lo...)
+	if err != nil {
+		return nil, fmt.Errorf("storage: loading AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	pathStyle := opts.S3PathStyle
+	if v, err := strconv.ParseBool(os.Getenv("CKPT_S3_PATH_STYLE")); err == nil && v {
+		pathStyle = true
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if opts.S3Endpoint != "" {
+			o.BaseEndpoint = aws.String(opts.S3Endpoint)
+		}
+		if pathStyle {
+			o.UsePathStyle = true
+		}
+		// Many S3-compatible servers send no response checksum; the SDK
+		// would print a warning to stderr for every GetObject.
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	return NewS3FromClient(client, bucket, prefix), nil
+}
+
+// NewS3FromClient returns an S3 store using a ready client, for callers (and
+// tests) that configure the SDK themselves. Its URI is s3://bucket/prefix.
+func NewS3FromClient(client *s3.Client, bucket, prefix string) *S3 {
+	prefix = strings.Trim(prefix, "/")
+	uri := "s3://" + bucket
+	if prefix != "" {
+		uri += "/" + prefix
+	}
+	return &S3{client: client, bucket: bucket, prefix: prefix, uri: uri}
+}
+
+// URI returns the root as given to Open, or s3://bucket/prefix.
+func (s *S3) URI() string { return s.uri }
+
+// Client returns the underlying SDK client.
+func (s *S3) Client() *s3.Client { return s.client }
+
+// Bucket returns the bucket name.
+func (s *S3) Bucket() string { return s.bucket }
+
+// Prefix returns the key prefix of the root, without slashes at either end
+// ("" = the bucket root).
+func (s *S3) Prefix() string { return s.prefix }
+
+// key validates p and returns its clean form and object key.
+func (s *S3) key(op Op, p string, allowRoot bool) (string, string, error) {
+	c, err := cleanPath(p, allowRoot)
+	if err != nil {
+		return "", "", pathErr(op, s.uri, p, err)
+	}
+	return c, Join(s.prefix, c), nil
+}
+
+// rel maps an object key below the root back to a clean relative path; ok is
+// false for keys no path names (markers, "//", "." elements).
+func (s *S3) rel(key string) (string, bool) {
+	r := key
+	if s.prefix != "" {
+		var ok bool
+		if r, ok = strings.CutPrefix(key, s.prefix+"/"); !ok {
+			return "", false
+		}
+	}
+	if r == "" || Join(r) != r {
+		return "", false
+	}
+	return r, true
+}
+
+// s3Err turns SDK errors into ones that errors.Is understands, keeping the
+// SDK error (request id, code) where it helps the user.
+func (s *S3) s3Err(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	// Virtual-hosted style puts the bucket in the host name
+	// (bucket.localhost), which S3-compatible servers rarely resolve.
+	var dns *net.DNSError
+	if errors.As(err, &dns) && !s.client.Options().UsePathStyle && strings.HasPrefix(dns.Name, s.bucket+".") {
+		return fmt.Errorf("%w (S3-compatible servers usually need path-style addressing: set CKPT_S3_PATH_STYLE=true)", err)
+	}
+	code, status := "", 0
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	switch {
+	case code == "NoSuchBucket":
+		return fmt.Errorf("the bucket does not exist: %w", err)
+	case errors.As(err, &nsk), errors.As(err, &nf), code == "NoSuchKey", code == "NotFound", status == 404:
+		return fs.ErrNotExist
+	case status == 403, code == "AccessDenied", code == "SignatureDoesNotMatch", code == "InvalidAccessKeyId",
+		code == "ExpiredToken", code == "InvalidToken":
+		return fmt.Errorf("%w: %w (check the AWS credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, and the bucket policy)", fs.ErrPermission, err)
+	}
+	return err
+}
+
+// isExists reports the answers of a conditional PutObject that lost.
+func isExists(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "PreconditionFailed", "ConditionalRequestConflict":
+			return true
+		}
+	}
+	var re *smithyhttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == 412
+}
+
+func (s *S3) listPrefix(k string) string {
+	if k == "" {
+		return ""
+	}
+	return k + "/"
+}
+
+// List implements Store.
+func (s *S3) List(ctx context.Context, dir string) ([]Entry, error) {
+	c, k, err := s.key(OpList, dir, true)
+	if err != nil {
+		return nil, err
+	}
+	out := []Entry{}
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket:    aws.String(s.bucket),
+		Prefix:    aws.String(s.listPrefix(k)),
+		Delimiter: aws.String("/"),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, pathErr(OpList, s.uri, c, s.s3Err(err))
+		}
+		for _, cp := range page.CommonPrefixes {
+			if r, ok := s.rel(strings.TrimSuffix(aws.ToString(cp.Prefix), "/")); ok {
+				out = append(out, Entry{Path: r, IsDir: true})
+			}
+		}
+		for _, o := range page.Contents {
+			if r, ok := s.rel(aws.ToString(o.Key)); ok {
+				out = append(out, Entry{Path: r, Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)})
+			}
+		}
+	}
+	sortEntries(out)
+	return out, nil
+}
+
+// Walk implements Store.
+func (s *S3) Walk(ctx context.Context, dir string) ([]Entry, error) {
+	c, k, err := s.key(OpWalk, dir, true)
+	if err != nil {
+		return nil, err
+	}
+	out := []Entry{}
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: aws.String(s.bucket),
+		Prefix: aws.String(s.listPrefix(k)),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, pathErr(OpWalk, s.uri, c, s.s3Err(err))
+		}
+		for _, o := range page.Contents {
+			key := aws.ToString(o.Key)
+			if strings.HasSuffix(key, "/") {
+				continue // directory marker
+			}
+			if r, ok := s.rel(key); ok {
+				out = append(out, Entry{Path: r, Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)})
+			}
+		}
+	}
+	sortEntries(out)
+	return out, nil
+}
+
+// Stat implements Store: HeadObject, then, for a missing object, a one-key
+// listing to tell a directory (some key below it) from nothing.
+func (s *S3) Stat(ctx context.Context, path string) (Entry, error) {
+	c, k, err := s.key(OpStat, path, true)
+	if err != nil {
+		return Entry{}, err
+	}
+	if c != "" {
+		out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
+		if err == nil {
+			return Entry{Path: c, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
+		}
+		if err = s.s3Err(err); !errors.Is(err, fs.ErrNotExist) {
+			return Entry{}, pathErr(OpStat, s.uri, c, err)
+		}
+	}
+	lp := s.listPrefix(k)
+	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+		Bucket: aws.String(s.bucket), Prefix: aws.String(lp), MaxKeys: aws.Int32(1),
+	})
+	if err != nil {
+		return Entry{}, pathErr(OpStat, s.uri, c, s.s3Err(err))
+	}
+	if len(out.Contents) > 0 || lp == "" {
+		return Entry{Path: c, IsDir: true}, nil
+	}
+	return Entry{}, pathErr(OpStat, s.uri, c, fs.ErrNotExist)
+}
+
+func (s *S3) get(ctx context.Context, op Op, path string) (string, io.ReadCloser, error) {
+	c, k, err := s.key(op, path, false)
+	if err != nil {
+		return "", nil, err
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
+	if err != nil {
+		return "", nil, pathErr(op, s.uri, c, s.s3Err(err))
+	}
+	return c, out.Body, nil
+}
+
+// ReadFile implements Store.
+func (s *S3) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	c, body, err := s.get(ctx, OpRead, path)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil, pathErr(OpRead, s.uri, c, s.s3Err(err))
+	}
+	return b, nil
+}
+
+// Open implements Store; the reader is the GetObject response body.
+func (s *S3) Open(ctx context.Context, path string) (io.ReadCloser, error) {
+	_, body, err := s.get(ctx, OpOpen, path)
+	return body, err
+}
+
+// WriteFile implements Store (see the type's doc).
+func (s *S3) WriteFile(ctx context.Context, path string, data []byte) error {
+	c, k, err := s.key(OpWrite, path, false)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
+	if err == nil {
+		return pathErr(OpWrite, s.uri, c, fs.ErrExist)
+	}
+	if err = s.s3Err(err); !errors.Is(err, fs.ErrNotExist) {
+		return pathErr(OpWrite, s.uri, c, err)
+	}
+	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:      aws.String(s.bucket),
+		Key:         aws.String(k),
+		Body:        bytes.NewReader(data),
+		IfNoneMatch: aws.String("*"),
+	})
+	if err != nil {
+		if isExists(err) {
+			return pathErr(OpWrite, s.uri, c, fs.ErrExist)
+		}
+		return pathErr(OpWrite, s.uri, c, s.s3Err(err))
+	}
+	return nil
+}
+
+// Delete implements Store. S3 answers DeleteObject on a missing key with
+// success, which is the contract.
+func (s *S3) Delete(ctx context.Context, path string) error {
+	c, k, err := s.key(OpDelete, path, false)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
+	if err != nil {
+		if err = s.s3Err(err); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return pathErr(OpDelete, s.uri, c, err)
+	}
+	return nil
+}

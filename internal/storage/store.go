@@ -1,0 +1,212 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Entry describes one file or directory in a Store.
+type Entry struct {
+	// Path is slash-separated and relative to the store root ("offsets/5").
+	Path string
+	// Size is the file size in bytes; 0 for directories.
+	Size int64
+	// ModTime is the last modification time. Object stores have no directory
+	// times: directories from Mem and S3 have the zero time.
+	ModTime time.Time
+	// IsDir reports a directory (on object stores: a common key prefix).
+	IsDir bool
+}
+
+// Store is a checkpoint root. Implementations are safe for concurrent use.
+//
+// Every method validates its path first (see ErrInvalidPath), checks ctx, and
+// returns errors as *PathError.
+type Store interface {
+	// URI is the root as the user typed it: a local path, file:///abs,
+	// s3://bucket/prefix or mem://name.
+	URI() string
+	// List returns the direct children of dir ("" is the root), sorted by
+	// Path: files and sub-directories (IsDir). A missing dir, or a dir that
+	// is a file, gives an empty list and no error, as on an object store.
+	List(ctx context.Context, dir string) ([]Entry, error)
+	// Walk returns every file (never a directory) at any depth below dir,
+	// sorted by Path. A missing dir gives an empty list and no error.
+	Walk(ctx context.Context, dir string) ([]Entry, error)
+	// Stat describes one file or directory. A missing path gives an error
+	// wrapping fs.ErrNotExist.
+	Stat(ctx context.Context, path string) (Entry, error)
+	// ReadFile returns the whole file. A missing path gives an error
+	// wrapping fs.ErrNotExist.
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// Open streams a file, so a log with a million entries need not be held
+	// in memory. A missing path gives an error wrapping fs.ErrNotExist from
+	// Open itself, not from the first Read. The caller closes the reader.
+	Open(ctx context.Context, path string) (io.ReadCloser, error)
+	// WriteFile atomically creates path with data, creating parent
+	// directories as needed. It never replaces an existing file: if path
+	// exists it returns an error wrapping fs.ErrExist and the old bytes stay
+	// (Spark's createAtomic with overwriteIfPossible=false). Readers never
+	// see a partial file.
+	WriteFile(ctx context.Context, path string, data []byte) error
+	// Delete removes a file. A missing path is not an error, so deletes can
+	// be retried. Directories are not removed recursively (Local removes an
+	// empty directory, matching object stores where empty directories do
+	// not exist).
+	Delete(ctx context.Context, path string) error
+}
+
+// Op names a Store operation; it is PathError.Op and the key of Faulty's
+// latency and counters.
+type Op string
+
+// The Store operations.
+const (
+	OpList   Op = "list"
+	OpWalk   Op = "walk"
+	OpStat   Op = "stat"
+	OpRead   Op = "read" // ReadFile
+	OpOpen   Op = "open"
+	OpWrite  Op = "write" // WriteFile
+	OpDelete Op = "delete"
+)
+
+// Ops lists every Op in a fixed order.
+var Ops = []Op{OpList, OpWalk, OpStat, OpRead, OpOpen, OpWrite, OpDelete}
+
+// Options configures the stores Open creates. The zero value is the default.
+type Options struct {
+	// S3PathStyle forces path-style addressing (http://host/bucket/key),
+	// which most S3-compatible servers (MinIO, versitygw, Ceph) need. It is
+	// also switched on by the environment variable CKPT_S3_PATH_STYLE=true.
+	// Default: false, virtual-hosted style as AWS prefers.
+	S3PathStyle bool
+	// S3Endpoint overrides the endpoint URL, scheme included
+	// ("http://127.0.0.1:7070"). Default: empty, in which case the SDK's
+	// standard handling applies: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the
+	// profile's endpoint_url, otherwise AWS itself.
+	S3Endpoint string
+	// S3Region overrides the region. Default: the AWS config chain
+	// (AWS_REGION, AWS_DEFAULT_REGION, the profile), falling back to
+	// us-east-1.
+	S3Region string
+}
+
+var uriScheme = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*):`)
+
+// Open opens the store a user-typed location names:
+//
+//   - a plain path, absolute or relative (resolved against the working
+//     directory now): Local;
+//   - file:///abs/path, or Hadoop's file:/abs/path as Spark prints it: Local;
+//   - s3://bucket/prefix; s3a:// and s3n:// (Hadoop's spellings, as found in
+//     Spark configs) are accepted as the same thing: S3, configured by opts;
+//   - mem://name[/prefix]: the process-global in-memory store of that name
+//     (MemNamed), for tests.
+//
+// The returned store's URI is uri exactly as given. Open does no I/O except
+// loading AWS configuration; a bad credential shows up on the first request.
+func Open(ctx context.Context, uri string, opts Options) (Store, error) {
+	if uri == "" {
+		return nil, fmt.Errorf("storage: empty checkpoint location")
+	}
+	m := uriScheme.FindStringSubmatch(uri)
+	// One letter before ':' is a Windows drive ("C:\ckpt"), not a scheme.
+	if m == nil || len(m[1]) == 1 {
+		l, err := NewLocal(uri)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+	scheme := strings.ToLower(m[1])
+	switch scheme {
+	case "file":
+		u, err := url.Parse(uri)
+		if err != nil {
+			return nil, fmt.Errorf("storage: bad file URI %q: %w", uri, err)
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("storage: file URI %q names host %q; only local files are supported", uri, u.Host)
+		}
+		p := u.Path
+		if p == "" {
+			p = u.Opaque
+		}
+		if p == "" {
+			return nil, fmt.Errorf("storage: file URI %q has no path", uri)
+		}
+		// file:///C:/ckpt on Windows: drop the slash before the drive.
+		if len(p) >= 3 && p[0] == '/' && p[2] == ':' {
+			p = p[1:]
+		}
+		l, err := NewLocal(filepath.FromSlash(p))
+		if err != nil {
+			return nil, err
+		}
+		l.uri = uri
+		return l, nil
+	case "s3", "s3a", "s3n":
+		rest := uri[len(m[0]):]
+		if !strings.HasPrefix(rest, "//") {
+			return nil, fmt.Errorf("storage: bad S3 URI %q: want s3://bucket/prefix", uri)
+		}
+		rest = rest[2:]
+		bucket, prefix, _ := strings.Cut(rest, "/")
+		if bucket == "" {
+			return nil, fmt.Errorf("storage: S3 URI %q has no bucket: want s3://bucket/prefix", uri)
+		}
+		s, err := NewS3(ctx, bucket, prefix, opts)
+		if err != nil {
+			return nil, err
+		}
+		s.uri = uri
+		return s, nil
+	case "mem":
+		rest := uri[len(m[0]):]
+		if !strings.HasPrefix(rest, "//") {
+			return nil, fmt.Errorf("storage: bad mem URI %q: want mem://name", uri)
+		}
+		name, prefix, _ := strings.Cut(rest[2:], "/")
+		if name == "" {
+			return nil, fmt.Errorf("storage: mem URI %q has no name: want mem://name", uri)
+		}
+		mem := MemNamed(name)
+		if prefix = strings.Trim(prefix, "/"); prefix != "" {
+			p, err := cleanPath(prefix, true)
+			if err != nil {
+				return nil, fmt.Errorf("storage: mem URI %q: %w", uri, err)
+			}
+			mem = mem.Sub(p)
+		}
+		mem.uri = uri
+		return mem, nil
+	case "hdfs", "viewfs", "abfs", "abfss", "wasb", "wasbs", "gs":
+		return nil, fmt.Errorf("storage: %s:// is not supported: copy the checkpoint to local disk (for HDFS: hdfs dfs -get) or to S3 and point ckpt at the copy", scheme)
+	default:
+		return nil, fmt.Errorf("storage: unsupported location scheme %q in %q: want a local path, file://, s3:// or mem://", scheme, uri)
+	}
+}
+
+func sortEntries(es []Entry) {
+	sort.Slice(es, func(i, j int) bool { return es[i].Path < es[j].Path })
+}
+
+// newUUID returns a random (version 4) UUID, as Spark uses for temp names.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite: format, vet, staticcheck, race-enabled tests, and a short fuzz pass over
+# every parser. S3 tests need a server: `eval "$(bash .ci/s3.sh start)"` (CI does this).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GOTOOLCHAIN=local
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.ci/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt needed on:"; echo "$unformatted"; exit 1
+fi
+go vet ./...
+if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed: run .ci/run or go install honnef.co/go/tools/cmd/staticcheck@v0.8.2"; exit 1; fi
+
+go test -race -count=1 -timeout 20m ./...
+
+# Fuzz every parser briefly (FUZZTIME, default 5s each); any panic fails the run.
+FUZZTIME=${FUZZTIME:-5s}
+for f in $(go test -list '^Fuzz' ./internal/logformat/ | grep '^Fuzz'); do
+  go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/logformat/
+done
