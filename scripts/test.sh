@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite: format, vet, staticcheck, race-enabled tests, and a short fuzz pass over
-# every parser. S3 tests need a server: `eval "$(bash .ci/s3.sh start)"` (CI does this).
+# every parser. The S3 tests run against a real S3-compatible server (versitygw), which this
+# script builds on first use and starts unless CKPT_TEST_S3_ENDPOINT already points at one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
+export PATH="$PWD/.ci/bin:$(go env GOPATH)/bin:$PATH"
+
+if [ -z "${CKPT_TEST_S3_ENDPOINT:-}" ]; then
+  eval "$(bash .ci/s3.sh start)"
+  trap 'bash .ci/s3.sh stop >/dev/null 2>&1 || true' EXIT
+fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.ci/*'))
 if [ -n "$unformatted" ]; then

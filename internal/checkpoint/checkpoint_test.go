@@ -66,7 +66,7 @@ func TestNewLogClassifies(t *testing.T) {
 		{Path: "offsets/2"},
 		{Path: "offsets/5"},
 		{Path: "offsets/7", IsDir: true}, // Spark master: batches must be files
-		{Path: "offsets/9.compact"},       // HDFSMetadataLog ignores .compact
+		{Path: "offsets/9.compact"},      // HDFSMetadataLog ignores .compact
 		{Path: "offsets/foo"},
 		{Path: "offsets/+11"}, // Long.parseLong accepts the sign
 	}

@@ -3,6 +3,7 @@ package doctor
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -222,9 +223,10 @@ func analyzeGaps(cp *checkpoint.Checkpoint) gapInfo {
 	// offsets gap between them. The normal engine never leaves that.
 	straddle := false
 	cs := cp.Commits.IDs
+	index := func(id int64) int { return sort.Search(len(off), func(i int) bool { return off[i] >= id }) }
 	for i := 1; i < len(cs) && !straddle; i++ {
 		a, b := cs[i-1], cs[i]
-		if b > a+1 && cp.Offsets.Has(a) && cp.Offsets.Has(b) {
+		if b > a+1 && cp.Offsets.Has(a) && cp.Offsets.Has(b) && int64(index(b)-index(a)) < b-a {
 			straddle = true
 		}
 	}

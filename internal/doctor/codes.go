@@ -325,7 +325,7 @@ checksum can make the rename into place fail, which Spark reports as two queries
 even when there is only one (warning, when the restart will write N). Orphans of old, purged ids are
 harmless clutter (info).`,
 		SparkError: "```\norg.apache.spark.SparkConcurrentModificationException: Multiple streaming queries are concurrently using file:/ckpt/commits\n```",
-		Fix: "`ckpt repair <checkpoint> --execute` removes orphan checksum files (after a backup).",
+		Fix:        "`ckpt repair <checkpoint> --execute` removes orphan checksum files (after a backup).",
 	},
 	{
 		ID:         CodeLeftoverTempFile,
@@ -336,7 +336,7 @@ harmless clutter (info).`,
 file means a write was interrupted (a killed driver, a failed rename on an object store). Spark ignores
 these files and never removes them; they say a crash happened around batch N.`,
 		SparkError: "",
-		Fix: "`ckpt repair <checkpoint> --execute` removes leftover temporary files (after a backup).",
+		Fix:        "`ckpt repair <checkpoint> --execute` removes leftover temporary files (after a backup).",
 	},
 	{
 		ID:         CodeRetentionAnomaly,

@@ -146,7 +146,13 @@ func (r *runner) cmd(sub string, extra ...string) string {
 	return strings.Join(parts, " ")
 }
 
-func (r *runner) repairCmd() string { return r.cmd("repair", "--execute") }
+// repairCmd passes --sink on, so that repair refuses to delete offsets the sink already has.
+func (r *runner) repairCmd() string {
+	if r.opts.SinkLocation != "" {
+		return r.cmd("repair", "--sink", ShellQuote(r.opts.SinkLocation), "--execute")
+	}
+	return r.cmd("repair", "--execute")
+}
 
 func (r *runner) replayCmd() string {
 	if r.opts.SinkLocation != "" {
@@ -191,7 +197,15 @@ func sparkError(res *recovery.Result, withLog bool) *string {
 			}
 		}
 	}
-	lines = append(lines, exceptionLine(res))
+	exc := exceptionLine(res)
+	for _, w := range res.Warnings {
+		// The planner says when Spark's own text (a JSON library's exception, say) is not
+		// reproduced; a runbook matching on sparkError must know.
+		if strings.Contains(w, "the error text is ckpt's description") {
+			exc = "(not Spark's exact text) " + exc
+		}
+	}
+	lines = append(lines, exc)
 	s := strings.Join(lines, "\n")
 	return &s
 }

@@ -37,6 +37,8 @@ func variants(t *testing.T, s scenario.Scenario) []variant {
 			vs = append(vs, variant{"async", doctor.Options{Mode: recovery.ModeAsync}})
 		case "deep":
 			vs = append(vs, variant{"deep", doctor.Options{Deep: true}})
+		case "spark-2.1":
+			vs = append(vs, variant{"spark-2.1", doctor.Options{Mode: recovery.ModeSpark21}})
 		}
 	}
 	for _, v := range s.Variants {

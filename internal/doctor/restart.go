@@ -190,7 +190,7 @@ func (r *runner) role(p string) string {
 	case p == checkpoint.FileMetadata:
 		return "the query id file, which Spark reads before anything else"
 	case r.hasL && p == r.cp.Offsets.Path(r.L):
-		return fmt.Sprintf("the latest offsets file: Spark reads it on every start and never falls back to an older one")
+		return "the latest offsets file: Spark reads it on every start and never falls back to an older one"
 	case r.hasC && p == r.cp.Commits.Path(r.C):
 		return "the latest commit: Spark reads it on every start and never falls back to an older one"
 	case strings.HasPrefix(p, checkpoint.DirOffsets+"/"):
@@ -220,7 +220,7 @@ func (r *runner) blockingFile(p string, le *logformat.Error) {
 		v := r.fileVersion(p, le)
 		f := Finding{
 			Code: CodeUnsupportedLogVersion, Severity: Error, Batch: batchOf(p), Path: p,
-			Message: fmt.Sprintf("%s has format v%d, which Spark %s cannot read (%s)", p, v, res.SparkVersion, r.opts.modeNote(res)),
+			Message: fmt.Sprintf("%s has format v%d, which Spark %s cannot read (%s engine)", p, v, res.SparkVersion, res.Mode),
 			Explanation: fmt.Sprintf("%s is %s. It was written by a newer Spark release or with another checkpoint format "+
 				"setting (spark.sql.streaming.stateStore.checkpointFormatVersion for commits), so the restart fails.", p, r.role(p)),
 			SparkError: sparkError(res, false),
@@ -263,10 +263,6 @@ func (r *runner) readableBy() string {
 	return ""
 }
 
-func (o Options) modeNote(res *recovery.Result) string {
-	return fmt.Sprintf("%s engine", res.Mode)
-}
-
 // missingPrevious reports the sync engine's "batch L-1 doesn't exist", with the shape of the gap.
 func (r *runner) missingPrevious() {
 	L := r.L
@@ -277,7 +273,7 @@ func (r *runner) missingPrevious() {
 	}
 	f := Finding{
 		Code: CodeMissingPreviousOffsets, Severity: Error, Batch: ptr(L - 1), Path: r.cp.Offsets.Path(L - 1), Files: files,
-		Message: fmt.Sprintf("offsets/%d is missing, so Spark cannot restart from the latest batch %d; %s", L-1, L, g.shape()),
+		Message:    fmt.Sprintf("offsets/%d is missing, so Spark cannot restart from the latest batch %d; %s", L-1, L, g.shape()),
 		SparkError: sparkError(r.res, true),
 		Commands:   []string{r.repairCmd()},
 	}

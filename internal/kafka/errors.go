@@ -58,8 +58,8 @@ const (
 // Message is Spark 3.5's full text, byte for byte, including the instruction text (and therefore
 // its trailing newline and spaces).
 type DataLossError struct {
-	Kind    DataLossKind
-	Message string
+	Kind    DataLossKind // which check fired
+	Message string       // Spark's exception message
 	// Partitions are the partitions concerned, sorted.
 	Partitions []logformat.TopicPartition
 }
@@ -70,7 +70,7 @@ func (e *DataLossError) Error() string { return e.Message }
 // offset reader describes topics with the Kafka AdminClient) fails the same way, after
 // fetchOffset.numRetries attempts, with UnknownTopicOrPartitionException.
 type UnknownTopicError struct {
-	Topics []string
+	Topics []string // the missing topics, sorted
 }
 
 func (e *UnknownTopicError) Error() string {
@@ -82,9 +82,9 @@ func sparkTP(tp logformat.TopicPartition) string {
 	return tp.Topic + "-" + strconv.FormatInt(int64(tp.Partition), 10)
 }
 
-// sparkSet renders a set of partitions the way a Scala Set prints: "Set(t-0, t-1)". Scala's
-// order is insertion order up to four elements and hash order beyond; ckpt sorts, so a message
-// with more than four partitions can list them in a different order than Spark.
+// sparkSet renders a set of partitions the way a Scala Set prints: "Set(t-0, t-1)". ckpt sorts;
+// Spark's order (insertion order for small Scala sets, hash order for larger ones) can differ when
+// a set holds several partitions.
 func sparkSet(tps []logformat.TopicPartition) string {
 	tps = sortedTPs(tps)
 	parts := make([]string, len(tps))

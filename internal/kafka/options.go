@@ -47,6 +47,7 @@ const (
 
 // StartingOffsets is a parsed startingOffsets option.
 type StartingOffsets struct {
+	// Kind is latest, earliest or specific.
 	Kind StartingOffsetsKind
 	// Specific holds the JSON's offsets when Kind is StartSpecific.
 	Specific map[logformat.TopicPartition]int64
@@ -98,7 +99,8 @@ type SourceOptions struct {
 	Notes []string
 
 	// Warn, when set by the caller (it is not an option), receives the warnings Spark would log:
-	// data loss with failOnDataLoss=false, records skipped while reading. Default: discarded.
+	// data loss with failOnDataLoss=false, records skipped while reading. Read calls it from its
+	// task goroutines, so it must be safe for concurrent use. Default: discarded.
 	Warn func(msg string)
 	// CheckpointLocation, when set by the caller, makes the group id in messages follow Spark's
 	// "<prefix>-<uuid>-<hashCode of the location>" form. Default: "" (hash of the empty string).

@@ -20,10 +20,10 @@ func tpm(kv ...int64) map[logformat.TopicPartition]int64 {
 // end = min(until, begin + prorate).
 func TestRateLimit(t *testing.T) {
 	tests := []struct {
-		name                   string
-		limit                  int64
-		from, until, fromNew   map[logformat.TopicPartition]int64
-		want                   map[logformat.TopicPartition]int64
+		name                 string
+		limit                int64
+		from, until, fromNew map[logformat.TopicPartition]int64
+		want                 map[logformat.TopicPartition]int64
 	}{
 		{
 			// total 102: 10*(1/102)=0.098 -> ceil 1 (twice); 10*(100/102)=9.8 -> 9. 11 records: Spark overshoots.

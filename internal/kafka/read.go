@@ -16,17 +16,17 @@ import (
 
 // Header is a record header, Spark's headers element struct<key: string, value: binary>.
 type Header struct {
-	Key   string
-	Value []byte
+	Key   string // header key
+	Value []byte // header value; nil for a null value
 }
 
 // Row is one Kafka record in Spark's Kafka source schema: key, value, topic, partition, offset,
 // timestamp, timestampType and, with includeHeaders, headers.
 type Row struct {
-	Key, Value []byte // nil for a null key or value
-	Topic      string
-	Partition  int32
-	Offset     int64
+	Key, Value []byte    // nil for a null key or value
+	Topic      string    // the record's topic
+	Partition  int32     // the record's partition
+	Offset     int64     // the record's offset
 	Timestamp  time.Time // milliseconds, as Kafka stores it
 	// TimestampType is Kafka's: 0 CreateTime, 1 LogAppendTime (Spark's timestampType column).
 	TimestampType int32

@@ -25,13 +25,15 @@ const DefaultTransactionTimeout = 60 * time.Second
 // OutRow is one record for the Kafka sink, Spark's sink columns: key, value, topic, partition,
 // headers.
 type OutRow struct {
+	// Key and Value are the record's; nil is null.
 	Key, Value []byte
 	// Topic is used when the sink has no topic option (the option wins, as in Spark).
 	Topic string
 	// Partition, when set, is the partition; otherwise Kafka's partitioner picks one (murmur2 of
 	// the key, sticky for null keys), as Spark's producer does.
 	Partition *int32
-	Headers   []Header
+	// Headers are the record headers (Spark's headers column). Default: none.
+	Headers []Header
 }
 
 // sinkOptionNames are the accepted non-kafka.* sink options.
@@ -306,23 +308,26 @@ var manualCtx = context.WithValue(context.Background(), manualPartitionKey{}, tr
 // produceAll produces rows (and extra, if any) and waits for every acknowledgement, returning the
 // first error.
 func (s *Sink) produceAll(ctx context.Context, rows []OutRow, extra *kgo.Record) error {
-	var (
-		once     sync.Once
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	promise := func(_ *kgo.Record, err error) {
-		if err != nil {
-			once.Do(func() { firstErr = err })
-		}
-		wg.Done()
-	}
 	if s.topic == "" {
 		for i := range rows {
 			if rows[i].Topic == "" {
 				// Spark's KafkaWriteTask text; checked before anything is produced.
+				//lint:ignore ST1005 Spark's exact text ends with a period
 				return errors.New("null topic present in the data. Use the topic option for setting a topic.")
 			}
+		}
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+	)
+	promise := func(_ *kgo.Record, err error) {
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
 		}
 	}
 	for i := range rows {
@@ -342,19 +347,18 @@ func (s *Sink) produceAll(ctx context.Context, rows []OutRow, extra *kgo.Record)
 				rec.Headers[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
 			}
 		}
-		wg.Add(1)
 		s.cl.Produce(ctx, rec, promise)
 	}
 	if extra != nil {
 		extra.Context = manualCtx
-		wg.Add(1)
 		s.cl.Produce(ctx, extra, promise)
 	}
+	// Flush returns once every record's promise has run, or with ctx's error.
 	if err := s.cl.Flush(ctx); err != nil {
-		wg.Wait()
-		return errors.Join(err, firstErr)
+		return fmt.Errorf("kafka: produce: %w", err)
 	}
-	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
 	if firstErr != nil {
 		return fmt.Errorf("kafka: produce: %w", firstErr)
 	}
@@ -365,18 +369,23 @@ func (s *Sink) produceAll(ctx context.Context, rows []OutRow, extra *kgo.Record)
 // Kafka's default partitioning.
 type sinkPartitioner struct{ base kgo.Partitioner }
 
+// ForTopic implements kgo.Partitioner.
 func (p sinkPartitioner) ForTopic(t string) kgo.TopicPartitioner {
 	return &sinkTopicPartitioner{base: p.base.ForTopic(t)}
 }
 
 type sinkTopicPartitioner struct{ base kgo.TopicPartitioner }
 
-func manual(r *kgo.Record) bool { return r.Context != nil && r.Context.Value(manualPartitionKey{}) != nil }
+func manual(r *kgo.Record) bool {
+	return r.Context != nil && r.Context.Value(manualPartitionKey{}) != nil
+}
 
+// RequiresConsistency keeps explicitly partitioned and keyed records on their partition.
 func (p *sinkTopicPartitioner) RequiresConsistency(r *kgo.Record) bool {
 	return manual(r) || p.base.RequiresConsistency(r)
 }
 
+// Partition picks the row's partition when it set one, else defers to the base partitioner.
 func (p *sinkTopicPartitioner) Partition(r *kgo.Record, n int) int {
 	if manual(r) {
 		return int(r.Partition)

@@ -28,8 +28,8 @@ type SystemClock struct{}
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
 
-// ReadLimit is Spark's ReadLimit for one call of Latest. The zero value reads nothing more
-// than MaxRows=0 (no cap) and MinRows=0 (no minimum), i.e. everything available.
+// ReadLimit is Spark's ReadLimit for one call of Latest. The zero value has no cap and no
+// minimum: everything available.
 type ReadLimit struct {
 	// MaxRows caps the records of the batch (maxOffsetsPerTrigger). Default (0): no cap.
 	MaxRows int64
@@ -45,7 +45,9 @@ type ReadLimit struct {
 
 // AssertionError is Spark's java.lang.AssertionError, e.g. for startingOffsets JSON that does not
 // list every assigned partition.
-type AssertionError struct{ Message string }
+type AssertionError struct {
+	Message string // the assertion's message, without "assertion failed: "
+}
 
 func (e *AssertionError) Error() string { return "assertion failed: " + e.Message }
 
@@ -625,7 +627,7 @@ func rateLimit(limit int64, from, until, fromNew map[logformat.TopicPartition]in
 // OffsetRange is one partition's part of a batch: offsets [From, Until).
 type OffsetRange struct {
 	logformat.TopicPartition
-	From, Until int64
+	From, Until int64 // the first offset to read and the offset to stop before
 }
 
 // Size is the number of offsets in the range.

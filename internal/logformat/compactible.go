@@ -48,7 +48,7 @@ type compactReader struct {
 	version int
 }
 
-func newCompactReader(file string, r io.Reader, max int) (*compactReader, error) {
+func newCompactReader(file string, r io.Reader, maxVersion int) (*compactReader, error) {
 	c := &compactReader{file: file, lr: newLineReader(r)}
 	line, ok, err := c.lr.next()
 	if err != nil {
@@ -61,7 +61,7 @@ func newCompactReader(file string, r io.Reader, max int) (*compactReader, error)
 	if e := lineUTF8(file, 1, line); e != nil {
 		return nil, e
 	}
-	v, verr := parseVersionHeader(file, 1, line, max)
+	v, verr := parseVersionHeader(file, 1, line, maxVersion)
 	if verr != nil {
 		return nil, verr
 	}
@@ -144,13 +144,15 @@ func (r *SinkLogReader) Next() (SinkFileStatus, error) {
 
 // ParseSinkLog parses a whole _spark_metadata file.
 func ParseSinkLog(file string, data []byte) (*SinkLog, error) {
-	if err := checkUTF8(file, data); err != nil {
-		return nil, err
-	}
+	// UTF-8 is checked line by line, in reading order, so the result is the
+	// same as the streaming reader's.
 	ls := splitLines(data)
 	if len(ls.text) == 0 {
 		return nil, &Error{File: file, Line: 1, Kind: KindEmpty,
 			Expected: `a version header like "v1"`, Got: `""`, Spark: sparkIncomplete}
+	}
+	if e := lineUTF8(file, 1, ls.text[0]); e != nil {
+		return nil, e
 	}
 	v, verr := parseVersionHeader(file, 1, ls.text[0], SinkLogMaxVersion)
 	if verr != nil {
@@ -159,6 +161,9 @@ func ParseSinkLog(file string, data []byte) (*SinkLog, error) {
 	l := &SinkLog{Version: v, TrailingNewline: ls.trailingNewline, CRBreaks: ls.crBreaks,
 		Entries: make([]SinkFileStatus, 0, len(ls.text)-1)}
 	for i, line := range ls.text[1:] {
+		if e := lineUTF8(file, i+2, line); e != nil {
+			return nil, e
+		}
 		if len(line) == 0 {
 			return nil, &Error{File: file, Line: i + 2, Kind: KindBlankLine, Expected: sinkEntryWhat, Got: `""`}
 		}
@@ -228,17 +233,10 @@ var sinkFieldNames = []string{"path", "size", "isDir", "modificationTime", "bloc
 // (and the action when it is neither "add" nor "delete").
 func parseSinkEntry(file string, line int, d []byte) (SinkFileStatus, *Error) {
 	var st SinkFileStatus
-	kind, s, e, je := scanDocument(d)
-	if je != nil {
-		return st, badJSON(file, line, sinkEntryWhat, d, je)
-	}
-	if kind != jObject {
-		return st, badJSONShape(file, line, sinkEntryWhat+" object", d)
-	}
-	obj := d[s:e]
+	obj := d
 	seen := 0
 	var bad string
-	_, je = scanObject(obj, 0, 1, func(key []byte, kind jsonKind, vs, ve int) *jsonErr {
+	notObject, je := scanTopObject(obj, func(key []byte, kind jsonKind, vs, ve int) *jsonErr {
 		switch string(key) {
 		case "path":
 			if kind != jString {
@@ -306,6 +304,9 @@ func parseSinkEntry(file string, line int, d []byte) (SinkFileStatus, *Error) {
 	}
 	if je != nil {
 		return SinkFileStatus{}, badJSON(file, line, sinkEntryWhat, d, je)
+	}
+	if notObject {
+		return SinkFileStatus{}, badJSONShape(file, line, sinkEntryWhat+" object", d)
 	}
 	if seen != sfAll {
 		for i, n := range sinkFieldNames {
@@ -385,13 +386,15 @@ func (r *FileSourceLogReader) Next() (FileEntry, error) {
 
 // ParseFileSourceLog parses a whole sources/<i>/N[.compact] file.
 func ParseFileSourceLog(file string, data []byte) (*FileSourceLog, error) {
-	if err := checkUTF8(file, data); err != nil {
-		return nil, err
-	}
+	// UTF-8 is checked line by line, in reading order, so the result is the
+	// same as the streaming reader's.
 	ls := splitLines(data)
 	if len(ls.text) == 0 {
 		return nil, &Error{File: file, Line: 1, Kind: KindEmpty,
 			Expected: `a version header like "v1"`, Got: `""`, Spark: sparkIncomplete}
+	}
+	if e := lineUTF8(file, 1, ls.text[0]); e != nil {
+		return nil, e
 	}
 	v, verr := parseVersionHeader(file, 1, ls.text[0], FileSourceLogMaxVersion)
 	if verr != nil {
@@ -400,6 +403,9 @@ func ParseFileSourceLog(file string, data []byte) (*FileSourceLog, error) {
 	l := &FileSourceLog{Version: v, TrailingNewline: ls.trailingNewline, CRBreaks: ls.crBreaks,
 		Entries: make([]FileEntry, 0, len(ls.text)-1)}
 	for i, line := range ls.text[1:] {
+		if e := lineUTF8(file, i+2, line); e != nil {
+			return nil, e
+		}
 		if len(line) == 0 {
 			return nil, &Error{File: file, Line: i + 2, Kind: KindBlankLine, Expected: fileEntryWhat, Got: `""`}
 		}
@@ -442,17 +448,10 @@ func AppendFileEntryJSON(b []byte, f FileEntry) []byte {
 
 func parseFileEntry(file string, line int, d []byte) (FileEntry, *Error) {
 	var fe FileEntry
-	kind, s, e, je := scanDocument(d)
-	if je != nil {
-		return fe, badJSON(file, line, fileEntryWhat, d, je)
-	}
-	if kind != jObject {
-		return fe, badJSONShape(file, line, fileEntryWhat+" object", d)
-	}
-	obj := d[s:e]
+	obj := d
 	seen := 0
 	var bad string
-	_, je = scanObject(obj, 0, 1, func(key []byte, kind jsonKind, vs, ve int) *jsonErr {
+	notObject, je := scanTopObject(obj, func(key []byte, kind jsonKind, vs, ve int) *jsonErr {
 		switch string(key) {
 		case "path":
 			if kind != jString {
@@ -486,6 +485,9 @@ func parseFileEntry(file string, line int, d []byte) (FileEntry, *Error) {
 	}
 	if je != nil {
 		return FileEntry{}, badJSON(file, line, fileEntryWhat, d, je)
+	}
+	if notObject {
+		return FileEntry{}, badJSONShape(file, line, fileEntryWhat+" object", d)
 	}
 	for i, n := range []string{"path", "timestamp", "batchId"} {
 		if seen&(1<<i) == 0 {

@@ -137,8 +137,8 @@ func SparkMalformedVersion(text string) string {
 
 // SparkUnsupportedVersion is Spark's (3.x) message for a version newer than
 // the reader supports.
-func SparkUnsupportedVersion(version, max int) string {
-	return "UnsupportedLogVersion: maximum supported log version is v" + strconv.Itoa(max) +
+func SparkUnsupportedVersion(version, maxVersion int) string {
+	return "UnsupportedLogVersion: maximum supported log version is v" + strconv.Itoa(maxVersion) +
 		", but encountered v" + strconv.Itoa(version) +
 		". The log file was produced by a newer version of Spark and cannot be read by this version. Please upgrade."
 }

@@ -315,6 +315,25 @@ func scanDocument(d []byte) (kind jsonKind, start, end int, err *jsonErr) {
 	return kind, start, end, nil
 }
 
+// scanTopObject parses d as one JSON object with optional surrounding white
+// space in a single pass, calling fn for each member. notObject reports a
+// valid document that is not an object.
+func scanTopObject(d []byte, fn fieldFunc) (notObject bool, err *jsonErr) {
+	i := skipWS(d, 0)
+	if i < len(d) && d[i] == '{' {
+		end, err := scanObject(d, i, 1, fn)
+		if err != nil {
+			return false, err
+		}
+		if j := skipWS(d, end); j != len(d) {
+			return false, jerr(j, "unexpected content after the JSON value")
+		}
+		return false, nil
+	}
+	_, _, _, err = scanDocument(d)
+	return err == nil, err
+}
+
 // appendUnquoted decodes the (already validated) string literal q.
 func appendUnquoted(dst, q []byte) []byte {
 	q = q[1 : len(q)-1]
@@ -448,21 +467,3 @@ func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10
 // KV is one key/value pair of a JSON object, kept in file order because
 // Spark's own files are in Scala-map order that ckpt must reproduce.
 type KV struct{ Key, Value string }
-
-func jsonKindName(k jsonKind) string {
-	switch k {
-	case jNull:
-		return "null"
-	case jBool:
-		return "a boolean"
-	case jNumber:
-		return "a number"
-	case jString:
-		return "a string"
-	case jArray:
-		return "an array"
-	case jObject:
-		return "an object"
-	}
-	return "nothing"
-}

@@ -98,8 +98,8 @@ func javaDigit(r rune) int {
 }
 
 // javaParseSigned implements Long.parseLong / Integer.parseInt (radix 10)
-// for the range [min, max]: optional sign, at least one digit, no spaces.
-func javaParseSigned(s string, min, max int64) (int64, bool) {
+// for the range [lo, hi]: optional sign, at least one digit, no spaces.
+func javaParseSigned(s string, lo, hi int64) (int64, bool) {
 	if s == "" {
 		return 0, false
 	}
@@ -116,9 +116,9 @@ func javaParseSigned(s string, min, max int64) (int64, bool) {
 		return 0, false
 	}
 	// Accumulate negatively, as Java does, so min is reachable.
-	limit := -max
+	limit := -hi
 	if neg {
-		limit = min
+		limit = lo
 	}
 	var acc int64
 	for i < len(s) {
@@ -159,7 +159,7 @@ func javaParseInt(s string) (int32, bool) {
 
 // parseVersionHeader applies MetadataVersionUtil.validateVersion to text
 // (which the caller has or has not trimmed, as Spark does for that log).
-func parseVersionHeader(file string, line int, text []byte, max int) (int, *Error) {
+func parseVersionHeader(file string, line int, text []byte, maxVersion int) (int, *Error) {
 	s := string(text)
 	if len(s) == 0 || s[0] != 'v' {
 		return 0, malformedVersion(file, line, s)
@@ -168,19 +168,19 @@ func parseVersionHeader(file string, line int, text []byte, max int) (int, *Erro
 	if !ok || v <= 0 {
 		return 0, malformedVersion(file, line, s)
 	}
-	if int(v) > max {
+	if int(v) > maxVersion {
 		return 0, &Error{File: file, Line: line, Kind: KindUnsupportedVersion,
-			Expected: versionRange(max), Got: excerpt(s),
-			Spark: SparkUnsupportedVersion(int(v), max), Version: int(v), MaxVersion: max}
+			Expected: versionRange(maxVersion), Got: excerpt(s),
+			Spark: SparkUnsupportedVersion(int(v), maxVersion), Version: int(v), MaxVersion: maxVersion}
 	}
 	return int(v), nil
 }
 
-func versionRange(max int) string {
-	if max == 1 {
+func versionRange(maxVersion int) string {
+	if maxVersion == 1 {
 		return `log version "v1"`
 	}
-	return `a log version from "v1" to "v` + itoa(max) + `"`
+	return `a log version from "v1" to "v` + itoa(maxVersion) + `"`
 }
 
 func malformedVersion(file string, line int, s string) *Error {
@@ -193,8 +193,7 @@ func itoa(i int) string {
 	return string(appendInt(b[:0], int64(i)))
 }
 
-// appendLines joins ls with "\n" after a "v<version>" header: the layout all
-// of Spark's line-oriented logs share.
+// appendHeader writes the "v<version>" line every versioned log starts with.
 func appendHeader(dst []byte, version int) []byte {
 	dst = append(dst, 'v')
 	return appendInt(dst, int64(version))

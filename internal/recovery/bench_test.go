@@ -17,6 +17,7 @@ import (
 var (
 	bigOnce sync.Once
 	bigDir  string
+	bigKeep bool // CKPT_BENCH_DIR: reuse a generated tree across runs
 	bigErr  error
 )
 
@@ -24,12 +25,20 @@ var (
 // 99999 not committed), generated once per test binary.
 func big100k(b *testing.B) string {
 	bigOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ckpt-bench-100k-")
-		if err != nil {
-			bigErr = err
-			return
+		if d := os.Getenv("CKPT_BENCH_DIR"); d != "" {
+			bigDir, bigKeep = d, true
+			if _, err := os.Stat(filepath.Join(d, "offsets", "99999")); err == nil {
+				return
+			}
+		} else {
+			d, err := os.MkdirTemp("", "ckpt-bench-100k-")
+			if err != nil {
+				bigErr = err
+				return
+			}
+			bigDir = d
 		}
-		bigDir = dir
+		dir := bigDir
 		sb := scenario.NewBuilder("bench-100k")
 		for _, d := range []string{"offsets", "commits", "sources/0"} {
 			if bigErr = os.MkdirAll(filepath.Join(dir, d), 0o755); bigErr != nil {
@@ -60,7 +69,7 @@ func big100k(b *testing.B) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bigDir != "" {
+	if bigDir != "" && !bigKeep {
 		os.RemoveAll(bigDir)
 	}
 	os.Exit(code)
@@ -106,6 +115,44 @@ func BenchmarkLoadAndPlan100k(b *testing.B) {
 		}
 		if res.RerunBatch == nil || *res.RerunBatch != 99999 {
 			b.Fatalf("unexpected plan: %s", res.Verdict())
+		}
+	}
+}
+
+// listCache serves listings from memory, so BenchmarkPlanOnly100k measures
+// what Plan adds to the listing: a cold Checkpoint's reads and the planning.
+type listCache struct {
+	storage.Store
+	lists map[string][]storage.Entry
+}
+
+func (l listCache) List(_ context.Context, dir string) ([]storage.Entry, error) {
+	return l.lists[dir], nil
+}
+
+// BenchmarkPlanOnly100k is Load (listings from memory) and Plan on the
+// 100k-batch checkpoint: the cost the planner adds to the three listings.
+func BenchmarkPlanOnly100k(b *testing.B) {
+	dir := big100k(b)
+	ctx := context.Background()
+	st, err := storage.NewLocal(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lc := listCache{Store: st, lists: map[string][]storage.Entry{}}
+	for _, d := range []string{"", "offsets", "commits"} {
+		if lc.lists[d], err = st.List(ctx, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cp, err := checkpoint.Load(ctx, lc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := recovery.Plan(ctx, cp, recovery.Options{}); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

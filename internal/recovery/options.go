@@ -92,7 +92,24 @@ type config struct {
 	sinkLatest *int64
 }
 
+// OptionsError reports invalid Options (an unknown mode or release, or a
+// mode the release does not have): a usage error, not an I/O failure.
+type OptionsError struct{ Err error }
+
+func (e *OptionsError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *OptionsError) Unwrap() error { return e.Err }
+
 func (o Options) normalize() (config, error) {
+	c, err := o.validate()
+	if err != nil {
+		return c, &OptionsError{err}
+	}
+	return c, nil
+}
+
+func (o Options) validate() (config, error) {
 	c := config{mode: o.Mode, commitFmt: o.CommitFormatVersion, sinkLatest: o.SinkLatest}
 	if c.commitFmt == 0 {
 		c.commitFmt = 1

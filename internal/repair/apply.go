@@ -130,7 +130,7 @@ func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*
 		State:      StatePlanned,
 		Created:    now.UTC(),
 		Predicted:  p.After,
-		Options:    p.Options,
+		Options:    journalOptions(p.Options),
 		Warnings:   warnings,
 	}
 	if m, err := cp.ReadMetadata(ctx); err == nil && m != nil {
@@ -338,7 +338,13 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 		if err := j.write(ctx, loc, opts.now()); err != nil {
 			return err
 		}
-		opts.progress("backed up %d file(s) to %s", countBackups(j), loc.URI())
+		if n := countBackups(j); n > 0 {
+			what := "1 file"
+			if n > 1 {
+				what = fmt.Sprintf("%d files", n)
+			}
+			opts.progress("backed up %s to %s", what, loc.URI())
+		}
 	}
 
 	for _, w := range work {
@@ -367,7 +373,7 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 		}
 	}
 
-	res, err := verify(ctx, s, j.Options)
+	res, err := verify(ctx, s, j.Options.planner())
 	if err != nil {
 		return fmt.Errorf("verify the repaired checkpoint: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"strconv"
 	"strings"
@@ -50,8 +49,7 @@ func (l Location) URI() string {
 	return strings.TrimRight(l.Store.URI(), "/") + "/" + l.Dir
 }
 
-func (l Location) journalDir() string         { return storage.Join(l.Dir, "journal") }
-func (l Location) backupPath(p string) string { return storage.Join(l.Dir, "files", p) }
+func (l Location) journalDir() string { return storage.Join(l.Dir, "journal") }
 
 // State is where a repair (the journal as a whole) stands.
 type State string
@@ -108,7 +106,7 @@ type Journal struct {
 	Predicted *recovery.Result `json:"predicted"`
 	Verified  *recovery.Result `json:"verified"`
 	// Options are the planner options predicted and verified with.
-	Options recovery.Options `json:"plannerOptions"`
+	Options PlannerOptions `json:"plannerOptions"`
 	// Error is the error that stopped the last run, if any.
 	Error string `json:"error,omitempty"`
 	// Warnings were given while it ran (--force overrides, a verified restart that differs from
@@ -196,9 +194,7 @@ func JournalLocation(arg string) string {
 			a = a[:i]
 		}
 	}
-	if strings.HasSuffix(a, "/journal") {
-		a = strings.TrimSuffix(a, "/journal")
-	}
+	a = strings.TrimSuffix(a, "/journal")
 	return a
 }
 
@@ -212,6 +208,9 @@ func CheckpointOf(repairDir string) (string, bool) {
 		return "", false
 	}
 	parent := a[:i]
+	if parent == RepairsDir {
+		return ".", true // run from inside the checkpoint
+	}
 	if !strings.HasSuffix(parent, "/"+RepairsDir) {
 		return "", false
 	}
@@ -222,4 +221,18 @@ func CheckpointOf(repairDir string) (string, bool) {
 	return cp, true
 }
 
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+// PlannerOptions are recovery.Options as the journal records them.
+type PlannerOptions struct {
+	Mode                recovery.Mode `json:"mode"`
+	SparkVersion        string        `json:"sparkVersion"`
+	CommitFormatVersion int           `json:"commitFormatVersion"`
+	SinkLatest          *int64        `json:"sinkLatest"`
+}
+
+func journalOptions(o recovery.Options) PlannerOptions {
+	return PlannerOptions{Mode: o.Mode, SparkVersion: o.SparkVersion, CommitFormatVersion: o.CommitFormatVersion, SinkLatest: o.SinkLatest}
+}
+
+func (o PlannerOptions) planner() recovery.Options {
+	return recovery.Options{Mode: o.Mode, SparkVersion: o.SparkVersion, CommitFormatVersion: o.CommitFormatVersion, SinkLatest: o.SinkLatest}
+}

@@ -118,6 +118,11 @@ func releaseLock(ctx context.Context, s storage.Store, id string) error {
 	if err := del(ctx, s, LockPath); err != nil {
 		return fmt.Errorf("release the repair lock: %w", err)
 	}
+	// With --backup-dir elsewhere the lock was all of _ckpt/; on local disk its empty directory
+	// would stay behind in a checkpoint that is otherwise as it was.
+	if es, err := s.List(ctx, Dir); err == nil && len(es) == 0 {
+		_ = s.Delete(ctx, Dir)
+	}
 	return nil
 }
 

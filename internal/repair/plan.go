@@ -345,6 +345,12 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 	}
 	c.after = after
 	c.remaining = remaining(rep.Findings)
+	if procedure {
+		// The steps are the answer to these; they are not left for the user to find out.
+		c.remaining = slices.DeleteFunc(c.remaining, func(f doctor.Finding) bool {
+			return f.Code == doctor.CodeMissingPreviousOffsets || f.Code == doctor.CodeAsyncProgressGaps
+		})
+	}
 	c.replay, err = replayCost(ctx, orig, cp, after, opts.Planner.SinkLatest)
 	if err != nil {
 		return nil, err

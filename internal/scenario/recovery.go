@@ -42,9 +42,9 @@ func init() {
 	Register(
 		// --- §5.3 decision table -------------------------------------------
 		Scenario{
-			Name: "fresh-empty",
-			Doc:  "An empty checkpoint directory: a new query starts at batch 0.",
-			Tags: []string{"recovery", "table"},
+			Name:  "fresh-empty",
+			Doc:   "An empty checkpoint directory: a new query starts at batch 0.",
+			Tags:  []string{"recovery", "table"},
 			Build: func(*Builder) {},
 		},
 		Scenario{
@@ -117,9 +117,9 @@ func init() {
 			},
 		},
 		Scenario{
-			Name: "commits-ahead",
-			Doc:  "C > L: commits reach 7 but offsets only 5 (offsets deleted by hand). Batch 5 re-runs, then commitLog.add(5) finds commits/5: CONCURRENT_STREAM_LOG_UPDATE (3.0+); 2.x ignores it.",
-			Tags: []string{"recovery", "table"},
+			Name:     "commits-ahead",
+			Doc:      "C > L: commits reach 7 but offsets only 5 (offsets deleted by hand). Batch 5 re-runs, then commitLog.add(5) finds commits/5: CONCURRENT_STREAM_LOG_UPDATE (3.0+); 2.x ignores it.",
+			Tags:     []string{"recovery", "table"},
 			Variants: []string{"sync@2.4", "sync@3.3", "sync@4.0", "async@3.4"},
 			Build: func(b *Builder) {
 				std(b, ids(0, 5), ids(0, 7))
@@ -144,9 +144,9 @@ func init() {
 			},
 		},
 		Scenario{
-			Name: "missing-previous-offsets",
-			Doc:  "offsets 0..3 and 5 (4 deleted), commits 0..3: sync fails 'batch 4 doesn't exist'; async re-runs 5 over (O[3], O[5]].",
-			Tags: []string{"recovery", "table", "async"},
+			Name:     "missing-previous-offsets",
+			Doc:      "offsets 0..3 and 5 (4 deleted), commits 0..3: sync fails 'batch 4 doesn't exist'; async re-runs 5 over (O[3], O[5]].",
+			Tags:     []string{"recovery", "table", "async"},
 			Variants: []string{"sync@3.2"},
 			Build: func(b *Builder) {
 				std(b, join(ids(0, 3), []int64{5}), ids(0, 3))

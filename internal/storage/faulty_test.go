@@ -235,6 +235,7 @@ func TestReadMany(t *testing.T) {
 	f := storage.NewFaulty(mem)
 	var inflight, peak atomic.Int64
 	gate := make(chan struct{})
+	var open sync.Once
 	f.SetHook(func(context.Context, storage.Op, string) error {
 		n := inflight.Add(1)
 		for {
@@ -244,7 +245,7 @@ func TestReadMany(t *testing.T) {
 			}
 		}
 		if n == 4 {
-			close(gate) // all four slots busy at once
+			open.Do(func() { close(gate) }) // all four slots busy at once
 		}
 		<-gate
 		inflight.Add(-1)

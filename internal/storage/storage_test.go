@@ -49,11 +49,7 @@ func TestS3(t *testing.T) {
 	storetest.RunStoreTests(t, func(t *testing.T) storage.Store { return storetest.S3(t) })
 }
 
-func TestFaultyS3(t *testing.T) {
-	storetest.S3Env(t)
-	storetest.RunStoreTests(t, func(t *testing.T) storage.Store { return storage.NewFaulty(storetest.S3(t)) })
-}
-
+// TestS3BucketRoot covers a store on a whole bucket (no key prefix).
 func TestS3BucketRoot(t *testing.T) {
 	storetest.S3Env(t)
 	storetest.RunStoreTests(t, func(t *testing.T) storage.Store {

@@ -146,7 +146,7 @@ func ids(list []int64) string {
 func printPlan(r *render.Renderer, p *repair.Plan, opts *Options) {
 	r.KV([][2]string{
 		{"Checkpoint", p.Checkpoint},
-		{"Restart now", restartText(p.Before)},
+		{"Restart", restartText(p.Before)},
 	})
 	if len(p.Findings) > 0 {
 		r.Println()
@@ -207,10 +207,18 @@ func printPlan(r *render.Renderer, p *repair.Plan, opts *Options) {
 			r.Printf("  step %d. %s\n", i+1, s)
 		}
 		r.Println()
-		r.KV([][2]string{
-			{"Restart afterwards", restartText(p.After)},
+		label := "Restart after the plan"
+		if p.Strategy == repair.StrategySparkProcedure {
+			label = "Restart in step 1 (async)"
+		}
+		kv := [][2]string{
+			{label, restartText(p.After)},
 			{"Replay", replayText(p.Replay)},
-		})
+		}
+		if p.After != nil && p.After.Sink != nil {
+			kv = append(kv, [2]string{"File sink", p.After.Sink.Message})
+		}
+		r.KV(kv)
 	}
 	if len(p.Remaining) > 0 {
 		r.Println()

@@ -209,9 +209,6 @@ func runRepair(ctx context.Context, opts *Options) error {
 			if json {
 				why = "-o json output cannot carry a prompt"
 			}
-			if !json {
-				printPlan(r, plan, opts)
-			}
 			return exitcode.UsageError(fmt.Errorf("--execute needs --yes when %s (review the plan first: run without --execute)", why))
 		}
 		printPlan(r, plan, opts)
@@ -303,7 +300,7 @@ func addStateWarnings(ctx context.Context, s storage.Store, p *repair.Plan, opts
 	}
 	if cp, err := loadCheckpoint(ctx, s); err == nil {
 		if err := repair.CheckIdle(cp, opts.Now(), opts.ActiveWindow, nil); err != nil {
-			p.Warnings = append(p.Warnings, firstLine(err.Error())+"; --execute will refuse")
+			p.Warnings = append(p.Warnings, strings.TrimSuffix(firstLine(err.Error()), ".")+"; --execute will refuse")
 		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/cmd/doctor"
 	"github.com/ckpt-dev/ckpt/internal/cmd/inspect"
+	"github.com/ckpt-dev/ckpt/internal/cmd/repair"
 	"github.com/ckpt-dev/ckpt/internal/cmd/run"
 	"github.com/ckpt-dev/ckpt/internal/cmd/version"
 )
@@ -13,6 +15,8 @@ import (
 func commands(env *cli.Env) []*cobra.Command {
 	return []*cobra.Command{
 		inspect.NewCmd(env, nil),
+		doctor.NewCmd(env, nil),
+		repair.NewCmd(env, nil),
 		run.NewCmd(env, nil),
 		version.NewCmd(env),
 	}

@@ -396,7 +396,7 @@ func testMany(t *testing.T, s storage.Store) {
 	for i := range paths {
 		paths[i] = fmt.Sprintf("many/%05d", i)
 	}
-	sem := make(chan struct{}, 32)
+	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for _, p := range paths {

@@ -1,0 +1,198 @@
+// Package doctor implements `ckpt doctor`: every known bad condition of a checkpoint, each with a
+// stable code, Spark's error and the command that fixes it.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/doctor"
+	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Options are the inputs of `ckpt doctor`, separate from cobra so tests can call runDoctor.
+type Options struct {
+	IO *iostreams.IOStreams
+	// OpenStore opens the checkpoint and sink locations (cli.Env.OpenStore).
+	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
+
+	// Checkpoint is the location as typed; it is substituted into the printed fix commands.
+	Checkpoint string
+	// Mode, SparkVersion and CommitFormatVersion describe the restart to diagnose.
+	Mode                recovery.Mode
+	SparkVersion        string
+	CommitFormatVersion int
+	// Sink is a file sink's output directory, or "".
+	Sink string
+	// Deep reads every log file.
+	Deep bool
+	// FailOn is the lowest severity that makes the exit code 3.
+	FailOn doctor.Severity
+	// Explain, when set, prints the page of one code instead of diagnosing.
+	Explain string
+	// Output is "table" or "json".
+	Output render.Format
+}
+
+const long = `Find every known bad condition in a Spark Structured Streaming checkpoint.
+
+Each finding has a stable code (a public contract for runbooks: see docs/doctor.md, or
+ckpt doctor --explain CODE), a severity, a plain explanation, the exact error Spark will raise, and
+the command that fixes it. What a restart does is decided by the same recovery planner as
+ckpt replay, for the engine (--mode) and Spark release (--spark-version) you restart with.
+
+doctor reads only the listings of offsets/ and commits/ and the few files a restart reads, so it
+costs about one directory listing even with 100k batches. Zero-byte files show in the listing;
+--deep also reads every other log file (concurrently) to find damaged or too-new older files and
+changes in the number of sources.
+
+Severities: error (the restart fails, or silently loses or duplicates data), warning (something is
+wrong and will bite later), info (expected behaviour worth knowing).
+
+Exit codes:
+  0  no finding at or above --fail-on (default error)
+  1  ckpt failed (the location cannot be read or holds no checkpoint)
+  2  usage error (unknown flag, mode, version, severity or code)
+  3  at least one finding at or above --fail-on`
+
+// NewCmd builds `ckpt doctor`. runF replaces runDoctor in tests of the flag wiring.
+func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: env.IO, OpenStore: env.OpenStore}
+	var output, mode, failOn string
+	cmd := &cobra.Command{
+		Use:   "doctor CHECKPOINT",
+		Short: "Find every known problem in a checkpoint, with Spark's error and the fix",
+		Long:  long,
+		Example: `  ckpt doctor /data/checkpoints/orders
+  ckpt doctor s3://bucket/checkpoints/orders --spark-version 4.0 --mode async
+  ckpt doctor ./ckpt --sink /data/output/orders --fail-on warning -o json
+  ckpt doctor --explain missing-previous-offsets`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if opts.Explain != "" {
+				return cli.ExactArgs(0, "no checkpoint with --explain")(cmd, args)
+			}
+			return cli.ExactArgs(1, "a checkpoint location")(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := cli.ParseOutput(output)
+			if err != nil {
+				return err
+			}
+			opts.Output = f
+			if opts.Explain != "" {
+				if _, ok := doctor.Lookup(opts.Explain); !ok {
+					return exitcode.UsageError(fmt.Errorf("unknown code %q; the codes are:\n  %s", opts.Explain, strings.Join(doctor.IDs(), "\n  ")))
+				}
+			} else {
+				opts.Checkpoint = args[0]
+			}
+			if opts.Mode, err = recovery.ParseMode(mode); err != nil {
+				return exitcode.UsageError(err)
+			}
+			if opts.SparkVersion != "" {
+				if err := recovery.ValidateSparkVersion(opts.SparkVersion); err != nil {
+					return exitcode.UsageError(err)
+				}
+			}
+			if opts.CommitFormatVersion < 0 || opts.CommitFormatVersion > 3 {
+				return exitcode.UsageError(fmt.Errorf("--commit-format-version %d: want 1, 2 or 3", opts.CommitFormatVersion))
+			}
+			if opts.FailOn, err = doctor.ParseSeverity(failOn); err != nil {
+				return exitcode.UsageError(fmt.Errorf("--fail-on: %w", err))
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runDoctor(cmd.Context(), opts)
+		},
+	}
+	cli.AddOutputFlag(cmd, &output)
+	fl := cmd.Flags()
+	fl.StringVar(&mode, "mode", "sync", "engine of the restart: sync, async (async progress tracking) or spark-2.1")
+	fl.StringVar(&opts.SparkVersion, "spark-version", "", "Spark release of the restart, e.g. 3.5, 4.0 (default "+recovery.DefaultSparkVersion+")")
+	fl.IntVar(&opts.CommitFormatVersion, "commit-format-version", 0, "spark.sql.streaming.stateStore.checkpointFormatVersion (Spark 4.0; default 1)")
+	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (holding _spark_metadata) to compare with the checkpoint")
+	fl.BoolVar(&opts.Deep, "deep", false, "read every offsets and commits file, not only those a restart reads")
+	fl.StringVar(&failOn, "fail-on", string(doctor.Error), "lowest severity that makes the exit code 3: error, warning or info")
+	fl.StringVar(&opts.Explain, "explain", "", "print the documentation of one finding `CODE` and exit")
+	return cmd
+}
+
+func runDoctor(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if opts.Explain != "" {
+		return explain(opts)
+	}
+	store, err := opts.OpenStore(ctx, opts.Checkpoint)
+	if err != nil {
+		return err
+	}
+	cp, err := checkpoint.Load(ctx, store)
+	if err != nil {
+		return err
+	}
+	// A typo in the path must not read as "a new query, nothing wrong".
+	if len(cp.Root) == 0 {
+		return fmt.Errorf("%s holds no checkpoint (the directory is missing or empty)", opts.Checkpoint)
+	}
+	dopts := doctor.Options{
+		Mode:                opts.Mode,
+		SparkVersion:        opts.SparkVersion,
+		CommitFormatVersion: opts.CommitFormatVersion,
+		Deep:                opts.Deep,
+		Location:            opts.Checkpoint,
+		SinkLocation:        opts.Sink,
+	}
+	if opts.Sink != "" {
+		if dopts.Sink, err = opts.OpenStore(ctx, opts.Sink); err != nil {
+			return fmt.Errorf("--sink: %w", err)
+		}
+	}
+	rep, err := doctor.Run(ctx, cp, dopts)
+	if err != nil {
+		return err
+	}
+	if opts.Output == render.FormatJSON {
+		if err := render.JSON(opts.IO.Out, rep); err != nil {
+			return err
+		}
+	} else {
+		renderReport(render.New(opts.IO), rep, opts)
+	}
+	if rep.Fails(opts.FailOn) {
+		return exitcode.Silent(exitcode.Findings)
+	}
+	return nil
+}
+
+// explainDoc is the JSON form of --explain.
+type explainDoc struct {
+	Code        string            `json:"code"`
+	Title       string            `json:"title"`
+	Severities  []doctor.Severity `json:"severities"`
+	Summary     string            `json:"summary"`
+	Explanation string            `json:"explanation"`
+	SparkError  string            `json:"sparkError"`
+	Fix         string            `json:"fix"`
+}
+
+func explain(opts *Options) error {
+	c, _ := doctor.Lookup(opts.Explain)
+	if opts.Output == render.FormatJSON {
+		return render.JSON(opts.IO.Out, explainDoc{c.ID, c.Title, c.Severities, c.Summary, c.Explanation, c.SparkError, c.Fix})
+	}
+	page, _ := doctor.Explain(c.ID)
+	fmt.Fprint(opts.IO.Out, page)
+	return nil
+}

@@ -1,0 +1,197 @@
+package replay
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/render"
+)
+
+// printTable writes the human form: the verdict first, then the re-run per
+// source and partition, skipped batches, sink, warnings, Spark's driver log,
+// other releases, and what to do next.
+func printTable(r *render.Renderer, opts *Options, res *recovery.Result) {
+	verdict := res.Verdict()
+	if opts.WhatIf != "" {
+		verdict = "After " + opts.WhatIf + ": " + verdict
+	}
+	if res.Failed() {
+		r.Println(r.Bad(verdict))
+	} else {
+		r.Println(r.Good(verdict))
+	}
+	r.Println()
+
+	loc := opts.Location
+	if opts.WhatIf != "" {
+		loc += " (as it would be after the crash)"
+	}
+	kv := [][2]string{
+		{"checkpoint", loc},
+		{"engine", fmt.Sprintf("%s, Spark %s", res.Mode, res.SparkVersion)},
+		{"latest offsets", optID(res.LatestOffsets)},
+		{"latest commit", optID(res.LatestCommit)},
+	}
+	if res.NextBatch >= 0 {
+		kv = append(kv, [2]string{"first batch", strconv.FormatInt(res.NextBatch, 10)})
+	}
+	if res.LatestOffsets != nil && !res.Failed() {
+		kv = append(kv, [2]string{"watermark", msTime(res.WatermarkMs)})
+		if res.RerunBatch != nil {
+			kv = append(kv, [2]string{"batch timestamp", msTime(res.BatchTimestampMs)})
+		}
+	}
+	r.KV(kv)
+
+	if res.RerunRange != nil {
+		r.Println()
+		r.Table(rerunTable(res))
+	}
+	if n := len(res.SkippedBatches); n > 0 {
+		r.Println()
+		r.Printf("%s %s (%d %s): their offsets are never processed again\n", r.Warn("Skipped:"),
+			ranges(res.SkippedBatches), n, plural(n, "batch", "batches"))
+	}
+	if res.Sink != nil {
+		r.Println()
+		r.Printf("%s %s: %s\n", r.Bold("File sink:"), res.Sink.Status, res.Sink.Message)
+	}
+	if len(res.Warnings) > 0 {
+		r.Println()
+		r.Println(r.Warn("Warnings:"))
+		for _, w := range res.Warnings {
+			r.Printf("  - %s\n", w)
+		}
+	}
+	if len(res.DriverLog) > 0 {
+		r.Println()
+		r.Println(r.Bold("Spark driver log:"))
+		for _, l := range res.DriverLog {
+			r.Printf("  %s\n", l)
+		}
+	}
+	if len(res.Releases) > 0 {
+		r.Println()
+		r.Println(r.Bold("Other Spark releases:"))
+		for _, n := range res.Releases {
+			r.Printf("  %s: %s\n", versions(n.Versions), n.Summary)
+		}
+	}
+	if res.Failed() {
+		r.Println()
+		r.Printf("Next: ckpt doctor %s\n", opts.Location)
+	}
+}
+
+// rerunTable has one row per Kafka partition and one per other source.
+func rerunTable(res *recovery.Result) render.Table {
+	t := render.Table{
+		Title:   fmt.Sprintf("Re-run of batch %d", *res.RerunBatch),
+		Headers: []string{"source", "partition", "start", "end", "records", "note"},
+	}
+	kafka := map[int]bool{}
+	for _, k := range res.Kafka {
+		kafka[k.Source] = true
+	}
+	for i := range res.RerunRange.End {
+		if kafka[i] {
+			for _, k := range res.Kafka {
+				if k.Source != i {
+					continue
+				}
+				t.Rows = append(t.Rows, []string{strconv.Itoa(i), fmt.Sprintf("%s-%d", k.Topic, k.Partition),
+					optNum(k.Start), optNum(k.End), optNum(k.Records), k.Note})
+			}
+			continue
+		}
+		note := ""
+		if i < len(res.StartFromInitial) && res.StartFromInitial[i] {
+			note = "starts from the source's initial offsets"
+		}
+		t.Rows = append(t.Rows, []string{strconv.Itoa(i), "-", raw(res.RerunRange.Start[i]), raw(res.RerunRange.End[i]), "-", note})
+	}
+	return t
+}
+
+func raw(b []byte) string {
+	s := string(b)
+	if s == "" || s == "null" {
+		return "-"
+	}
+	if len(s) > 60 {
+		return s[:57] + "..."
+	}
+	return s
+}
+
+func optID(v *int64) string {
+	if v == nil {
+		return "none"
+	}
+	return strconv.FormatInt(*v, 10)
+}
+
+func optNum(v *int64) string {
+	if v == nil {
+		return "?"
+	}
+	return strconv.FormatInt(*v, 10)
+}
+
+// msTime shows epoch milliseconds with their UTC time; 0 stays 0.
+func msTime(ms int64) string {
+	if ms == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", ms, time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000Z"))
+}
+
+// ranges compresses ascending ids: "5..6, 9".
+func ranges(ids []int64) string {
+	var parts []string
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, strconv.FormatInt(ids[i], 10))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d..%d", ids[i], ids[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// versions compresses a release list: "2.2–2.4", "3.0–3.5, 4.1".
+func versions(vs []string) string {
+	index := map[string]int{}
+	for i, v := range recovery.SparkVersions {
+		index[v] = i
+	}
+	var parts []string
+	for i := 0; i < len(vs); {
+		j := i
+		for j+1 < len(vs) && index[vs[j+1]] == index[vs[j]]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, vs[i])
+		} else {
+			parts = append(parts, vs[i]+"–"+vs[j])
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,214 @@
+// Package replay implements `ckpt replay`: what a restart of the query does
+// with a checkpoint, as predicted by recovery.Plan.
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Options are the inputs of `ckpt replay`, separate from cobra so tests can
+// call runReplay.
+type Options struct {
+	IO *iostreams.IOStreams
+	// OpenStore opens a location (cli.Env.OpenStore).
+	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
+
+	// Location is the checkpoint.
+	Location string
+	// Mode, SparkVersion and CommitFormatVersion go to recovery.Plan.
+	Mode                recovery.Mode
+	SparkVersion        string
+	CommitFormatVersion int
+	// Sink is a file sink's output directory (or its _spark_metadata); "" for none.
+	Sink string
+	// WhatIf is a recovery.WhatIfPoints entry, or "".
+	WhatIf string
+	// Output is "table" or "json".
+	Output render.Format
+}
+
+const long = `Predict what restarting the query does with this checkpoint, the way Spark decides it.
+
+replay applies Spark's restart rules (MicroBatchExecution.populateStartOffsets and its async
+override) to the checkpoint's offsets and commit logs: which batch runs first, which batch
+re-runs and over which offsets, per source and Kafka partition, which batches are never
+replayed, and whether Spark refuses to start, with the exception and driver log lines Spark
+prints. It reads the listings and at most a handful of files.
+
+  --mode            sync (default; Spark 2.2+ MicroBatchExecution), async (asynchronous progress
+                    tracking, Spark 3.4+: gaps in offsets/ are tolerated) or spark-2.1 (no commit
+                    log: the latest offsets batch always re-runs)
+  --spark-version   the release that restarts the query: 2.1 … 3.5, 4.0, 4.1 (= master);
+                    default 3.5. It decides which log versions are readable, the error texts,
+                    and what a missing metadata file does. Releases that would behave
+                    differently are listed at the end.
+  --sink DIR        a file sink's output directory: says whether the sink skips the re-run
+                    batch (no duplicates) or is behind or ahead of the commit log
+  --what-if POINT   crash-after-offsets, crash-before-commit or crash-after-commit: what a
+                    restart does if the query dies at that point of the next batch
+
+-o json prints the prediction as one JSON document (schema: docs/replay.md).
+
+Exit codes:
+  0  the restart succeeds
+  1  ckpt could not read the checkpoint
+  2  usage error
+  3  the restart fails (Spark refuses to start or aborts on the first batches)`
+
+// NewCmd builds `ckpt replay`. runF replaces runReplay in tests of the flag
+// wiring.
+func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: env.IO, OpenStore: env.OpenStore}
+	var output, mode string
+	cmd := &cobra.Command{
+		Use:   "replay CHECKPOINT",
+		Short: "Predict what a restart of the query does with a checkpoint",
+		Long:  long,
+		Example: `  ckpt replay /data/checkpoints/orders
+  ckpt replay s3://bucket/checkpoints/orders --spark-version 4.0 -o json
+  ckpt replay ./ckpt --mode async
+  ckpt replay ./ckpt --sink /data/output/orders --what-if crash-before-commit`,
+		Args: cli.ExactArgs(1, "a checkpoint location"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Location = args[0]
+			f, err := cli.ParseOutput(output)
+			if err != nil {
+				return err
+			}
+			opts.Output = f
+			m, err := recovery.ParseMode(mode)
+			if err != nil {
+				return exitcode.UsageError(err)
+			}
+			opts.Mode = m
+			if mode == "" {
+				opts.Mode = "" // let the Spark version pick (2.1 means spark-2.1)
+			}
+			if opts.SparkVersion != "" {
+				if err := recovery.ValidateSparkVersion(opts.SparkVersion); err != nil {
+					return exitcode.UsageError(err)
+				}
+			}
+			if opts.WhatIf != "" && !validPoint(opts.WhatIf) {
+				return exitcode.UsageError(fmt.Errorf("invalid --what-if %q: want %s", opts.WhatIf, strings.Join(recovery.WhatIfPoints, ", ")))
+			}
+			if c := opts.CommitFormatVersion; c < 0 || c > 3 {
+				return exitcode.UsageError(fmt.Errorf("invalid --commit-format-version %d: want 1, 2 or 3", c))
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runReplay(cmd.Context(), opts)
+		},
+	}
+	cli.AddOutputFlag(cmd, &output)
+	cmd.Flags().StringVar(&mode, "mode", "", "engine: sync, async or spark-2.1 (default sync)")
+	cmd.Flags().StringVar(&opts.SparkVersion, "spark-version", "", "Spark release that restarts the query: 2.1 … 3.5, 4.0, 4.1 (default 3.5)")
+	cmd.Flags().IntVar(&opts.CommitFormatVersion, "commit-format-version", 0, "spark.sql.streaming.stateStore.checkpointFormatVersion, which Spark 4.0 requires commit files to match (default 1)")
+	cmd.Flags().StringVar(&opts.Sink, "sink", "", "a file sink's output `DIR` (or its _spark_metadata)")
+	cmd.Flags().StringVar(&opts.WhatIf, "what-if", "", "predict the restart after a crash at `POINT` of the next batch: "+strings.Join(recovery.WhatIfPoints, ", "))
+	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"sync", "async", "spark-2.1"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("spark-version", cobra.FixedCompletions(recovery.SparkVersions, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("what-if", cobra.FixedCompletions(recovery.WhatIfPoints, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func validPoint(p string) bool {
+	for _, w := range recovery.WhatIfPoints {
+		if p == w {
+			return true
+		}
+	}
+	return false
+}
+
+func runReplay(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	store, err := opts.OpenStore(ctx, opts.Location)
+	if err != nil {
+		return err
+	}
+	cp, err := checkpoint.Load(ctx, store)
+	if err != nil {
+		return err
+	}
+	po := recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}
+	if opts.Sink != "" {
+		latest, err := sinkLatest(ctx, opts)
+		if err != nil {
+			return err
+		}
+		po.SinkLatest = &latest
+	}
+	var res *recovery.Result
+	if opts.WhatIf != "" {
+		res, err = recovery.WhatIf(ctx, cp, po, opts.WhatIf, recovery.NextBatch{})
+	} else {
+		res, err = recovery.Plan(ctx, cp, po)
+	}
+	if err != nil {
+		var oe *recovery.OptionsError
+		if errors.As(err, &oe) {
+			return exitcode.UsageError(err)
+		}
+		return err
+	}
+	if opts.Output == render.FormatJSON {
+		if err := render.JSON(opts.IO.Out, res); err != nil {
+			return err
+		}
+	} else {
+		printTable(render.New(opts.IO), opts, res)
+	}
+	if res.Failed() {
+		return exitcode.Silent(exitcode.Findings)
+	}
+	return nil
+}
+
+// sinkLatest reads the latest batch of the sink's _spark_metadata log; -1
+// for an empty log.
+func sinkLatest(ctx context.Context, opts *Options) (int64, error) {
+	st, err := opts.OpenStore(ctx, opts.Sink)
+	if err != nil {
+		return 0, err
+	}
+	dir := "_spark_metadata"
+	if path.Base(strings.TrimRight(strings.ReplaceAll(opts.Sink, `\`, "/"), "/")) == "_spark_metadata" {
+		dir = ""
+	}
+	if dir != "" {
+		es, err := st.List(ctx, dir)
+		if err != nil {
+			return 0, err
+		}
+		if len(es) == 0 {
+			return 0, fmt.Errorf("--sink %s: no %s/ log there (is it a file sink's output directory?)", opts.Sink, dir)
+		}
+	}
+	latest, ok, err := sinklog.Latest(ctx, st, dir)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return -1, nil
+	}
+	return latest, nil
+}

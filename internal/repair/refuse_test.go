@@ -1,0 +1,288 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+func TestRefuseLiveQuery(t *testing.T) {
+	ctx := context.Background()
+	m := storage.NewMem()
+	buildScenario(t, "leftovers", m)
+	orig := snapshot(t, m)
+	for p := range orig {
+		if err := m.SetModTime(p, testNow.Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The query wrote offsets/7 thirty seconds ago.
+	if err := m.SetModTime("offsets/7", testNow.Add(-30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(ctx, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := execOpts()
+	o.ActiveWindow = DefaultActiveWindow
+	_, err = Execute(ctx, m, p, o)
+	var live *LiveError
+	if !errors.As(err, &live) || live.Path != "offsets/7" {
+		t.Fatalf("want a LiveError naming offsets/7, got %v", err)
+	}
+	if d := diffSnapshots(orig, snapshot(t, m)); d != "" {
+		t.Fatalf("a refused repair changed the checkpoint:\n%s", d)
+	}
+	if dirs := repairDirs(t, m); len(dirs) > 0 {
+		t.Errorf("a refused repair wrote a journal: %v", dirs)
+	}
+	// Older than the window: fine. --force: fine, with a warning.
+	o.ActiveWindow = 20 * time.Second
+	if _, err := Execute(ctx, cloneMem(t, m), p, o); err != nil {
+		t.Errorf("window 20s: %v", err)
+	}
+	o.ActiveWindow = DefaultActiveWindow
+	o.Force = true
+	j, err := Execute(ctx, m, p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Warnings) == 0 || !strings.Contains(j.Warnings[0], "--force") {
+		t.Errorf("--force gave no warning: %q", j.Warnings)
+	}
+}
+
+func TestRefuseLockHeld(t *testing.T) {
+	ctx := context.Background()
+	m := storage.NewMem()
+	buildScenario(t, "commits-ahead", m)
+	orig := snapshot(t, m)
+	other := []byte(`{"id":"20290101T000000Z-deadbeef","journal":"mem://x/_ckpt/repairs/20290101T000000Z-deadbeef","op":"repair","host":"elsewhere","pid":42,"acquired":"2029-01-01T00:00:00Z"}`)
+	if err := m.WriteFile(ctx, LockPath, other); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(ctx, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Execute(ctx, m, p, execOpts())
+	var locked *LockedError
+	if !errors.As(err, &locked) || locked.Holder.Host != "elsewhere" {
+		t.Fatalf("want a LockedError, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "ckpt repair resume") || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("the message does not tell the way out: %v", err)
+	}
+	if d := diffSnapshots(orig, snapshot(t, m)); d != "" {
+		t.Fatalf("a refused repair changed the checkpoint:\n%s", d)
+	}
+	if got, _ := m.ReadFile(ctx, LockPath); string(got) != string(other) {
+		t.Errorf("the other repair's lock was touched: %s", got)
+	}
+	o := execOpts()
+	o.Force = true
+	j, err := Execute(ctx, m, p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(j.Warnings, "\n"), "took over the repair lock held by repair 20290101T000000Z-deadbeef") {
+		t.Errorf("warnings: %q", j.Warnings)
+	}
+	if l, _ := ReadLock(ctx, m); l != nil {
+		t.Errorf("lock left: %+v", l)
+	}
+}
+
+// Two repairs racing for the lock: exactly one gets it (the store's no-overwrite write decides).
+func TestLockIsExclusive(t *testing.T) {
+	ctx := context.Background()
+	m := storage.NewMem()
+	a := Lock{ID: "a", Op: "repair"}
+	b := Lock{ID: "b", Op: "repair"}
+	if _, err := acquireLock(ctx, m, a, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acquireLock(ctx, m, b, false); err == nil {
+		t.Fatal("second lock acquired")
+	}
+	// The same repair (resume, undo) takes its own lock over.
+	if _, err := acquireLock(ctx, m, a, false); err != nil {
+		t.Fatalf("own lock: %v", err)
+	}
+	if err := releaseLock(ctx, m, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := ReadLock(ctx, m); l == nil || l.ID != "a" {
+		t.Fatalf("releasing someone else's lock removed it: %+v", l)
+	}
+}
+
+func TestRefuseSinkCommitted(t *testing.T) {
+	ctx := context.Background()
+	m := storage.NewMem()
+	// offsets 0..3 and 5, commits 0..3: offsets/5 is an uncommitted orphan past a gap. Without a
+	// sink, deleting it is the recommended repair.
+	buildScenario(t, "missing-previous-offsets", m)
+	p, err := NewPlan(ctx, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Strategy != StrategyDelete {
+		t.Fatalf("without a sink: strategy %s", p.Strategy)
+	}
+	// The file sink committed batch 5: batch 5 ran and wrote its output, only its commit is
+	// missing. Deleting offsets/5 would make Spark plan batch 5 again with new offsets, which the
+	// sink would skip as already committed.
+	sink := int64(5)
+	p, err = NewPlan(ctx, m, Options{Planner: recovery.Options{SinkLatest: &sink}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Choices {
+		if c.Strategy == StrategyDelete && (c.Feasible || !strings.Contains(c.Refusal, "file sink has already committed batch 5")) {
+			t.Errorf("delete with the sink at 5: feasible=%v refusal=%q", c.Feasible, c.Refusal)
+		}
+		if c.Strategy == StrategySparkProcedure && c.Feasible {
+			t.Errorf("spark-procedure with a file sink is feasible")
+		}
+	}
+	// The plan that keeps output exactly-once: offsets/4 as a copy of offsets/5, so batch 5
+	// re-runs over an empty range (the sink skips it anyway) and batch 6 continues after it.
+	if p.Strategy != StrategyCopyPrevious || p.Refused != "" {
+		t.Fatalf("with the sink: strategy %q refused %q", p.Strategy, p.Refused)
+	}
+	if p.After.Sink == nil || p.After.Sink.Status != recovery.SinkSkipsRerun {
+		t.Errorf("sink verdict after the plan: %+v", p.After.Sink)
+	}
+	// --strategy delete is refused outright.
+	p, err = NewPlan(ctx, m, Options{Planner: recovery.Options{SinkLatest: &sink}, Strategy: StrategyDelete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Refused == "" || len(p.Actions) != 0 {
+		t.Fatalf("--strategy delete with the sink at 5 was not refused: %+v", p.Actions)
+	}
+
+	// A single-way repair (a corrupt latest offsets file) with the sink past it is refused.
+	c := storage.NewMem()
+	buildScenario(t, "corrupt-latest-offsets-empty", c)
+	sink = 7
+	p, err = NewPlan(ctx, c, Options{Planner: recovery.Options{SinkLatest: &sink}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Refused == "" || len(p.Actions) != 0 {
+		t.Fatalf("deleting offsets/7 with the sink at 7 was not refused")
+	}
+}
+
+func TestConfine(t *testing.T) {
+	m := storage.NewMem()
+	ok := []string{"offsets/5", "commits/12", "offsets/.5.crc", "commits/.3.0f1e.tmp", ".metadata.crc", "offsets/+5"}
+	for _, p := range ok {
+		if err := Confine(m, p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	bad := []string{
+		"", "metadata", "sources/0/0", "state/0/0/1.delta", "offsets", "offsets/", "/offsets/5",
+		"../offsets/5", "offsets/../metadata", "offsets/../../etc/passwd", "offsets//5", "offsets/./5",
+		"offsets/5/..", `offsets\5`, "offsets/5\x00", "_ckpt/lock", "offsets/sub/5", "x/offsets/5",
+	}
+	for _, p := range bad {
+		err := Confine(m, p)
+		if !errors.Is(err, ErrOutside) || !errors.Is(err, storage.ErrInvalidPath) {
+			t.Errorf("%q: want ErrOutside, got %v", p, err)
+		}
+	}
+}
+
+// A plan whose action names a path outside what repair may touch is refused before any change,
+// whatever produced it (a journal edited by hand, a bug).
+func TestRefusePathEscape(t *testing.T) {
+	ctx := context.Background()
+	m := storage.NewMem()
+	buildScenario(t, "leftovers", m)
+	orig := snapshot(t, m)
+	for _, p := range []string{"../outside", "offsets/../metadata", "sources/0/0", "metadata"} {
+		plan := &Plan{Actions: []Action{{Op: OpDelete, Path: p, Before: "x"}}}
+		if _, err := Execute(ctx, m, plan, execOpts()); !errors.Is(err, ErrOutside) {
+			t.Errorf("%s: want ErrOutside, got %v", p, err)
+		}
+		copyPlan := &Plan{Actions: []Action{{Op: OpCopy, Path: "offsets/99", From: p}}}
+		if _, err := Execute(ctx, m, copyPlan, execOpts()); !errors.Is(err, ErrOutside) {
+			t.Errorf("copy from %s: want ErrOutside, got %v", p, err)
+		}
+	}
+	if d := diffSnapshots(orig, snapshot(t, m)); d != "" {
+		t.Fatalf("the checkpoint changed:\n%s", d)
+	}
+	if l, _ := ReadLock(ctx, m); l != nil || len(repairDirs(t, m)) > 0 {
+		t.Error("a refused plan took the lock or wrote a journal")
+	}
+}
+
+// On local disk, a log file or directory that is a symbolic link is refused, even when it points
+// inside the checkpoint: deleting or restoring through a link would act on another file.
+func TestRefuseSymlinks(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	outside := t.TempDir()
+	s, err := storage.NewLocal(filepath.Join(root, "ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildScenario(t, "leftovers", s)
+	target := filepath.Join(outside, "precious")
+	if err := os.WriteFile(target, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A leftover-looking temp file that is a link to a file outside the checkpoint.
+	link := filepath.Join(root, "ckpt", "offsets", ".9.3f0c2a9e-1b7d-4c55-9e61-0a2b4c6d8e11.tmp")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Confine(s, "offsets/.9.3f0c2a9e-1b7d-4c55-9e61-0a2b4c6d8e11.tmp"); !errors.Is(err, ErrOutside) {
+		t.Errorf("symlinked file: %v", err)
+	}
+	p, err := NewPlan(ctx, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Execute(ctx, s, p, execOpts())
+	if !errors.Is(err, ErrOutside) {
+		t.Fatalf("want ErrOutside for the symlinked temp file, got %v", err)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "keep me" {
+		t.Fatalf("the link target was touched: %q %v", b, err)
+	}
+	if _, err := os.Lstat(link); err != nil {
+		t.Fatalf("the link was removed: %v", err)
+	}
+
+	// commits/ itself is a link to a directory outside.
+	s2root := filepath.Join(root, "ckpt2")
+	s2, err := storage.NewLocal(s2root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildScenario(t, "commits-ahead", s2)
+	moved := filepath.Join(outside, "commits")
+	if err := os.Rename(filepath.Join(s2root, "commits"), moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, filepath.Join(s2root, "commits")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Confine(s2, "commits/7"); !errors.Is(err, ErrOutside) {
+		t.Errorf("symlinked directory: %v", err)
+	}
+}
