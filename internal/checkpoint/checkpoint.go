@@ -9,12 +9,14 @@
 package checkpoint
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -195,8 +197,13 @@ func loadLog(ctx context.Context, s storage.Store, dir string) (*Log, error) {
 // It is exported so that callers holding a listing (tests, the engine) can
 // build a Log without another List call.
 func NewLog(dir string, entries []storage.Entry) *Log {
-	l := &Log{Dir: dir, Files: make(map[int64]storage.Entry, len(entries))}
-	ids := make([]int64, 0, len(entries))
+	l := &Log{Dir: dir}
+	type batch struct {
+		id  int64
+		idx int // position in entries: a small element sorts fast
+	}
+	batches := make([]batch, 0, len(entries))
+	batchEntries := make([]storage.Entry, 0, len(entries))
 	for _, e := range entries {
 		name := e.Path
 		if i := strings.LastIndexByte(name, '/'); i >= 0 {
@@ -207,14 +214,8 @@ func NewLog(dir string, entries []storage.Entry) *Log {
 		case e.IsDir:
 			l.Others = append(l.Others, e)
 		case n.Kind == logformat.NameBatch:
-			// Two spellings of one id ("5" and "+5") cannot both be kept;
-			// Spark would list both and the later read wins. Keep the first.
-			if _, dup := l.Files[n.Batch]; dup {
-				l.Others = append(l.Others, e)
-				continue
-			}
-			l.Files[n.Batch] = e
-			ids = append(ids, n.Batch)
+			batches = append(batches, batch{n.Batch, len(batches)})
+			batchEntries = append(batchEntries, e)
 		case n.Kind == logformat.NameTemp:
 			l.Temps = append(l.Temps, e)
 		case n.Kind == logformat.NameChecksum:
@@ -223,8 +224,25 @@ func NewLog(dir string, entries []storage.Entry) *Log {
 			l.Others = append(l.Others, e)
 		}
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	l.IDs = ids
+	// Listings come sorted by name, not by number ("10" < "9").
+	slices.SortFunc(batches, func(a, b batch) int {
+		if c := cmp.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.idx, b.idx)
+	})
+	l.IDs = make([]int64, 0, len(batches))
+	l.Files = make(map[int64]storage.Entry, len(batches))
+	for i, b := range batches {
+		// Two spellings of one id ("5" and "+5"): keep the first, as one
+		// file can back a batch id; the other is reported as an oddity.
+		if i > 0 && b.id == batches[i-1].id {
+			l.Others = append(l.Others, batchEntries[b.idx])
+			continue
+		}
+		l.IDs = append(l.IDs, b.id)
+		l.Files[b.id] = batchEntries[b.idx]
+	}
 	return l
 }
 

@@ -1,12 +1,14 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -72,13 +74,22 @@ type BatchesOptions struct {
 	Parallelism int
 }
 
-type tp struct {
-	topic string
-	part  int32
+// ends are the Kafka ranges of one batch per source index, sorted by topic and partition: the
+// next batch looks its starts up there.
+type ends map[int][]PartitionRange
+
+// lookup finds the end offset of topic/part in sorted ranges.
+func lookup(rs []PartitionRange, topic string, part int32) (int64, bool) {
+	i, found := slices.BinarySearchFunc(rs, PartitionRange{Topic: topic, Partition: part}, comparePartitions)
+	if !found {
+		return 0, false
+	}
+	return rs[i].End, true
 }
 
-// ends are the Kafka end offsets of one batch, per source index.
-type ends map[int]map[tp]int64
+func comparePartitions(a, b PartitionRange) int {
+	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+}
 
 // batchChunk bounds how many offsets files are held in memory at once.
 const batchChunk = 2048
@@ -177,8 +188,7 @@ func readOffsets(ctx context.Context, store storage.Store, cp *checkpoint.Checkp
 func batchRow(po parsedOffsets, committed bool, prev ends) (BatchRow, ends) {
 	row := BatchRow{ID: po.id, HasOffsets: true, Committed: committed, Sources: []BatchSource{}}
 	if po.err != nil {
-		row.Problem = asProblem(po.err)
-		if row.Problem == nil {
+		if row.Problem = asProblem(po.err); row.Problem == nil {
 			row.Problem = &Problem{File: fmt.Sprintf("offsets/%d", po.id), Kind: "unreadable", Message: po.err.Error()}
 		}
 		return row, nil
@@ -192,7 +202,7 @@ func batchRow(po parsedOffsets, committed bool, prev ends) (BatchRow, ends) {
 	var total int64
 	known, anyKafka := true, false
 	for i, s := range po.seq.Sources {
-		kind, kafka, _ := offsetKind(fmt.Sprintf("offsets/%d", po.id), s.JSON, s.Void)
+		kind, kafka, _ := offsetKind("", s.JSON, s.Void)
 		bs := BatchSource{Index: i, Kind: kind}
 		if kind != SourceKafka {
 			bs.Offset = rawJSON(s.JSON, s.Void)
@@ -200,7 +210,8 @@ func batchRow(po parsedOffsets, committed bool, prev ends) (BatchRow, ends) {
 			continue
 		}
 		anyKafka = true
-		bs.Partitions, bs.Records, cur[i] = kafkaRanges(*kafka, prev[i])
+		bs.Partitions, bs.Records = kafkaRanges(*kafka, prev[i])
+		cur[i] = bs.Partitions
 		if bs.Records == nil {
 			known = false
 		} else {
@@ -214,40 +225,38 @@ func batchRow(po parsedOffsets, committed bool, prev ends) (BatchRow, ends) {
 	return row, cur
 }
 
-// kafkaRanges pairs a batch's end offsets with the previous ones.
-func kafkaRanges(k logformat.KafkaOffsets, prev map[tp]int64) ([]PartitionRange, *int64, map[tp]int64) {
-	cur := map[tp]int64{}
-	var out []PartitionRange
-	var total int64
-	known := true
+// kafkaRanges pairs a batch's end offsets with the previous batch's, sorted.
+func kafkaRanges(k logformat.KafkaOffsets, prev []PartitionRange) ([]PartitionRange, *int64) {
+	n := 0
+	for _, t := range k.Topics {
+		n += len(t.Partitions)
+	}
+	out := make([]PartitionRange, 0, n)
 	for _, t := range k.Topics {
 		for _, p := range t.Partitions {
-			key := tp{t.Topic, p.Partition}
-			cur[key] = p.Offset
-			pr := PartitionRange{Topic: t.Topic, Partition: p.Partition, End: p.Offset}
-			if s, ok := prev[key]; ok && s >= 0 {
-				pr.Start = ptr(s)
-				pr.Records = ptr(p.Offset - s)
-				total += p.Offset - s
-			} else {
-				known = false
-			}
-			out = append(out, pr)
+			out = append(out, PartitionRange{Topic: t.Topic, Partition: p.Partition, End: p.Offset})
 		}
 	}
-	slices.SortFunc(out, func(a, b PartitionRange) int {
-		if a.Topic != b.Topic {
-			if a.Topic < b.Topic {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Partition) - int(b.Partition)
-	})
-	if !known || len(out) == 0 {
-		return out, nil, cur
+	if !slices.IsSortedFunc(out, comparePartitions) {
+		slices.SortFunc(out, comparePartitions)
 	}
-	return out, ptr(total), cur
+	var total int64
+	known := len(out) > 0
+	// One allocation for every start and count of the batch instead of two per partition.
+	vals := make([]int64, 2*len(out))
+	for i := range out {
+		if s, ok := lookup(prev, out[i].Topic, out[i].Partition); ok && s >= 0 {
+			vals[2*i], vals[2*i+1] = s, out[i].End-s
+			out[i].Start, out[i].Records = &vals[2*i], &vals[2*i+1]
+			total += vals[2*i+1]
+		} else {
+			known = false
+		}
+	}
+	if !known {
+		return out, nil
+	}
+	return out, ptr(total)
 }
 
 // initialEnds reads the Kafka initial offsets of each Kafka source of batch 0: where batch 0
@@ -270,13 +279,7 @@ func initialEnds(ctx context.Context, cp *checkpoint.Checkpoint, seq *logformat.
 		if err != nil {
 			continue // reported by the summary; here the start is just unknown
 		}
-		m := map[tp]int64{}
-		for _, t := range init.Offsets.Topics {
-			for _, p := range t.Partitions {
-				m[tp{t.Topic, p.Partition}] = p.Offset
-			}
-		}
-		out[i] = m
+		out[i], _ = kafkaRanges(init.Offsets, nil)
 	}
 	return out, nil
 }

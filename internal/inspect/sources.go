@@ -83,18 +83,21 @@ type FileSource struct {
 }
 
 // offsetKind classifies one offset line. Kafka offsets are the only JSON objects of objects of
-// integers; file source offsets are {"logOffset":n}.
+// integers; file source offsets are {"logOffset":n}. The likely parser runs first: this is on the
+// path of --batches, once per offsets file.
 func offsetKind(file, line string, void bool) (kind string, kafka *logformat.KafkaOffsets, logOffset int64) {
 	if void {
 		return SourceNone, nil, 0
 	}
 	t := strings.TrimSpace(line)
 	if strings.HasPrefix(t, "{") {
+		if !strings.HasPrefix(t, `{"logOffset"`) {
+			if k, err := logformat.ParseKafkaOffsets(file, line); err == nil {
+				return SourceKafka, &k, 0
+			}
+		}
 		if n, err := logformat.ParseFileSourceOffset(file, line); err == nil {
 			return SourceFile, nil, n
-		}
-		if k, err := logformat.ParseKafkaOffsets(file, line); err == nil {
-			return SourceKafka, &k, 0
 		}
 		return SourceUnknown, nil, 0
 	}

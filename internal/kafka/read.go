@@ -225,11 +225,6 @@ func (t *task) run(ctx context.Context, fn func(p logformat.TopicPartition, rows
 				if rec.Offset < t.next {
 					continue // a batch can start before the requested offset
 				}
-				if rec.Offset >= t.r.Until {
-					t.next = t.r.Until
-					done = true
-					return
-				}
 				if rec.Offset > t.next && fp.LogStartOffset > t.next {
 					// Below the log start: aged out or deleted, not merely invisible (compacted,
 					// aborted), which Spark tells apart the same way.
@@ -238,7 +233,12 @@ func (t *task) run(ctx context.Context, fn func(p logformat.TopicPartition, rows
 						gapErr = &DataLossError{Kind: LossMissingRecords, Message: executorMessage(msg, s.groupID, tp, true), Partitions: []logformat.TopicPartition{tp}}
 						return
 					}
-					s.warn(executorMessage(fmt.Sprintf("Skip missing records in [%d, %d)", t.next, rec.Offset), s.groupID, tp, false))
+					s.warn(executorMessage(fmt.Sprintf("Skip missing records in [%d, %d)", t.next, min(rec.Offset, t.r.Until)), s.groupID, tp, false))
+				}
+				if rec.Offset >= t.r.Until {
+					t.next = t.r.Until
+					done = true
+					return
 				}
 				t.next = rec.Offset + 1
 				progressed = true

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/cmd/broker"
 	"github.com/ckpt-dev/ckpt/internal/cmd/doctor"
 	"github.com/ckpt-dev/ckpt/internal/cmd/inspect"
 	"github.com/ckpt-dev/ckpt/internal/cmd/repair"
@@ -18,6 +19,7 @@ func commands(env *cli.Env) []*cobra.Command {
 		doctor.NewCmd(env, nil),
 		repair.NewCmd(env, nil),
 		run.NewCmd(env, nil),
+		broker.NewCmd(env),
 		version.NewCmd(env),
 	}
 }
