@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -9,12 +11,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/creack/pty"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/ckpt-dev/ckpt/internal/scenario"
+	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // Script commands of `ckpt repair`'s tests (testdata/script/repair*.txtar).
@@ -75,6 +84,62 @@ func init() {
 			ts.Fatalf("repairdir: %d repair directories, want 1", len(des))
 		}
 		ts.Setenv(args[1], filepath.ToSlash(filepath.Join(args[0], "_ckpt", "repairs", des[0].Name())))
+	}
+	// s3probe puts an executable ckpt-s3-ok on the script's PATH when a test S3 server is
+	// configured (CKPT_TEST_S3_ENDPOINT), so that a script can say
+	// [!exec:ckpt-s3-ok] skip: testscript has no condition on environment variables.
+	scriptCmds["s3probe"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 0 {
+			ts.Fatalf("usage: s3probe")
+		}
+		if ts.Getenv("CKPT_TEST_S3_ENDPOINT") == "" {
+			if ts.Getenv("CI") != "" {
+				ts.Fatalf("CI must not skip S3 tests: eval \"$(.ci/s3.sh start)\"")
+			}
+			return
+		}
+		dir := ts.MkAbs(".s3bin")
+		ts.Check(os.MkdirAll(dir, 0o755))
+		ts.Check(os.WriteFile(filepath.Join(dir, "ckpt-s3-ok"), []byte("#!/bin/sh\nexit 0\n"), 0o755))
+		ts.Setenv("PATH", dir+string(filepath.ListSeparator)+ts.Getenv("PATH"))
+	}
+	// mks3scenario NAME VAR builds scenario NAME into a fresh bucket of the test S3 server
+	// (CKPT_TEST_S3_*) and sets $VAR to its s3:// location. Scripts using it skip without a server.
+	scriptCmds["mks3scenario"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: mks3scenario NAME VAR")
+		}
+		sc, ok := scenario.Get(args[0])
+		if !ok {
+			ts.Fatalf("mks3scenario: no scenario %q", args[0])
+		}
+		ctx := context.Background()
+		client := s3.New(s3.Options{
+			BaseEndpoint: aws.String(ts.Getenv("CKPT_TEST_S3_ENDPOINT")),
+			UsePathStyle: true,
+			Region:       "us-east-1",
+			Credentials:  credentials.NewStaticCredentialsProvider(ts.Getenv("CKPT_TEST_S3_ACCESS_KEY"), ts.Getenv("CKPT_TEST_S3_SECRET_KEY"), ""),
+		})
+		var rnd [6]byte
+		_, _ = rand.Read(rnd[:])
+		bucket := fmt.Sprintf("ckpt-script-%x", rnd)
+		_, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+		ts.Check(err)
+		st := storage.NewS3FromClient(client, bucket, "ckpt")
+		ts.Check(sc.WriteTo(ctx, st))
+		ts.Setenv(args[1], st.URI())
+	}
+	// setfromstdout VAR REGEXP sets $VAR to the first submatch of REGEXP in the last command's
+	// stdout (a journal location a repair printed, on stores scripts cannot list).
+	scriptCmds["setfromstdout"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: setfromstdout VAR REGEXP")
+		}
+		m := regexp.MustCompile(args[1]).FindStringSubmatch(ts.ReadFile("stdout"))
+		if len(m) < 2 {
+			ts.Fatalf("setfromstdout: no match for %s", args[1])
+		}
+		ts.Setenv(args[0], m[1])
 	}
 	// ptyrun ANSWER PROG ARGS... runs PROG on a pseudo-terminal (stdin and stdout are a TTY), types
 	// ANSWER and a newline once PROG asks "[y/N]", and leaves what PROG printed in stdout. It tests

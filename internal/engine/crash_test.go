@@ -59,7 +59,7 @@ type crashScenario struct {
 	// exactly: 0 lost and 0 duplicated; otherwise duplicates only inside predicted re-runs.
 	exactly bool
 	// output returns how often each input record ("in/p/i") reached the sink.
-	output func(t *testing.T) map[string]int
+	output    func(t *testing.T) map[string]int
 	sinkStore func(t *testing.T) storage.Store
 }
 
@@ -79,15 +79,23 @@ func TestCrashMatrix(t *testing.T) {
 	const parts = 3
 	b := startBroker(t, broker.TopicSpec{Name: "in", Partitions: parts},
 		broker.TopicSpec{Name: "eo", Partitions: 2}, broker.TopicSpec{Name: "alo", Partitions: 2})
-	for p := int32(0); p < parts; p++ {
-		produce(t, b.Addr(), "in", p, 0, perPartition)
+	// The input arrives in rounds, one before each run, so that every run has batches to do.
+	rounds := kills + 4
+	chunk := perPartition / rounds
+	perPartition = chunk * rounds
+	produced := 0
+	produceRound := func() {
+		for p := int32(0); p < parts; p++ {
+			produce(t, b.Addr(), "in", p, produced, chunk)
+		}
+		produced += chunk
 	}
 	total := parts * perPartition
 
 	fileOut := t.TempDir()
 	scenarios := []*crashScenario{
 		{name: "file", exactly: true,
-			sink: []string{"--sink", "json", "--sink-option", "path=" + fileOut, "--select", "CAST(value AS STRING) AS value", "--select", "offset"},
+			sink:   []string{"--sink", "json", "--sink-option", "path=" + fileOut, "--select", "CAST(value AS STRING) AS value", "--select", "offset"},
 			output: func(t *testing.T) map[string]int { return readFileSink(t, fileOut) },
 			sinkStore: func(t *testing.T) storage.Store {
 				s, err := storage.NewLocal(fileOut)
@@ -97,18 +105,25 @@ func TestCrashMatrix(t *testing.T) {
 				return s
 			}},
 		{name: "kafka-exactly-once", exactly: true,
-			sink: []string{"--sink", "kafka", "--sink-option", "kafka.bootstrap.servers=" + b.Addr(), "--sink-option", "topic=eo", "--sink-option", "exactlyOnce=true", "--select", "value"},
+			sink:   []string{"--sink", "kafka", "--sink-option", "kafka.bootstrap.servers=" + b.Addr(), "--sink-option", "topic=eo", "--sink-option", "exactlyOnce=true", "--select", "value"},
 			output: func(t *testing.T) map[string]int { return readTopic(t, b.Addr(), "eo", true) }},
 		{name: "kafka-at-least-once",
-			sink: []string{"--sink", "kafka", "--sink-option", "kafka.bootstrap.servers=" + b.Addr(), "--sink-option", "topic=alo", "--select", "value"},
+			sink:   []string{"--sink", "kafka", "--sink-option", "kafka.bootstrap.servers=" + b.Addr(), "--sink-option", "topic=alo", "--select", "value"},
 			output: func(t *testing.T) map[string]int { return readTopic(t, b.Addr(), "alo", false) }},
 	}
+	// The scenarios run one after the other, each over the same input, produced round by round
+	// during the first.
 	for i, sc := range scenarios {
+		first := i == 0
+		round := func() {
+			if first {
+				produceRound()
+			}
+		}
 		t.Run(sc.name, func(t *testing.T) {
-			t.Parallel()
 			ckpt := t.TempDir()
 			base := []string{"run", "--source", "kafka", "--option", "kafka.bootstrap.servers=" + b.Addr(), "--option", "subscribe=in",
-				"--option", "startingOffsets=earliest", "--option", "maxOffsetsPerTrigger=150", "--trigger", "availableNow", "--checkpoint", ckpt}
+				"--option", "startingOffsets=earliest", "--option", "maxOffsetsPerTrigger=20", "--trigger", "availableNow", "--checkpoint", ckpt}
 			base = append(base, sc.sink...)
 			rng := rand.New(rand.NewSource(int64(42 + i)))
 			var allowed []recovery.PartitionRange // at-least-once: where duplicates may be
@@ -139,10 +154,11 @@ func TestCrashMatrix(t *testing.T) {
 			killed, failed := 0, 0
 			// Random SIGKILLs.
 			for k := 0; k < kills; k++ {
-				delay := time.Duration(10+rng.Intn(150)) * time.Millisecond
+				delay := time.Duration(5+rng.Intn(60)) * time.Millisecond
 				if raceEnabled {
 					delay *= 4
 				}
+				round()
 				if runKilled(t, base, delay) {
 					killed++
 				}
@@ -150,6 +166,7 @@ func TestCrashMatrix(t *testing.T) {
 			}
 			// --fail-at at every phase, each on the batch after the next.
 			for _, phase := range []string{PhaseAfterOffsets, PhaseMidSink, PhaseBeforeCommit} {
+				round()
 				n := nextBatch() + 1
 				out, code := runCkpt(t, append(base, "--fail-at", fmt.Sprintf("batch=%d,phase=%s", n, phase)), 60*time.Second)
 				if code == FailExitCode {
@@ -160,6 +177,7 @@ func TestCrashMatrix(t *testing.T) {
 				predict()
 			}
 			// Run to the end.
+			round()
 			if out, code := runCkpt(t, base, 120*time.Second); code != 0 {
 				t.Fatalf("final run: exit %d\n%s", code, out)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"runtime"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/transform"
 )
 
@@ -183,6 +185,7 @@ func (e *Engine) start(ctx context.Context) error {
 			return fmt.Errorf("Error reading stream metadata from %s: %w", cp.SparkPath(checkpoint.FileMetadata), err)
 		}
 		if m.ID != e.queryID {
+			//lint:ignore ST1005 Spark's exact text
 			return fmt.Errorf("Multiple streaming queries are concurrently using metadata")
 		}
 	} else {
@@ -190,6 +193,7 @@ func (e *Engine) start(ctx context.Context) error {
 		m := &logformat.StreamMetadata{ID: e.queryID}
 		if err := store.WriteFile(ctx, checkpoint.FileMetadata, m.Marshal()); err != nil {
 			if errors.Is(err, fs.ErrExist) {
+				//lint:ignore ST1005 Spark's exact text
 				return errors.New("Multiple streaming queries are concurrently using metadata")
 			}
 			return err
@@ -220,6 +224,13 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	if plan.Failed() {
 		return &RefusedError{Plan: plan, Checkpoint: store.URI()}
+	}
+
+	// Leftovers of this engine's interrupted atomic writes (a crash between the temporary file
+	// and the rename: ".<name>.<uuid>.tmp") are never read by Spark; remove them so that the
+	// checkpoint stays clean.
+	if err := e.removeTemps(ctx, cp); err != nil {
+		return err
 	}
 
 	latest, hasOffsets := cp.Offsets.Latest()
@@ -270,6 +281,30 @@ func (e *Engine) start(ctx context.Context) error {
 	return nil
 }
 
+func (e *Engine) removeTemps(ctx context.Context, cp *checkpoint.Checkpoint) error {
+	var temps []storage.Entry
+	for _, l := range []*checkpoint.Log{cp.Offsets, cp.Commits} {
+		temps = append(temps, l.Temps...)
+	}
+	src, err := e.opts.Store.List(ctx, checkpoint.DirSources+"/0")
+	if err != nil {
+		return err
+	}
+	for _, en := range append(slices.Clone(cp.Root), src...) {
+		name := path.Base(en.Path)
+		if !en.IsDir && strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") {
+			temps = append(temps, en)
+		}
+	}
+	for _, tmp := range temps {
+		if err := e.opts.Store.Delete(ctx, tmp.Path); err != nil {
+			return err
+		}
+		e.logf("Removed %s, left by an interrupted write", tmp.Path)
+	}
+	return nil
+}
+
 func isNull(m json.RawMessage) bool {
 	s := strings.TrimSpace(string(m))
 	return s == "" || s == "null"
@@ -278,6 +313,7 @@ func isNull(m json.RawMessage) bool {
 func checkSourceCount(seq *logformat.OffsetSeq) error {
 	if len(seq.Sources) != 1 {
 		// OffsetSeq.toStreamProgress
+		//lint:ignore ST1005 Spark's exact text
 		return fmt.Errorf("java.lang.AssertionError: assertion failed: There are [%d] sources in the checkpoint offsets and now there are [1] sources requested by the query. Cannot continue.", len(seq.Sources))
 	}
 	return nil
@@ -307,6 +343,7 @@ func (e *Engine) initialOffsets(ctx context.Context) (logformat.KafkaOffsets, er
 	case err == nil:
 		k, err := logformat.ParseKafkaInitialOffsets(initialOffsetsPath, data)
 		if err != nil {
+			//lint:ignore ST1005 Spark's exact text
 			return logformat.KafkaOffsets{}, fmt.Errorf("Failed to read log file %s. %w", initialOffsetsPath, err)
 		}
 		e.initial = &k.Offsets
@@ -320,6 +357,7 @@ func (e *Engine) initialOffsets(ctx context.Context) (logformat.KafkaOffsets, er
 	}
 	if err := store.WriteFile(ctx, initialOffsetsPath, logformat.MarshalKafkaInitialOffsets(o)); err != nil {
 		if errors.Is(err, fs.ErrExist) {
+			//lint:ignore ST1005 Spark's exact text
 			return logformat.KafkaOffsets{}, fmt.Errorf("Multiple streaming queries are concurrently using %s", checkpoint.DirSources+"/0")
 		}
 		return logformat.KafkaOffsets{}, err
@@ -374,6 +412,10 @@ func (e *Engine) loop(ctx context.Context) error {
 			stop, err := e.execute(ctx, b)
 			if err != nil || stop {
 				return err
+			}
+			if e.opts.MaxBatches > 0 && e.stats.Batches >= e.opts.MaxBatches {
+				e.stats.Stopped = "max-batches"
+				return nil
 			}
 		}
 		switch kind {
@@ -523,17 +565,37 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 	}
 
 	t := e.clock.Now()
-	batch, err := e.read(bctx, b.id, from, b.end)
+	var midSink func()
+	if f := e.opts.FailAt; f != nil && f.Batch == b.id && f.Phase == PhaseMidSink {
+		midSink = func() { e.failAt(b.id, PhaseMidSink) }
+	}
+	var stream StreamingSink
+	if s, ok := e.sink.(StreamingSink); ok && s.Streams() {
+		stream = s
+	}
+	readMid := midSink
+	if m, ok := stream.(interface{ SetMidSink(func()) }); ok && midSink != nil {
+		m.SetMidSink(midSink) // the sink knows when part of the batch is durable
+		readMid = nil
+	}
+	batch, err := e.read(bctx, b.id, from, b.end, stream, readMid)
+	if stream != nil {
+		if ferr := stream.FinishBatch(bctx, b.id); err == nil {
+			err = ferr
+		}
+	}
 	if err != nil {
 		return abandoned(err)
 	}
-	if f := e.opts.FailAt; f != nil && f.Batch == b.id && f.Phase == PhaseMidSink {
-		batch.MidSink = func() { e.failAt(b.id, PhaseMidSink) }
+	if stream == nil {
+		batch.MidSink = midSink
+		if err := e.sink.AddBatch(bctx, batch); err != nil {
+			return abandoned(err)
+		}
 	}
-	if err := e.sink.AddBatch(bctx, batch); err != nil {
-		return abandoned(err)
+	if midSink != nil {
+		midSink() // a sink that never called it (nothing to write): crash here
 	}
-	batch.midSink() // a sink that never called it (nothing to write): crash here
 	dur["addBatch"] = e.clock.Now().Sub(t).Milliseconds()
 	e.failAt(b.id, PhaseBeforeCommit)
 
@@ -632,13 +694,21 @@ func lagMetrics(end, latest logformat.KafkaOffsets) map[string]string {
 	}
 }
 
-// read reads (from, end] of every partition in parallel and applies the transform.
-func (e *Engine) read(ctx context.Context, id int64, from, end logformat.KafkaOffsets) (*Batch, error) {
+// read reads (from, end] of every partition in parallel and applies the transform. With a
+// streaming sink (stream != nil) each transformed chunk goes to it at once and the returned
+// batch holds only the counts.
+func (e *Engine) read(ctx context.Context, id int64, from, end logformat.KafkaOffsets, stream StreamingSink, midSink func()) (*Batch, error) {
 	prog := e.q.Program
 	identity := prog.Identity()
 	project := prog.Projects()
+	sel, plainSel := prog.KafkaSelection()
+	if plainSel {
+		project = false // keep the rows unboxed; Part.Select picks the columns
+		identity = !prog.HasFilter()
+	}
 	var mu sync.Mutex
-	var inputRows atomic.Int64
+	var inputRows, outputRows atomic.Int64
+	var midOnce sync.Once
 	parts := map[logformat.TopicPartition]*Part{}
 	err := e.src.Read(ctx, from, end, e.parallelism, func(tp logformat.TopicPartition, rows []transform.Row) error {
 		inputRows.Add(int64(len(rows)))
@@ -668,11 +738,25 @@ func (e *Engine) read(ctx context.Context, id int64, from, end logformat.KafkaOf
 				}
 			}
 		}
+		if stream != nil {
+			chunk := &Part{Topic: tp.Topic, Partition: tp.Partition, Rows: kept, Values: values, Select: sel}
+			if project && values == nil {
+				chunk.Values = [][]any{}
+			}
+			if err := stream.WritePart(ctx, id, prog.Columns(), chunk); err != nil {
+				return err
+			}
+			outputRows.Add(int64(chunk.Len()))
+			if midSink != nil && chunk.Len() > 0 {
+				midOnce.Do(midSink)
+			}
+			return nil
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		p := parts[tp]
 		if p == nil {
-			p = &Part{Topic: tp.Topic, Partition: tp.Partition}
+			p = &Part{Topic: tp.Topic, Partition: tp.Partition, Select: sel}
 			parts[tp] = p
 		}
 		if project {
@@ -696,7 +780,7 @@ func (e *Engine) read(ctx context.Context, id int64, from, end logformat.KafkaOf
 	if err != nil {
 		return nil, err
 	}
-	b := &Batch{ID: id, Columns: prog.Columns(), InputRows: inputRows.Load()}
+	b := &Batch{ID: id, Columns: prog.Columns(), InputRows: inputRows.Load(), NumRows: outputRows.Load()}
 	for _, p := range parts {
 		if p.Len() == 0 {
 			continue
@@ -712,4 +796,3 @@ func (e *Engine) read(ctx context.Context, id int64, from, end logformat.KafkaOf
 	})
 	return b, nil
 }
-

@@ -215,6 +215,7 @@ func TestProcessingTimeCadence(t *testing.T) {
 	sink := &collectSinkHook{}
 	sink.after = func(id int64) {
 		if id == 1 {
+			produce(t, b.Addr(), "c", 0, 200, 1)
 			clock.Advance(25 * time.Second) // batch 1 overruns its interval
 		}
 	}
@@ -238,9 +239,8 @@ func TestProcessingTimeCadence(t *testing.T) {
 		}
 		clock.Advance(d)
 	}
-	step(true, 6500*time.Millisecond)  // batch 0 at t0; next trigger at the boundary +6.5 s
-	step(false, 10*time.Second)        // trigger at +16.5 s: no data, no batch
-	step(true, 10*time.Second)         // +26.5 s: batch 1, which overruns by 25 s; batch 2 follows at once
+	step(false, 6500*time.Millisecond) // batch 0 ran at t0; the next trigger is the boundary at +6.5 s: no data, no batch
+	step(true, 10*time.Second)         // +16.5 s: batch 1, which overruns by 25 s; batch 2 follows at once
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestProcessingTimeCadence(t *testing.T) {
 	for id := int64(0); id < 3; id++ {
 		ts = append(ts, readOffsets(t, store, id).Metadata.BatchTimestampMs-t0.UnixMilli())
 	}
-	if want := []int64{0, 26500, 51500}; !slices.Equal(ts, want) {
+	if want := []int64{0, 16500, 41500}; !slices.Equal(ts, want) {
 		t.Errorf("batch timestamps relative to t0 = %v, want %v", ts, want)
 	}
 }

@@ -120,7 +120,7 @@ func (c *collectSink) values() []string {
 			var buf []any
 			for i := 0; i < p.Len(); i++ {
 				buf = p.Row(i, buf[:0])
-				out = append(out, fmt.Sprint(showValue(buf[1])))
+				out = append(out, string(buf[1].([]byte)))
 			}
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/kafka"
@@ -60,9 +62,9 @@ func kafkaDescription(o *kafka.SourceOptions) string {
 	}
 }
 
-func (k *kafkaSource) Description() string             { return k.desc }
+func (k *kafkaSource) Description() string            { return k.desc }
 func (k *kafkaSource) PrepareForTriggerAvailableNow() { k.s.PrepareForTriggerAvailableNow() }
-func (k *kafkaSource) Close()                          { k.s.Close() }
+func (k *kafkaSource) Close()                         { k.s.Close() }
 
 func (k *kafkaSource) DefaultReadLimit() ReadLimit {
 	l := k.o.DefaultReadLimit()
@@ -104,6 +106,24 @@ type KafkaSink struct {
 	topic       string
 	exactlyOnce bool
 	rows        int64
+
+	once     sync.Once
+	sem      chan struct{}
+	inflight sync.WaitGroup
+	errMu    sync.Mutex
+	err      error
+	pendMu   sync.Mutex
+	pending  []kafka.OutRow
+	midMu    sync.Mutex
+	mid      func()
+}
+
+// SetMidSink arms the --fail-at mid-sink hook for the next streamed batch: it runs once the first
+// chunk's records are acknowledged.
+func (k *KafkaSink) SetMidSink(f func()) {
+	k.midMu.Lock()
+	k.mid = f
+	k.midMu.Unlock()
 }
 
 // NewKafkaSink connects the Kafka sink for the query with id queryID.
@@ -129,9 +149,6 @@ func (k *KafkaSink) Description() string {
 // Close releases the producer.
 func (k *KafkaSink) Close() error { k.s.Close(); return nil }
 
-// OutputRows is the number of records the last batch produced.
-func (k *KafkaSink) OutputRows(*Batch) int64 { return k.rows }
-
 // AddBatch produces the batch. With --fail-at mid-sink an at-least-once sink writes the first
 // half of the rows and then crashes; an exactly-once sink crashes while its transaction is open.
 func (k *KafkaSink) AddBatch(ctx context.Context, b *Batch) error {
@@ -139,7 +156,7 @@ func (k *KafkaSink) AddBatch(ctx context.Context, b *Batch) error {
 	if err != nil {
 		return err
 	}
-	k.rows = int64(len(rows))
+	atomic.StoreInt64(&k.rows, int64(len(rows)))
 	if b.MidSink != nil {
 		if !k.exactlyOnce {
 			half := len(rows) / 2
@@ -149,33 +166,176 @@ func (k *KafkaSink) AddBatch(ctx context.Context, b *Batch) error {
 			b.midSink()
 			return k.s.AddBatch(ctx, b.ID, rows[half:])
 		}
+		// The transaction cannot be split: crash while it is open if it takes longer than a
+		// millisecond, else right after it committed.
 		mid := b.MidSink
 		b.MidSink = nil
 		t := time.AfterFunc(time.Millisecond, mid)
-		defer t.Stop()
+		err := k.s.AddBatch(ctx, b.ID, rows)
+		t.Stop()
+		mid()
+		return err
 	}
 	return k.s.AddBatch(ctx, b.ID, rows)
 }
 
+// Streams is true for the at-least-once sink: records are produced while the batch is read.
+func (k *KafkaSink) Streams() bool { return !k.exactlyOnce }
+
+// maxInFlight bounds the chunks being produced at once by the streaming sink.
+const maxInFlight = 16
+
+// WritePart starts producing one chunk of the batch; FinishBatch waits for the
+// acknowledgements. Reading goes on meanwhile.
+func (k *KafkaSink) WritePart(ctx context.Context, id int64, cols []transform.Column, p *Part) error {
+	rows, err := kafkaOutRows(&Batch{ID: id, Columns: cols, Parts: []Part{*p}, NumRows: int64(p.Len())})
+	if err != nil {
+		return err
+	}
+	atomic.AddInt64(&k.rows, int64(len(rows)))
+	k.pendMu.Lock()
+	if k.pending == nil {
+		k.pending = make([]kafka.OutRow, 0, flushRows+len(rows))
+	}
+	k.pending = append(k.pending, rows...)
+	if len(k.pending) < flushRows {
+		k.pendMu.Unlock()
+		return k.firstErr()
+	}
+	rows = k.pending
+	k.pending = nil
+	k.pendMu.Unlock()
+	return k.produce(ctx, id, rows)
+}
+
+// flushRows is how many rows the streaming sink gathers before producing them.
+const flushRows = 20_000
+
+func (k *KafkaSink) firstErr() error {
+	k.errMu.Lock()
+	defer k.errMu.Unlock()
+	return k.err
+}
+
+func (k *KafkaSink) produce(ctx context.Context, id int64, rows []kafka.OutRow) error {
+	k.once.Do(func() { k.sem = make(chan struct{}, maxInFlight) })
+	select {
+	case k.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	k.inflight.Add(1)
+	go func() {
+		defer k.inflight.Done()
+		defer func() { <-k.sem }()
+		if err := k.s.AddBatch(ctx, id, rows); err != nil {
+			k.errMu.Lock()
+			if k.err == nil {
+				k.err = err
+			}
+			k.errMu.Unlock()
+			return
+		}
+		k.midMu.Lock()
+		mid := k.mid
+		k.mid = nil
+		k.midMu.Unlock()
+		if mid != nil {
+			mid() // --fail-at mid-sink: some records of the batch are acknowledged
+		}
+	}()
+	k.errMu.Lock()
+	defer k.errMu.Unlock()
+	return k.err
+}
+
+// FinishBatch waits for every chunk of the batch.
+func (k *KafkaSink) FinishBatch(ctx context.Context, id int64) error {
+	k.pendMu.Lock()
+	rows := k.pending
+	k.pending = nil
+	k.pendMu.Unlock()
+	if len(rows) > 0 {
+		_ = k.produce(ctx, id, rows)
+	}
+	k.inflight.Wait()
+	k.errMu.Lock()
+	defer k.errMu.Unlock()
+	err := k.err
+	k.err = nil
+	return err
+}
+
+// OutputRows is the number of records the last batch produced.
+func (k *KafkaSink) OutputRows(*Batch) int64 { return atomic.SwapInt64(&k.rows, 0) }
+
 func kafkaOutRows(b *Batch) ([]kafka.OutRow, error) {
 	out := make([]kafka.OutRow, 0, b.NumRows)
-	idx := map[string]int{}
+	ix := struct{ key, value, topic, partition, headers int }{-1, -1, -1, -1, -1}
 	for i, c := range b.Columns {
-		idx[c.Name] = i
+		switch c.Name {
+		case "key":
+			ix.key = i
+		case "value":
+			ix.value = i
+		case "topic":
+			ix.topic = i
+		case "partition":
+			ix.partition = i
+		case "headers":
+			ix.headers = i
+		}
 	}
 	var buf []any
 	for pi := range b.Parts {
 		p := &b.Parts[pi]
-		if p.Values == nil {
+		if p.Values == nil && p.Select == nil {
 			for i := range p.Rows {
 				r := &p.Rows[i]
 				part := r.Partition
 				o := kafka.OutRow{Key: r.Key, Value: r.Value, Topic: r.Topic, Partition: &part}
 				if r.Headers != nil {
-					o.Headers = make([]kafka.Header, len(r.Headers))
-					for j, h := range r.Headers {
-						o.Headers[j] = kafka.Header{Key: h.Key, Value: h.Value}
-					}
+					o.Headers = kafkaHeaders(r.Headers)
+				}
+				out = append(out, o)
+			}
+			continue
+		}
+		if p.Values == nil {
+			// A selection of Kafka columns: map output names to the rows' fields unboxed.
+			src := struct{ key, value, topic, partition, headers int }{-1, -1, -1, -1, -1}
+			for i, c := range b.Columns {
+				switch c.Name {
+				case "key":
+					src.key = p.Select[i]
+				case "value":
+					src.value = p.Select[i]
+				case "topic":
+					src.topic = p.Select[i]
+				case "partition":
+					src.partition = p.Select[i]
+				case "headers":
+					src.headers = p.Select[i]
+				}
+			}
+			for i := range p.Rows {
+				r := &p.Rows[i]
+				var o kafka.OutRow
+				if src.key >= 0 {
+					o.Key = rowBytes(r, src.key)
+				}
+				if src.value >= 0 {
+					o.Value = rowBytes(r, src.value)
+				}
+				if src.topic >= 0 {
+					o.Topic = fmt.Sprint(transform.KafkaValue(r, src.topic))
+				}
+				if src.partition == 3 {
+					part := r.Partition
+					o.Partition = &part
+				}
+				if src.headers == 7 && r.Headers != nil {
+					o.Headers = kafkaHeaders(r.Headers)
 				}
 				out = append(out, o)
 			}
@@ -184,33 +344,31 @@ func kafkaOutRows(b *Batch) ([]kafka.OutRow, error) {
 		for i := range p.Values {
 			buf = p.Row(i, buf[:0])
 			var o kafka.OutRow
-			for name, c := range idx {
-				v := buf[c]
-				switch name {
-				case "key":
-					o.Key = asBytes(v)
-				case "value":
-					o.Value = asBytes(v)
-				case "topic":
-					if v != nil {
-						o.Topic = fmt.Sprint(v)
-					}
-				case "partition":
-					switch x := v.(type) {
-					case int32:
-						o.Partition = &x
-					case int:
-						p := int32(x)
-						o.Partition = &p
-					case int64:
-						p := int32(x)
-						o.Partition = &p
-					}
-				case "headers":
-					if hs, ok := v.([]transform.Header); ok {
-						for _, h := range hs {
-							o.Headers = append(o.Headers, kafka.Header{Key: h.Key, Value: h.Value})
-						}
+			if ix.key >= 0 {
+				o.Key = asBytes(buf[ix.key])
+			}
+			if ix.value >= 0 {
+				o.Value = asBytes(buf[ix.value])
+			}
+			if ix.topic >= 0 && buf[ix.topic] != nil {
+				o.Topic = fmt.Sprint(buf[ix.topic])
+			}
+			if ix.partition >= 0 {
+				switch x := buf[ix.partition].(type) {
+				case int32:
+					o.Partition = &x
+				case int:
+					p := int32(x)
+					o.Partition = &p
+				case int64:
+					p := int32(x)
+					o.Partition = &p
+				}
+			}
+			if ix.headers >= 0 {
+				if hs, ok := buf[ix.headers].([]transform.Header); ok {
+					for _, h := range hs {
+						o.Headers = append(o.Headers, kafka.Header{Key: h.Key, Value: h.Value})
 					}
 				}
 			}
@@ -218,6 +376,24 @@ func kafkaOutRows(b *Batch) ([]kafka.OutRow, error) {
 		}
 	}
 	return out, nil
+}
+
+func rowBytes(r *transform.Row, ix int) []byte {
+	switch ix {
+	case 0:
+		return r.Key
+	case 1:
+		return r.Value
+	}
+	return asBytes(transform.KafkaValue(r, ix))
+}
+
+func kafkaHeaders(hs []transform.Header) []kafka.Header {
+	out := make([]kafka.Header, len(hs))
+	for j, h := range hs {
+		out[j] = kafka.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
 }
 
 func asBytes(v any) []byte {

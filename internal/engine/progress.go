@@ -44,8 +44,8 @@ type SourceProgress struct {
 
 // SinkProgress is Spark's SinkProgress.
 type SinkProgress struct {
-	Description  string `json:"description"`
-	NumOutputRows int64 `json:"numOutputRows"`
+	Description   string `json:"description"`
+	NumOutputRows int64  `json:"numOutputRows"`
 }
 
 func rate(rows int64, d time.Duration) float64 {
@@ -68,7 +68,6 @@ type Metrics struct {
 	outputRows    int64
 	latestBatch   int64
 	lastRows      int64
-	durations     []float64 // histogram observations go to buckets
 	buckets       []float64
 	bucketCounts  []int64
 	durationSum   float64

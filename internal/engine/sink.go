@@ -35,8 +35,10 @@ type Batch struct {
 type Part struct {
 	Topic     string
 	Partition int32
-	// Rows are the Kafka rows; used when Values is nil (no projection).
-	Rows []transform.Row
+	// Rows are the Kafka rows; used when Values is nil (no projection, or one that only picks
+	// Kafka columns: then Select holds their indexes in transform.KafkaColumns).
+	Rows   []transform.Row
+	Select []int
 	// Values are the projected rows, in Columns order.
 	Values [][]any
 }
@@ -54,6 +56,13 @@ func (p *Part) Row(i int, buf []any) []any {
 	if p.Values != nil {
 		return p.Values[i]
 	}
+	if p.Select != nil {
+		buf = buf[:0]
+		for _, ix := range p.Select {
+			buf = append(buf, transform.KafkaValue(&p.Rows[i], ix))
+		}
+		return buf
+	}
 	return transform.KafkaValues(&p.Rows[i], buf)
 }
 
@@ -67,3 +76,27 @@ func (b *Batch) midSink() {
 
 // MidSinkHook calls b.MidSink once (for sinks in other packages).
 func (b *Batch) MidSinkHook() { b.midSink() }
+
+// StreamingSink is a sink that can take a batch's rows while they are read, one Part (a chunk
+// of one partition) at a time, instead of the whole batch at once. The engine streams to it when
+// Streams says so, which keeps memory flat and overlaps reading with writing. Sinks that must
+// see the whole batch (file, console, exactly-once Kafka) do not stream.
+type StreamingSink interface {
+	Sink
+	// Streams reports whether the sink streams (it may depend on its options).
+	Streams() bool
+	// WritePart writes rows of batch id; it is called concurrently for different partitions and
+	// may return before the rows are durable.
+	WritePart(ctx context.Context, id int64, cols []transform.Column, p *Part) error
+	// FinishBatch returns once every row of batch id is durable, or with the first error.
+	FinishBatch(ctx context.Context, id int64) error
+}
+
+// Streams is true: the noop sink streams.
+func (NoopSink) Streams() bool { return true }
+
+// WritePart discards the rows.
+func (NoopSink) WritePart(context.Context, int64, []transform.Column, *Part) error { return nil }
+
+// FinishBatch does nothing.
+func (NoopSink) FinishBatch(context.Context, int64) error { return nil }

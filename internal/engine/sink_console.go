@@ -191,6 +191,8 @@ func showValue(v any) string {
 // NoopSink discards every batch (Spark's noop format), for benchmarks.
 type NoopSink struct{}
 
+var _ StreamingSink = NoopSink{}
+
 // Description names the sink.
 func (NoopSink) Description() string {
 	return "org.apache.spark.sql.execution.datasources.noop.NoopTable$"

@@ -327,6 +327,7 @@ type BatchNotFoundError struct {
 	Offsets, Commits []Range
 }
 
+// Error names the batch and what the logs do hold, so the user can pick an existing id.
 func (e *BatchNotFoundError) Error() string {
 	return fmt.Sprintf("batch %d not found: offsets/ has %s, commits/ has %s", e.ID, FormatRanges(e.Offsets), FormatRanges(e.Commits))
 }

@@ -281,3 +281,51 @@ func TestS3SameAsMem(t *testing.T) {
 	}
 	same("batch 1", da, db)
 }
+
+// TestConformanceKafkaInitialOffsets puts Spark's saved sources/<i>/0 fixtures under a checkpoint:
+// the 2.1.0 form (a length byte, no header) parses; the future version is a Problem, not a failure.
+func TestConformanceKafkaInitialOffsets(t *testing.T) {
+	dir := conformanceDir(t)
+	for _, tc := range []struct {
+		file, topic, problem string
+	}{
+		{"kafka-source-initial-offset-version-2.1.0.bin", "kafka-initial-offset-2-1-0", ""},
+		{"kafka-source-initial-offset-future-version.bin", "", "unsupported-version"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(dir, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs := files{
+				"offsets/0":   offsets(1, 0, nil, `{"kafka-initial-offset-2-1-0":{"0":5,"1":5,"2":5}}`),
+				"sources/0/0": string(data),
+			}
+			sum, err := Summarize(ctx, memStore(t, fs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			init := sum.Sources[0].Kafka.InitialOffsets
+			if !init.Present {
+				t.Fatal("initial offsets not seen")
+			}
+			if tc.problem != "" {
+				if init.Problem == nil || init.Problem.Kind != tc.problem || len(sum.Problems) != 1 {
+					t.Errorf("problem = %+v, summary problems %+v", init.Problem, sum.Problems)
+				}
+				return
+			}
+			if init.Problem != nil || len(init.Topics) != 1 || init.Topics[0].Topic != tc.topic || len(init.Topics[0].Partitions) != 3 {
+				t.Errorf("initial offsets = %+v", init)
+			}
+			l, err := Batches(ctx, memStore(t, fs), BatchesOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// partition p starts at p and ends at 5.
+			if r := l.Batches[0].Records; r == nil || *r != 5+4+3 {
+				t.Errorf("batch 0 records = %v", r)
+			}
+		})
+	}
+}

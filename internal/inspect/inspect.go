@@ -51,6 +51,7 @@ type NotFoundError struct {
 	Hint string
 }
 
+// Error names the location and what was expected there.
 func (e *NotFoundError) Error() string {
 	msg := fmt.Sprintf("no checkpoint found at %s: expected offsets/, commits/ or metadata (or a file sink's %s/)", e.URI, SinkMetadataDir)
 	if e.Hint != "" {

@@ -60,12 +60,14 @@ type HalfwayError struct {
 	Err     error
 }
 
+// Error says what stopped the run and how to resume or undo it.
 func (e *HalfwayError) Error() string {
 	return fmt.Sprintf("%s stopped half-way: %v\nThe journal %s records every change; nothing is lost. "+
 		"Finish it with `ckpt repair resume %s`, or restore the checkpoint byte for byte with `ckpt repair undo %s`",
 		e.Op, e.Err, e.Journal, e.Journal, e.Journal)
 }
 
+// Unwrap returns the error that stopped the run.
 func (e *HalfwayError) Unwrap() error { return e.Err }
 
 // NewID names a repair: the UTC time and a hash of what it changes, so that ids sort by time, a

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/storage/storetest"
 )
 
 // TestFaultInjection fails the store on the k-th mutation of a repair, for every k, both before
@@ -14,27 +15,64 @@ import (
 // and the journal (when the run got far enough to write one) allows both undo, which restores
 // the checkpoint byte for byte, and resume, which ends exactly where an unfailed run ends.
 func TestFaultInjection(t *testing.T) {
-	cases := []struct {
-		scenario string
-		strategy Strategy
-	}{
-		{"async-trap-0-3-7", StrategyDelete},         // 4 deletes, commits before offsets
-		{"async-trap-0-3-7", StrategyCopyPrevious},   // one new file
-		{"leftovers", ""},                            // temp and orphan checksum
-		{"commits-ahead", ""},                        // commits beyond the offsets
-		{"corrupt-latest-offsets-empty", ""},         // a corrupt latest file
-		{"missing-previous-offsets", StrategyDelete}, // an orphan past a gap
+	runFaults(t, faultCases, func(t *testing.T) storage.Store { return storage.NewMem() })
+}
+
+// TestFaultInjectionS3 runs two of the cases on S3, each attempt on fresh prefixes, so the journal,
+// the backups and the lock go through real conditional PUTs and listings.
+func TestFaultInjectionS3(t *testing.T) {
+	client, bucket := storetest.S3Bucket(t)
+	runFaults(t, faultCases[:2], func(t *testing.T) storage.Store {
+		return storage.NewS3FromClient(client, bucket, storetest.RandomName("f-"))
+	})
+}
+
+type faultCase struct {
+	scenario string
+	strategy Strategy
+}
+
+var faultCases = []faultCase{
+	{"async-trap-0-3-7", StrategyCopyPrevious},   // one new file
+	{"leftovers", ""},                            // temp and orphan checksum
+	{"async-trap-0-3-7", StrategyDelete},         // 4 deletes, commits before offsets
+	{"commits-ahead", ""},                        // commits beyond the offsets
+	{"corrupt-latest-offsets-empty", ""},         // a corrupt latest file
+	{"missing-previous-offsets", StrategyDelete}, // an orphan past a gap
+}
+
+// copyStore copies every file of from (including _ckpt/) into a new store.
+func copyStore(t *testing.T, from storage.Store, newStore func(t *testing.T) storage.Store) storage.Store {
+	t.Helper()
+	ctx := context.Background()
+	to := newStore(t)
+	es, err := from.Walk(ctx, "")
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, e := range es {
+		b, err := from.ReadFile(ctx, e.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := to.WriteFile(ctx, e.Path, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return to
+}
+
+func runFaults(t *testing.T, cases []faultCase, newStore func(t *testing.T) storage.Store) {
 	ctx := context.Background()
 	for _, tc := range cases {
 		t.Run(tc.scenario+"/"+string(tc.strategy), func(t *testing.T) {
-			base := storage.NewMem()
+			base := newStore(t)
 			buildScenario(t, tc.scenario, base)
 			orig := snapshot(t, base)
 			opts := Options{Strategy: tc.strategy}
 
 			// An unfailed run: how many mutations, and where it ends.
-			clean := storage.NewFaulty(cloneMem(t, base))
+			clean := storage.NewFaulty(copyStore(t, base, newStore))
 			p, err := NewPlan(ctx, clean, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -51,7 +89,7 @@ func TestFaultInjection(t *testing.T) {
 
 			for k := 1; k <= n; k++ {
 				for _, after := range []bool{false, true} {
-					m := cloneMem(t, base)
+					m := copyStore(t, base, newStore)
 					f := storage.NewFaulty(m)
 					if after {
 						f.FailMutationAfter(k, nil)
@@ -82,7 +120,7 @@ func TestFaultInjection(t *testing.T) {
 					}
 					loc := func(s storage.Store) Location { return Location{Store: s, Dir: dirs[0]} }
 
-					u := cloneMem(t, m)
+					u := copyStore(t, m, newStore)
 					if _, err := Undo(ctx, u, loc(u), execOpts()); err != nil {
 						t.Fatalf("k=%d %s: undo: %v", k, label, err)
 					}
@@ -93,7 +131,7 @@ func TestFaultInjection(t *testing.T) {
 						t.Errorf("k=%d %s: lock left after undo", k, label)
 					}
 
-					r := cloneMem(t, m)
+					r := copyStore(t, m, newStore)
 					j, err := Resume(ctx, r, loc(r), execOpts())
 					if err != nil {
 						t.Fatalf("k=%d %s: resume: %v", k, label, err)

@@ -22,6 +22,7 @@ type LiveError struct {
 	Window time.Duration
 }
 
+// Error names the newest file and its age, and the ways out.
 func (e *LiveError) Error() string {
 	return fmt.Sprintf("the query looks alive: %s was written %s ago, within --active-window %s.\n"+
 		"Stop the query first (a repair under a running query races its writes), wait, or pass --force if you are sure it is stopped",

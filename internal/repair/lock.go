@@ -39,6 +39,7 @@ type LockedError struct {
 	Holder Lock
 }
 
+// Error names the holder and the ways out (wait, resume or undo its journal, --force).
 func (e *LockedError) Error() string {
 	h := e.Holder
 	return fmt.Sprintf("the checkpoint is locked by another ckpt repair (%s %s, host %s, pid %d, since %s; journal %s).\n"+

@@ -3,8 +3,8 @@
 // Spark will use, and which files the log says are live (Spark's allFiles).
 //
 // Compact files can hold millions of entries, so entries are streamed and never kept: the only
-// per-entry state is the set of paths named by "delete" actions, which Spark has long stopped
-// writing and which is empty in practice.
+// per-entry state is the set of paths named by "delete" actions, which are rare (a file sink
+// writes "add" entries), so memory stays flat however large the log is.
 package sinklog
 
 import (
@@ -30,9 +30,9 @@ const (
 
 // Interval sources: how CompactInterval arrived at its answer, in Spark's three cases.
 const (
-	IntervalDefault = "default" // no .compact file: the configured default
-	IntervalDerived = "derived" // one .compact file: deriveCompactInterval
-	IntervalLatest2 = "latest-two-compacts"
+	IntervalDefault = "default"             // no .compact file: the configured default
+	IntervalDerived = "derived"             // one .compact file: deriveCompactInterval
+	IntervalLatest2 = "latest-two-compacts" // two or more: the difference of the two latest
 )
 
 // Summary is what a sink log says, without its entries.

@@ -97,6 +97,27 @@ func KafkaValues(r *Row, out []any) []any {
 	return out
 }
 
+// kafkaValue is KafkaValues(r)[ix] without building the others.
+func kafkaValue(r *Row, ix int) any {
+	switch ix {
+	case 0:
+		return nilBytes(r.Key)
+	case 1:
+		return nilBytes(r.Value)
+	case 2:
+		return r.Topic
+	case 3:
+		return r.Partition
+	case 4:
+		return r.Offset
+	case 5:
+		return r.Timestamp
+	case 6:
+		return r.TimestampType
+	}
+	return r.Headers
+}
+
 func nilBytes(b []byte) any {
 	if b == nil {
 		return nil
@@ -167,6 +188,26 @@ func Compile(filter string, selects []string) (*Program, error) {
 	return p, nil
 }
 
+// KafkaSelection returns, when the projection only picks Kafka columns (`value`, `key AS k`),
+// their indexes in KafkaColumns, so callers can keep rows unboxed.
+func (p *Program) KafkaSelection() ([]int, bool) {
+	if !p.project {
+		return nil, false
+	}
+	for _, prog := range p.progs {
+		if prog != nil {
+			return nil, false
+		}
+	}
+	return p.kafkaIx, true
+}
+
+// HasFilter reports whether there is a filter.
+func (p *Program) HasFilter() bool { return p.filter != nil }
+
+// KafkaValue is KafkaValues(r)[ix].
+func KafkaValue(r *Row, ix int) any { return kafkaValue(r, ix) }
+
 // Columns is the output schema.
 func (p *Program) Columns() []Column { return p.columns }
 
@@ -207,8 +248,7 @@ func (e *Evaluator) Project(r *Row, out []any) ([]any, error) {
 	out = out[:0]
 	for i, prog := range e.p.progs {
 		if prog == nil {
-			var tmp [8]any
-			out = append(out, KafkaValues(r, tmp[:0])[e.p.kafkaIx[i]])
+			out = append(out, kafkaValue(r, e.p.kafkaIx[i]))
 			continue
 		}
 		v, err := e.vm.Run(prog, r)

@@ -162,3 +162,33 @@ func TestRunErrors(t *testing.T) {
 		t.Errorf("--batches on a sink log: %v", err)
 	}
 }
+
+// TestRunTerminal renders every view as a terminal would (bordered, coloured tables).
+func TestRunTerminal(t *testing.T) {
+	files := map[string]string{}
+	for k, v := range kafkaFiles {
+		files[k] = v
+	}
+	files["offsets/2"] = "v1\n{oops"
+	files["state/0/0/1.delta"] = "d"
+	files["offsets/.5.crc"] = "c"
+	for _, mod := range []func(*Options){
+		nil,
+		func(o *Options) { o.Batches = true },
+		func(o *Options) { o.Batch, o.HasBatch = 1, true },
+	} {
+		out, err := run(t, files, func(o *Options) {
+			o.IO.SetStdoutTTY(true)
+			o.IO.SetColorEnabled(true)
+			if mod != nil {
+				mod(o)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "╭") || !strings.Contains(out, "\x1b[") {
+			t.Errorf("not a styled table:\n%s", out)
+		}
+	}
+}

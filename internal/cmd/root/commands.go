@@ -7,7 +7,9 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cmd/broker"
 	"github.com/ckpt-dev/ckpt/internal/cmd/doctor"
 	"github.com/ckpt-dev/ckpt/internal/cmd/inspect"
+	"github.com/ckpt-dev/ckpt/internal/cmd/lag"
 	"github.com/ckpt-dev/ckpt/internal/cmd/repair"
+	"github.com/ckpt-dev/ckpt/internal/cmd/replay"
 	"github.com/ckpt-dev/ckpt/internal/cmd/run"
 	"github.com/ckpt-dev/ckpt/internal/cmd/version"
 )
@@ -17,6 +19,8 @@ func commands(env *cli.Env) []*cobra.Command {
 	return []*cobra.Command{
 		inspect.NewCmd(env, nil),
 		doctor.NewCmd(env, nil),
+		replay.NewCmd(env, nil),
+		lag.NewCmd(env, nil),
 		repair.NewCmd(env, nil),
 		run.NewCmd(env, nil),
 		broker.NewCmd(env),

@@ -1,0 +1,245 @@
+package brokerstate
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+)
+
+// The issue codes. They are stable: doctor reports them as finding codes and runbooks key on
+// them.
+const (
+	// CodeOffsetsOutOfRange: the checkpoint offset is below the log start, because retention
+	// (or DeleteRecords) removed records the query has not read.
+	CodeOffsetsOutOfRange = "offsets-out-of-range"
+	// CodeTopicRecreated: the checkpoint offset is above the log end, because the topic was
+	// deleted and recreated (or the high watermark went backwards).
+	CodeTopicRecreated = "topic-recreated"
+	// CodePartitionsRemoved: a partition in the checkpoint no longer exists.
+	CodePartitionsRemoved = "partitions-removed"
+	// CodePartitionsAdded: a partition of a checkpointed topic is not in the checkpoint; the next
+	// batch reads it from its earliest offset.
+	CodePartitionsAdded = "partitions-added"
+	// CodeTopicMissing: a topic in the checkpoint does not exist.
+	CodeTopicMissing = "topic-missing"
+)
+
+// Codes lists the issue codes in the order Spark meets them on restart (see Check).
+var Codes = []string{CodeTopicMissing, CodePartitionsAdded, CodePartitionsRemoved, CodeTopicRecreated, CodeOffsetsOutOfRange}
+
+// Unknown is the value of Issue.Records (and of offsets) that ckpt cannot know: the records of a
+// partition or topic that no longer exists.
+const Unknown int64 = -1
+
+// ExecutorGroupID stands for the group id in Spark's executor-side messages. Spark makes it
+// "<groupIdPrefix>-<random UUID>-<hash of the source's metadata path>-executor" when the query
+// starts (or uses kafka.group.id), so it differs in every run and cannot be predicted.
+const ExecutorGroupID = "spark-kafka-source-<uuid>-<hash>-executor"
+
+// Issue is one thing the restart of the query will hit on the broker. Its JSON form is part of
+// doctor's and lag's output.
+type Issue struct {
+	// Code is one of the Code* constants.
+	Code string `json:"code"`
+	// Topic and Partition name the partition; Partition is -1 for topic-missing.
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"` // -1 for topic-missing
+	// CheckpointOffset is the checkpoint's next offset to read for the partition; Unknown (-1)
+	// for partitions-added (the checkpoint has none) and topic-missing.
+	CheckpointOffset int64 `json:"checkpointOffset"`
+	// LogStart and LogEnd are the broker's earliest and latest offsets; Unknown (-1) when the
+	// partition does not exist.
+	LogStart int64 `json:"logStart"`
+	LogEnd   int64 `json:"logEnd"` // exclusive: the high watermark
+	// Records is how many offsets the query loses (skips, or cannot read): logStart − offset for
+	// offsets-out-of-range, the current log for topic-recreated, the removed offsets before the
+	// earliest for partitions-added; 0 when nothing is lost; Unknown (-1) when it cannot be known
+	// (the partition or topic is gone). Offsets, not data records: on a transactional topic
+	// control records take offsets too, so this is an upper bound.
+	Records int64 `json:"records"`
+	// DataLoss is true when records are, or may be, lost.
+	DataLoss bool `json:"dataLoss"`
+	// Fails is true when the restart fails on this issue with the failOnDataLoss given to Check.
+	Fails bool `json:"fails"`
+	// Message says what ckpt found, in one line.
+	Message string `json:"message"`
+	// SparkMessage is what Spark reports: the exception message when Fails, else the warning
+	// it logs; "" when Spark says nothing (a new partition starting at 0). Texts are Spark
+	// 3.5's (KafkaMicroBatchStream, KafkaDataConsumer), instruction included; a group id in an
+	// executor message is ExecutorGroupID.
+	SparkMessage string `json:"sparkMessage"`
+	// FailOnDataLossFalse says what Spark does instead with failOnDataLoss=false.
+	FailOnDataLossFalse string `json:"failOnDataLossFalse"`
+}
+
+// Check compares the offsets a Kafka source reads from next with the broker and returns what
+// the restart will hit, in the order Spark meets it: topic-missing (listing the latest offsets
+// fails), then the driver's checks when it plans the batch (partitions-added with an earliest
+// offset above 0, partitions-removed, topic-recreated), then the executors' (offsets-out-of-
+// range); by topic and partition within a code. The first issue with Fails is the exception
+// the restart fails with.
+//
+// offsets are the offsets the next batch starts from: offsets/C of the latest commit C when
+// the latest offsets batch is committed. When batch L is uncommitted the restart re-runs
+// (O[L-1], O[L]]: pass offsets/L-1 to check the start of the re-run (and count the re-run with
+// CountRange). failOnDataLoss is the source option (Spark's default: true).
+//
+// Spark's view assumes `subscribe` (or `subscribePattern`): with `assign`, partitions missing
+// from the checkpoint are not read at all, so partitions-added does not apply. The messages
+// assume no kafka.group.id (with it, "are gone." is followed by Spark's group-id warning).
+// st must have been read for Topics(offsets); topics it neither has nor lists as missing are
+// skipped.
+func Check(offsets logformat.KafkaOffsets, st *State, failOnDataLoss bool) []Issue {
+	from := offsets.Map()
+	var issues []Issue
+	instr := kafka.InstructionFailOnDataLossFalse
+	if failOnDataLoss {
+		instr = kafka.InstructionFailOnDataLossTrue
+	}
+	// reportDataLoss(msg): msg + ". " + the instruction, thrown or logged.
+	report := func(msg string) string { return msg + ". " + instr }
+
+	// Partitions gone from existing topics: Spark names them all in one message.
+	var gone []logformat.TopicPartition
+	for _, tp := range sortedKeys(from) {
+		if t := st.Topic(tp.Topic); t != nil {
+			if _, ok := t.Partition(tp.Partition); !ok {
+				gone = append(gone, tp)
+			}
+		}
+	}
+	goneMsg := ""
+	if len(gone) > 0 {
+		goneMsg = report(sparkSet(gone) + " are gone. Some data may have been missed.")
+	}
+
+	for _, topic := range Topics(offsets) {
+		if st.Topic(topic) == nil && !st.IsMissing(topic) {
+			continue // not read: nothing to say
+		}
+		if st.Topic(topic) == nil {
+			tps := partitionsOf(from, topic)
+			issues = append(issues, Issue{
+				Code: CodeTopicMissing, Topic: topic, Partition: -1,
+				CheckpointOffset: Unknown, LogStart: Unknown, LogEnd: Unknown, Records: Unknown,
+				DataLoss: true, Fails: true,
+				Message:      fmt.Sprintf("topic %s is in the checkpoint (%d partitions) but not on the broker", topic, len(tps)),
+				SparkMessage: (&kafka.UnknownTopicError{Topics: []string{topic}}).Error(),
+				FailOnDataLossFalse: "failOnDataLoss does not apply: with subscribe or assign the query fails the same way until the topic exists. " +
+					"With subscribePattern the topic's partitions are dropped instead, reported as \"" + sparkSet(tps) +
+					" are gone. Some data may have been missed.\" (an error with failOnDataLoss=true, a warning with false), and the query goes on without them.",
+			})
+			continue
+		}
+		t := st.Topic(topic)
+		for _, p := range t.Partitions {
+			tp := logformat.TopicPartition{Topic: topic, Partition: p.Partition}
+			if _, ok := from[tp]; ok {
+				continue
+			}
+			is := Issue{
+				Code: CodePartitionsAdded, Topic: topic, Partition: p.Partition,
+				CheckpointOffset: Unknown, LogStart: p.Start, LogEnd: p.End,
+			}
+			if p.Start == 0 {
+				is.Message = fmt.Sprintf("%s is not in the checkpoint: the next batch reads it from its earliest offset 0 (%d records)", sparkTP(topic, p.Partition), p.End)
+				is.FailOnDataLossFalse = "The same: the partition is read from offset 0 and nothing is lost."
+			} else {
+				is.Records, is.DataLoss, is.Fails = p.Start, true, failOnDataLoss
+				is.Message = fmt.Sprintf("%s is not in the checkpoint and its earliest offset is %d: offsets [0, %d) were removed before the query could read them", sparkTP(topic, p.Partition), p.Start, p.Start)
+				is.SparkMessage = report(fmt.Sprintf("Added partition %s starts from %d instead of 0. Some data may have been missed", sparkTP(topic, p.Partition), p.Start))
+				is.FailOnDataLossFalse = fmt.Sprintf("Spark logs the message as a warning and reads the partition from offset %d; offsets [0, %d) are never read.", p.Start, p.Start)
+			}
+			issues = append(issues, is)
+		}
+		for _, tp := range partitionsOf(from, topic) {
+			off := from[tp]
+			p, ok := t.Partition(tp.Partition)
+			if !ok {
+				issues = append(issues, Issue{
+					Code: CodePartitionsRemoved, Topic: topic, Partition: tp.Partition,
+					CheckpointOffset: off, LogStart: Unknown, LogEnd: Unknown, Records: Unknown,
+					DataLoss: true, Fails: failOnDataLoss,
+					Message:             fmt.Sprintf("%s is in the checkpoint (next offset %d) but topic %s has only %d partitions", sparkTP(topic, tp.Partition), off, topic, len(t.Partitions)),
+					SparkMessage:        goneMsg,
+					FailOnDataLossFalse: "Spark logs the message as a warning and stops reading the partition; whatever it held after the checkpoint is lost.",
+				})
+				continue
+			}
+			switch {
+			case off < 0:
+				// Not an offset a batch ends at (-1/-2 only appear in startingOffsets).
+			case off > p.End:
+				issues = append(issues, Issue{
+					Code: CodeTopicRecreated, Topic: topic, Partition: tp.Partition,
+					CheckpointOffset: off, LogStart: p.Start, LogEnd: p.End, Records: p.Records(),
+					DataLoss: true, Fails: failOnDataLoss,
+					Message: fmt.Sprintf("%s: the checkpoint is at offset %d but the log ends at %d: the topic was deleted and recreated (or the high watermark went backwards)",
+						sparkTP(topic, tp.Partition), off, p.End),
+					SparkMessage: report(fmt.Sprintf("Partition %s's offset was changed from %d to %d, some data may have been missed", sparkTP(topic, tp.Partition), off, p.End)),
+					FailOnDataLossFalse: fmt.Sprintf("Spark logs the message as a warning, reads nothing from the partition in that batch and continues from offset %d: "+
+						"the %d records now in [%d, %d) are never read, nor anything the old topic held after offset %d.", p.End, p.Records(), p.Start, p.End, off),
+				})
+			case off < p.Start:
+				lost := p.Start - off
+				issues = append(issues, Issue{
+					Code: CodeOffsetsOutOfRange, Topic: topic, Partition: tp.Partition,
+					CheckpointOffset: off, LogStart: p.Start, LogEnd: p.End, Records: lost,
+					DataLoss: true, Fails: failOnDataLoss,
+					Message: fmt.Sprintf("%s: the checkpoint is at offset %d but the log starts at %d: %d records were deleted (retention or DeleteRecords) before the query read them",
+						sparkTP(topic, tp.Partition), off, p.Start, lost),
+					// Executor side (KafkaDataConsumer.get): the fetch at the offset is out of range.
+					SparkMessage: fmt.Sprintf("Cannot fetch offset %d (GroupId: %s, TopicPartition: %s). ", off, ExecutorGroupID, sparkTP(topic, tp.Partition)) + instr,
+					FailOnDataLossFalse: fmt.Sprintf("Spark logs the message as a warning, skips offsets [%d, %d) (%d records) and reads on from offset %d.",
+						off, p.Start, lost, p.Start),
+				})
+			}
+		}
+	}
+	rank := func(code string) int { return slices.Index(Codes, code) }
+	slices.SortStableFunc(issues, func(a, b Issue) int {
+		return cmp.Or(cmp.Compare(rank(a.Code), rank(b.Code)), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return issues
+}
+
+// partitionsOf returns the partitions of topic in m, sorted.
+func partitionsOf(m map[logformat.TopicPartition]int64, topic string) []logformat.TopicPartition {
+	var out []logformat.TopicPartition
+	for tp := range m {
+		if tp.Topic == topic {
+			out = append(out, tp)
+		}
+	}
+	sortTPs(out)
+	return out
+}
+
+func sortedKeys(m map[logformat.TopicPartition]int64) []logformat.TopicPartition {
+	out := make([]logformat.TopicPartition, 0, len(m))
+	for tp := range m {
+		out = append(out, tp)
+	}
+	sortTPs(out)
+	return out
+}
+
+func sortTPs(tps []logformat.TopicPartition) {
+	slices.SortFunc(tps, func(a, b logformat.TopicPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+}
+
+// sparkSet prints partitions as a Scala Set does: "Set(t-0, t-1)". Sorted; Spark's order is a
+// hash order when the set holds more than four partitions.
+func sparkSet(tps []logformat.TopicPartition) string {
+	parts := make([]string, len(tps))
+	for i, tp := range tps {
+		parts[i] = sparkTP(tp.Topic, tp.Partition)
+	}
+	return "Set(" + strings.Join(parts, ", ") + ")"
+}

@@ -1,0 +1,110 @@
+package lag
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/internal/lag"
+	"github.com/ckpt-dev/ckpt/internal/render"
+)
+
+// printReport writes one table per checkpoint, its problems below it, then the group mirror.
+func printReport(r *render.Renderer, rep *lag.Report) {
+	for i, c := range rep.Checkpoints {
+		if i > 0 {
+			r.Println()
+		}
+		printCheckpoint(r, c)
+	}
+	if g := rep.CommitGroup; g != nil {
+		r.Println()
+		if g.Error != "" {
+			r.Println(r.Bad("consumer group "+g.Group+": ") + g.Error)
+		} else {
+			r.Printf("consumer group %s: %d partitions mirrored (%d updated now). %s\n", g.Group, g.Partitions, g.Committed,
+				r.Faint("Spark never reads this group: it is a copy for lag tools."))
+		}
+	}
+}
+
+func printCheckpoint(r *render.Renderer, c lag.CheckpointLag) {
+	if c.Error != "" {
+		r.Println(r.Bold(c.Checkpoint) + ": " + r.Bad("error: ") + c.Error)
+		return
+	}
+	var head []string
+	switch {
+	case c.LastCommitBatch == nil:
+		head = append(head, "no commit yet")
+	case c.LastCommitAgeSeconds != nil:
+		head = append(head, fmt.Sprintf("last commit: batch %d, %s ago", *c.LastCommitBatch, seconds(*c.LastCommitAgeSeconds)))
+	default:
+		head = append(head, fmt.Sprintf("last commit: batch %d", *c.LastCommitBatch))
+	}
+	if c.InFlightBatch != nil {
+		head = append(head, fmt.Sprintf("batch %d in flight", *c.InFlightBatch))
+	}
+	total := fmt.Sprintf("lag: %d records", c.LagRecords)
+	if c.LagSeconds != nil {
+		total += ", " + seconds(*c.LagSeconds)
+	}
+	head = append(head, total)
+	title := c.Checkpoint + "  " + r.Faint(strings.Join(head, "; "))
+	if len(c.Partitions) == 0 {
+		r.Println(r.Bold(c.Checkpoint) + "  " + r.Faint(strings.Join(head[:len(head)-1], "; ")))
+		r.Println("no Kafka source: the checkpoint has no batch yet, or its sources are not Kafka")
+		return
+	}
+	t := render.Table{Title: title, Headers: []string{"source", "topic", "partition", "committed", "in-flight", "latest", "lag", "lag-time", "status"}}
+	for _, p := range c.Partitions {
+		status := p.Status
+		switch status {
+		case lag.StatusOK:
+			status = r.Good(status)
+		case lag.StatusNoCommit, "partitions-added":
+			status = r.Warn(status)
+		default:
+			status = r.Bad(status)
+		}
+		lt := "-"
+		if p.LagSeconds != nil {
+			lt = seconds(*p.LagSeconds)
+		}
+		t.Rows = append(t.Rows, []string{strconv.Itoa(p.Source), p.Topic, strconv.Itoa(int(p.Partition)),
+			num(p.Committed), num(p.InFlight), num(p.Latest), num(p.LagRecords), lt, status})
+	}
+	r.Table(t)
+	for _, is := range c.Issues {
+		mark := r.Warn("!")
+		if is.DataLoss || is.Fails {
+			mark = r.Bad("!")
+		}
+		r.Printf("%s %s: %s\n", mark, is.Code, is.Message)
+		if is.SparkMessage != "" {
+			first, _, _ := strings.Cut(is.SparkMessage, "\n")
+			r.Printf("  %s %s\n", r.Faint("Spark:"), strings.TrimSpace(first))
+		}
+	}
+}
+
+func num(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*v, 10)
+}
+
+// seconds renders a duration for people: 0s, 850ms, 4.2s, 3m20s, 2h5m0s.
+func seconds(s float64) string {
+	d := time.Duration(math.Round(s * float64(time.Second)))
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}

@@ -1,0 +1,188 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/internal/broker"
+	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/query"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/transform"
+)
+
+// BenchmarkKafkaToKafka compares a `ckpt run` Kafka→Kafka copy (trigger once, at-least-once
+// sink, --select value) with kafka.PlainConsumeProduce on the same broker and data in the same
+// run. Metrics: records/s of each and their ratio (goal ≥ 0.9).
+func BenchmarkKafkaToKafka(b *testing.B) {
+	const n = 200_000
+	ctx := context.Background()
+	br := startBroker(b, broker.TopicSpec{Name: "in", Partitions: 4}, broker.TopicSpec{Name: "plain", Partitions: 4}, broker.TopicSpec{Name: "eng", Partitions: 4})
+	if err := kafka.FillTopic(ctx, br.Addr(), "in", n, 100); err != nil {
+		b.Fatal(err)
+	}
+	q := kafkaQuery(br.Addr(), "subscribe=in")
+	q.Trigger = "once"
+	q.Sink = "kafka"
+	q.SinkOptions = map[string]string{"kafka.bootstrap.servers": br.Addr(), "topic": "eng"}
+	q.Select = []string{"value"}
+	r := resolve(b, q)
+	var plain, eng time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if err := kafka.PlainConsumeProduce(ctx, br.Addr(), "in", "plain", n); err != nil {
+			b.Fatal(err)
+		}
+		plain += time.Since(t0)
+		t0 = time.Now()
+		e, err := New(ctx, Options{Query: r, Store: mustLocalB(b), Log: io.Discard})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := e.Run(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		eng += time.Since(t0)
+		if st.Rows != n {
+			b.Fatalf("engine read %d rows, want %d", st.Rows, n)
+		}
+	}
+	b.StopTimer()
+	pr := float64(n*b.N) / plain.Seconds()
+	er := float64(n*b.N) / eng.Seconds()
+	b.ReportMetric(pr, "plain-rec/s")
+	b.ReportMetric(er, "engine-rec/s")
+	b.ReportMetric(er/pr, "ratio")
+}
+
+// tickSource has one new record per trigger on one partition: the engine's own cost per batch.
+type tickSource struct{}
+
+func (s *tickSource) Description() string            { return "tick" }
+func (s *tickSource) PrepareForTriggerAvailableNow() {}
+func (s *tickSource) Close()                         {}
+func (s *tickSource) DefaultReadLimit() ReadLimit    { return ReadLimit{AllAvailable: true} }
+func (s *tickSource) InitialOffsets(context.Context) (logformat.KafkaOffsets, error) {
+	return logformat.NewKafkaOffsets(map[logformat.TopicPartition]int64{{Topic: "t", Partition: 0}: 0}), nil
+}
+func (s *tickSource) Latest(_ context.Context, start logformat.KafkaOffsets, _ ReadLimit) (logformat.KafkaOffsets, logformat.KafkaOffsets, []string, error) {
+	o, _ := start.Get("t", 0)
+	end := logformat.NewKafkaOffsets(map[logformat.TopicPartition]int64{{Topic: "t", Partition: 0}: o + 1})
+	return end, end, nil, nil
+}
+func (s *tickSource) Read(_ context.Context, start, end logformat.KafkaOffsets, _ int, fn func(logformat.TopicPartition, []transform.Row) error) error {
+	o, _ := start.Get("t", 0)
+	return fn(logformat.TopicPartition{Topic: "t", Partition: 0}, []transform.Row{{Value: []byte("x"), Topic: "t", Offset: o}})
+}
+
+// BenchmarkBatchOverhead is the engine's per-batch cost with a local checkpoint and the noop
+// sink: plan, offsets/N, read, sink, commits/N, progress. Reports p50/p99 per batch (goal: p50 ≤
+// 2 ms).
+func BenchmarkBatchOverhead(b *testing.B) {
+	q := &query.Query{Sink: "noop", Checkpoint: "unused"}
+	r := resolve(b, q)
+	var (
+		mu    sync.Mutex
+		times []time.Duration
+		last  time.Time
+	)
+	e, err := New(context.Background(), Options{Query: r, Store: mustLocalB(b), Source: &tickSource{}, Sink: NoopSink{},
+		MaxBatches: b.N + 1, Log: io.Discard, OnProgress: func(*Progress) {
+			now := time.Now()
+			mu.Lock()
+			if !last.IsZero() {
+				times = append(times, now.Sub(last))
+			}
+			last = now
+			mu.Unlock()
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	if _, err := e.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	if len(times) > 0 {
+		b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms/batch")
+		b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "p99-ms/batch")
+	}
+}
+
+// BenchmarkMemory1M reads 1M records (100-byte values, 4 partitions) in one batch into the noop
+// sink and reports the peak heap the engine added over the loaded broker.
+func BenchmarkMemory1M(b *testing.B) {
+	const n = 1_000_000
+	ctx := context.Background()
+	br := startBroker(b, broker.TopicSpec{Name: "m", Partitions: 4})
+	if err := kafka.FillTopic(ctx, br.Addr(), "m", n, 100); err != nil {
+		b.Fatal(err)
+	}
+	q := kafkaQuery(br.Addr(), "subscribe=m")
+	q.Trigger = "once"
+	r := resolve(b, q)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		var base runtime.MemStats
+		runtime.ReadMemStats(&base)
+		var peak atomic.Uint64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ms runtime.MemStats
+			for {
+				runtime.ReadMemStats(&ms)
+				if ms.HeapInuse > peak.Load() {
+					peak.Store(ms.HeapInuse)
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
+		t0 := time.Now()
+		e, err := New(ctx, Options{Query: r, Store: storage.NewMem(), Sink: NoopSink{}, Log: io.Discard})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := e.Run(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		el := time.Since(t0)
+		close(stop)
+		wg.Wait()
+		if st.Rows != n {
+			b.Fatalf("rows %d", st.Rows)
+		}
+		b.ReportMetric(float64(peak.Load()-min(peak.Load(), base.HeapInuse))/(1<<20), "peak-heap-MB")
+		b.ReportMetric(float64(n)/el.Seconds(), "rec/s")
+	}
+}
+
+var _ = fmt.Sprint
+
+func mustLocalB(b *testing.B) storage.Store {
+	s, err := storage.NewLocal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}

@@ -1,0 +1,140 @@
+package lag
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ckpt-dev/ckpt/internal/broker"
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// env is an embedded broker plus in-memory checkpoints (mem://<test>/<name>).
+type env struct {
+	t   *testing.T
+	ctx context.Context
+	b   *broker.Broker
+	adm *kadm.Client
+	cl  *kgo.Client // the reading client, as ckpt lag makes it
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	b, err := broker.Start(ctx, broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admCl.Close)
+	f := &brokerstate.Flags{BootstrapServers: b.Addr(), Timeout: 20 * time.Second}
+	cl, err := f.KgoClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return &env{t: t, ctx: ctx, b: b, adm: kadm.NewClient(admCl), cl: cl}
+}
+
+func (e *env) topic(suffix string, partitions int32) string {
+	e.t.Helper()
+	name := strings.NewReplacer("/", "-").Replace(e.t.Name() + "-" + suffix)
+	resp, err := e.adm.CreateTopic(e.ctx, partitions, 1, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return name
+}
+
+// produce writes n records to a partition; record i is stamped ts(i).
+func (e *env) produce(topic string, partition int32, n int, ts func(i int) time.Time) {
+	e.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: topic, Partition: partition, Value: []byte(strconv.Itoa(i))}
+		if ts != nil {
+			recs[i].Timestamp = ts(i)
+		}
+	}
+	if err := cl.ProduceSync(e.ctx, recs...).FirstErr(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) collector(locations ...string) *Collector {
+	return &Collector{Locations: locations, Open: open, Client: e.cl, TimestampWait: time.Second}
+}
+
+func open(ctx context.Context, uri string) (storage.Store, error) {
+	return storage.Open(ctx, uri, storage.Options{})
+}
+
+// ckpt writes checkpoint files into mem://<name>: offsets/N with the given source lines, and
+// commits/N.
+type ckpt struct {
+	t   *testing.T
+	uri string
+	s   storage.Store
+}
+
+func newCkpt(t *testing.T, name string) *ckpt {
+	uri := "mem://" + strings.NewReplacer("/", "-").Replace(t.Name()) + "-" + name
+	s, err := storage.Open(context.Background(), uri, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { storage.ForgetMem(strings.TrimPrefix(uri, "mem://")) })
+	return &ckpt{t: t, uri: uri, s: s}
+}
+
+func (c *ckpt) write(path, data string) *ckpt {
+	c.t.Helper()
+	if err := c.s.WriteFile(context.Background(), path, []byte(data)); err != nil {
+		c.t.Fatal(err)
+	}
+	return c
+}
+
+func (c *ckpt) offsets(id int, sources ...string) *ckpt {
+	return c.write(fmt.Sprintf("offsets/%d", id), "v1\n"+`{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":{}}`+"\n"+strings.Join(sources, "\n"))
+}
+
+func (c *ckpt) commit(id int) *ckpt {
+	return c.write(fmt.Sprintf("commits/%d", id), "v1\n{\"nextBatchWatermarkMs\":0}")
+}
+
+// kafkaInitial writes sources/<i>/0 as Spark does.
+func (c *ckpt) kafkaInitial(i int, json string) *ckpt {
+	return c.write(fmt.Sprintf("sources/%d/0", i), "\x00v1\n"+json)
+}
+
+func i64(v int64) *int64 { return &v }
+
+func eq(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func show(v *int64) string {
+	if v == nil {
+		return "nil"
+	}
+	return strconv.FormatInt(*v, 10)
+}

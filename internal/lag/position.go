@@ -1,0 +1,126 @@
+// Package lag computes how far a Structured Streaming query is behind its Kafka topics, from
+// the checkpoint alone (Spark commits nothing to a consumer group): per partition, the offset
+// of the latest commit, the broker's latest offset, the lag in records and, from record
+// timestamps, in time. It also writes the result as Prometheus metrics and mirrors the
+// committed offsets into a consumer group for existing lag tools. `ckpt lag` renders it.
+package lag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+)
+
+// Position is where one checkpoint stands: its latest commit and, per Kafka source, the
+// committed offsets and those of the batch in flight.
+type Position struct {
+	// Location is the checkpoint as given.
+	Location string
+	// LastCommit is the latest commits/ id; nil when nothing was committed yet.
+	LastCommit *int64
+	// LastCommitTime is the modification time of that commit file (zero when unknown).
+	LastCommitTime time.Time
+	// InFlight is the latest offsets/ id when it has no commit (the batch running, or the one
+	// a restart re-runs); nil when the latest batch is committed.
+	InFlight *int64
+	// Sources are the Kafka sources, by index.
+	Sources []SourcePosition
+}
+
+// SourcePosition is one Kafka source of a checkpoint.
+type SourcePosition struct {
+	// Index is the source's line in the offsets files (sources/<Index>/).
+	Index int
+	// Committed are the offsets the next batch starts from: offsets/C of the latest commit C
+	// (a batch's end offsets are the next batch's start), or, before the first commit, the
+	// initial offsets sources/<Index>/0. Nil when there are neither.
+	Committed *logformat.KafkaOffsets
+	// CommittedFile is where Committed comes from ("offsets/5", "sources/0/0").
+	CommittedFile string
+	// InFlight are the end offsets of the batch in flight; nil when there is none.
+	InFlight *logformat.KafkaOffsets
+}
+
+// ReadPosition reads the latest commit and offsets of a checkpoint: one or two offsets files
+// (and sources/<i>/0 before the first commit). A checkpoint with no batch yet has no sources.
+func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location string) (*Position, error) {
+	pos := &Position{Location: location}
+	L, hasL := cp.Offsets.Latest()
+	C, hasC := cp.Commits.Latest()
+	byIndex := map[int]*SourcePosition{}
+	var order []int
+	get := func(i int) *SourcePosition {
+		if sp, ok := byIndex[i]; ok {
+			return sp
+		}
+		byIndex[i] = &SourcePosition{Index: i}
+		order = append(order, i)
+		return byIndex[i]
+	}
+	if hasC {
+		pos.LastCommit = &C
+		if e, ok := cp.Commits.Files[C]; ok {
+			pos.LastCommitTime = e.ModTime
+		}
+		if !cp.Offsets.Has(C) {
+			return nil, fmt.Errorf("%s: %s exists but %s does not, so the committed offsets are unknown (run ckpt doctor)", location, cp.Commits.Path(C), cp.Offsets.Path(C))
+		}
+		seq, err := cp.ReadOffsets(ctx, C)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range brokerstate.KafkaSources(seq) {
+			sp := get(s.Index)
+			sp.Committed, sp.CommittedFile = &s.Offsets, cp.Offsets.Path(C)
+		}
+	}
+	if hasL && (!hasC || L > C) {
+		pos.InFlight = &L
+		seq, err := cp.ReadOffsets(ctx, L)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range brokerstate.KafkaSources(seq) {
+			sp := get(s.Index)
+			sp.InFlight = &s.Offsets
+			if !hasC {
+				// Before the first commit the query starts from its initial offsets.
+				rel := fmt.Sprintf("%s/%d/0", checkpoint.DirSources, s.Index)
+				data, err := cp.ReadFile(ctx, rel)
+				switch {
+				case errors.Is(err, fs.ErrNotExist):
+				case err != nil:
+					return nil, err
+				default:
+					if ini, err := logformat.ParseKafkaInitialOffsets(rel, data); err == nil {
+						sp.Committed, sp.CommittedFile = &ini.Offsets, rel
+					}
+				}
+			}
+		}
+	}
+	for _, i := range order {
+		pos.Sources = append(pos.Sources, *byIndex[i])
+	}
+	return pos, nil
+}
+
+// Topics returns every topic the checkpoint's Kafka sources name.
+func (p *Position) Topics() []string {
+	var offs []logformat.KafkaOffsets
+	for _, s := range p.Sources {
+		if s.Committed != nil {
+			offs = append(offs, *s.Committed)
+		}
+		if s.InFlight != nil {
+			offs = append(offs, *s.InFlight)
+		}
+	}
+	return brokerstate.Topics(offs...)
+}
