@@ -10,12 +10,8 @@ import (
 )
 
 // mkscenario NAME DIR materialises a scenario of the shared registry (internal/scenario) into
-// DIR, so scripts test the CLI on exactly the checkpoints the package goldens cover. Another
-// feature may register the same command first; both build the same files, so the first one wins.
+// DIR, so scripts test the CLI on exactly the checkpoints the package goldens cover.
 func init() {
-	if _, ok := scriptCmds["mkscenario"]; ok {
-		return
-	}
 	scriptCmds["mkscenario"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 2 {
 			ts.Fatalf("usage: mkscenario NAME DIR")

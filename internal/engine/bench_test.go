@@ -23,7 +23,7 @@ import (
 // sink, --select value) with kafka.PlainConsumeProduce on the same broker and data in the same
 // run. Metrics: records/s of each and their ratio (goal ≥ 0.9).
 func BenchmarkKafkaToKafka(b *testing.B) {
-	const n = 200_000
+	const n = 500_000
 	ctx := context.Background()
 	br := startBroker(b, broker.TopicSpec{Name: "in", Partitions: 4}, broker.TopicSpec{Name: "plain", Partitions: 4}, broker.TopicSpec{Name: "eng", Partitions: 4})
 	if err := kafka.FillTopic(ctx, br.Addr(), "in", n, 100); err != nil {

@@ -209,7 +209,7 @@ func (k *KafkaSink) WritePart(ctx context.Context, id int64, cols []transform.Co
 }
 
 // flushRows is how many rows the streaming sink gathers before producing them.
-const flushRows = 20_000
+const flushRows = 50_000
 
 func (k *KafkaSink) firstErr() error {
 	k.errMu.Lock()
