@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -22,75 +23,50 @@ const (
 	longRunningBatch = 2 * minBatchesToRetain
 )
 
-// sourceCountAssertion is OffsetSeq.toStreamProgress's assertion, as the driver prints it.
-func sourceCountAssertion(inFile, inQuery int) string {
-	return fmt.Sprintf("java.lang.AssertionError: assertion failed: There are [%d] sources in the checkpoint offsets and now there are [%d] sources requested by the query. Cannot continue.", inFile, inQuery)
-}
-
-// prevID is the offsets file the restart starts from, as the planner resolves it.
-func (r *runner) prevID() (int64, bool) {
-	if !r.hasL || r.L == 0 {
-		return 0, false
-	}
-	if r.res.Mode == recovery.ModeAsync {
-		return r.cp.Offsets.Prev(r.L)
-	}
-	return r.L - 1, r.cp.Offsets.Has(r.L - 1)
-}
-
-// sourceCount compares the number of sources in the two offsets files the restart reads. Spark
-// asserts both against the running query, so if they differ no query can restart.
-func (r *runner) sourceCount() {
-	if !r.hasL {
-		return
-	}
-	latest, err := r.cp.ReadOffsets(r.ctx, r.L)
-	if err != nil {
-		return // reported as a damaged file, or an I/O error the planner returned
-	}
+// sourceCountFailure reports the offsets file that fails Spark's source-count assertion
+// (OffsetSeq.toStreamProgress), as the planner predicts it: its FailedFile, checked against the
+// query the planner models on the latest offsets file.
+func (r *runner) sourceCountFailure() {
+	res := r.res
+	p := res.FailedFile
 	lp := r.cp.Offsets.Path(r.L)
-	if len(latest.BlankLines) > 0 {
-		n := len(latest.Sources)
-		r.add(Finding{
-			Code: CodeSourceCountMismatch, Severity: Error, Batch: ptr(r.L), Path: lp,
-			Message: fmt.Sprintf("%s has an empty line %d, which Spark reads as one more source: the file lists %s", lp, latest.BlankLines[0], plural(n, "source")),
-			Explanation: "Each line after the metadata is one source's offset, and Spark asserts that their number matches the query. " +
-				"An empty line, usually from an edit by hand, counts as an extra source, so the restart fails.",
-			SparkError: ptr(sourceCountAssertion(n, n-len(latest.BlankLines))),
-			Fix:        "Restore the file from a backup, or remove the empty line (keeping no trailing newline) after taking a copy.",
-		})
+	f := Finding{
+		Code: CodeSourceCountMismatch, Severity: Error, Batch: batchOf(p), Path: p,
+		SparkError: sparkError(res, false),
+		Fix: "Restart with the query whose sources match the checkpoint, or start a new checkpoint for the changed query. " +
+			"ckpt does not rewrite source offsets to match a different query.",
 	}
-	prev, ok := r.prevID()
-	if !ok {
-		return
+	if p != lp {
+		f.Files = []string{lp}
 	}
-	ps, err := r.cp.ReadOffsets(r.ctx, prev)
-	if err != nil {
-		return
+	seq, err := r.readCached(p)
+	latest, lerr := r.cp.ReadOffsets(r.ctx, r.L)
+	switch {
+	case err == nil && len(seq.BlankLines) > 0:
+		f.Message = fmt.Sprintf("%s has an empty line %d, which Spark reads as one more source: the file lists %s", p, seq.BlankLines[0], plural(len(seq.Sources), "source"))
+		f.Explanation = "Each line after the metadata is one source's offset, and on restart Spark asserts that the latest offsets file and the one " +
+			"it restarts from have as many as the running query. An empty line, usually from an edit by hand, counts as an extra source, so the restart fails."
+		f.Fix = "Restore the file from a backup, or remove the empty line (keeping no trailing newline) after taking a copy."
+	case err == nil && lerr == nil && p != lp:
+		f.Message = fmt.Sprintf("%s lists %s but %s lists %d: no query matches both, and Spark checks both on restart",
+			p, plural(len(seq.Sources), "source"), lp, len(latest.Sources))
+		f.Explanation = "Each offsets file has one line per streaming source, and on restart Spark asserts that both the latest offsets file and the one " +
+			"it restarts from have as many sources as the running query, so one of the two fails whatever the query. Files that disagree come from a " +
+			"query whose sources changed between batches, or from an edit by hand. The error shown is the one a query with the latest file's sources gets."
+	default:
+		f.Message = fmt.Sprintf("%s does not list as many sources as the query, and Spark checks it on restart", p)
+		f.Explanation = "Each offsets file has one line per streaming source, and on restart Spark asserts that their number matches the running query."
 	}
-	pp := r.cp.Offsets.Path(prev)
-	if len(ps.BlankLines) > 0 && !r.reported[pp] {
-		n := len(ps.Sources)
-		r.add(Finding{
-			Code: CodeSourceCountMismatch, Severity: Error, Batch: ptr(prev), Path: pp,
-			Message:     fmt.Sprintf("%s has an empty line %d, which Spark reads as one more source: the file lists %s", pp, ps.BlankLines[0], plural(n, "source")),
-			Explanation: "Spark reads this file to find where batch " + fmt.Sprint(r.L) + " starts and asserts its number of sources against the query; an empty line counts as an extra source.",
-			SparkError:  ptr(sourceCountAssertion(n, n-len(ps.BlankLines))),
-			Fix:         "Restore the file from a backup, or remove the empty line after taking a copy.",
-		})
+	r.add(f)
+}
+
+// readCached returns the parsed offsets file p (offsets/N), which the planner has read already.
+func (r *runner) readCached(p string) (*logformat.OffsetSeq, error) {
+	b := batchOf(p)
+	if b == nil {
+		return nil, fmt.Errorf("%s is not an offsets file", p)
 	}
-	if len(ps.Sources) != len(latest.Sources) && !r.reported[lp] {
-		r.add(Finding{
-			Code: CodeSourceCountMismatch, Severity: Error, Batch: ptr(prev), Path: pp, Files: []string{lp},
-			Message: fmt.Sprintf("%s lists %s but %s lists %d: no query matches both, and Spark checks both on restart", pp, plural(len(ps.Sources), "source"), lp, len(latest.Sources)),
-			Explanation: "Each offsets file has one line per streaming source, and on restart Spark asserts that both the latest offsets file and the one " +
-				"it restarts from have as many sources as the running query. Files that disagree come from a query whose sources changed between " +
-				"batches, or from an edit by hand.",
-			SparkError: ptr(sourceCountAssertion(len(ps.Sources), len(latest.Sources))),
-			Fix: "Restart with the query whose sources match the checkpoint, or start a new checkpoint for the changed query. " +
-				"ckpt does not rewrite source offsets to match a different query.",
-		})
-	}
+	return r.cp.ReadOffsets(r.ctx, *b)
 }
 
 // initialOffsets reports a Kafka source that restarts from its initial offsets whose
@@ -521,20 +497,27 @@ func (r *runner) emptyFiles() {
 		if len(files) == 0 {
 			continue
 		}
-		r.olderDamaged(CodeCorruptLogFile, lg, files, first, "is empty", "are empty")
+		r.olderDamaged(CodeCorruptLogFile, lg, files, first, "is empty", "are empty", nil)
 	}
 }
 
-// olderDamaged reports damaged files a restart does not read, one finding per log.
-func (r *runner) olderDamaged(code string, lg *checkpoint.Log, files []string, first int64, one, many string) {
+// olderDamaged reports damaged files a restart does not read, one finding per log. spark is what
+// Spark raises when it reads the first of them, nil when not known.
+func (r *runner) olderDamaged(code string, lg *checkpoint.Log, files []string, first int64, one, many string, spark *string) {
 	all := len(files)
 	files, more := capList(files)
 	f := Finding{
 		Code: code, Severity: Warning, Path: files[0], Files: files[1:],
 		Explanation: "Spark reads only the newest files on restart, so this does not block it; a rollback, savepoint or replay that goes back to " +
 			"these batches fails.",
-		Fix:      "Restore from a backup if you need these batches; otherwise nothing blocks the restart.",
-		Commands: []string{},
+		SparkError: spark,
+		Fix:        "Restore from a backup if you need these batches; otherwise nothing blocks the restart.",
+		Commands:   []string{},
+	}
+	if code == CodeUnsupportedLogVersion {
+		f.Explanation = fmt.Sprintf("A newer Spark release, or another checkpoint format setting, wrote these files. Spark %s reads only the newest files on restart, "+
+			"so this does not block it; a rollback, savepoint or replay that goes back to these batches fails with this release.", r.res.SparkVersion)
+		f.Fix = "Nothing blocks the restart. Going back to these batches needs a Spark release (and checkpoint format setting) that reads them; do not rewrite or delete the files."
 	}
 	if all == 1 {
 		f.Batch = ptr(first)
@@ -564,49 +547,85 @@ func (r *runner) deep() error {
 			return fmt.Errorf("read %s/: %w", lg.Dir, err)
 		}
 		type bad struct {
-			files []string
-			first int64
+			files    []string
+			first    int64
+			refusal  *recovery.VersionError // the first file's, for unsupported versions
+			versions []int
 		}
 		damaged := map[string]*bad{}
 		counts := make([]int, len(paths))
+		versions := make([]int, len(paths))
+		kind := recovery.LogOffsets
+		if lg == r.cp.Commits {
+			kind = recovery.LogCommits
+		}
 		for i, p := range paths {
 			var perr error
 			if lg == r.cp.Offsets {
 				var seq *logformat.OffsetSeq
 				seq, perr = logformat.ParseOffsets(p, data[i])
 				if perr == nil {
-					counts[i] = len(seq.Sources)
+					counts[i], versions[i] = len(seq.Sources), seq.Version
 				}
 			} else {
-				_, perr = logformat.ParseCommit(p, data[i])
+				var c *logformat.Commit
+				c, perr = logformat.ParseCommit(p, data[i])
+				if perr == nil {
+					versions[i] = c.Version
+				}
 			}
 			le := parseErr(perr)
-			if le == nil {
-				if perr != nil {
-					return perr
-				}
-				continue
+			if le == nil && perr != nil {
+				return perr
 			}
-			counts[i] = -1
-			code := CodeCorruptLogFile
-			if le.Kind == logformat.KindUnsupportedVersion {
+			// The version header, whether the file parsed or was too new for any release: the
+			// planner's CheckVersion says whether this Spark reads it.
+			version := versions[i]
+			if le != nil && le.Kind == logformat.KindUnsupportedVersion {
+				version = le.Version
+			}
+			if le != nil {
+				counts[i] = -1
+			}
+			code := ""
+			var ve *recovery.VersionError
+			if version > 0 {
+				err := recovery.CheckVersion(r.res.SparkVersion, kind, version, r.opts.CommitFormatVersion)
+				if err != nil && !errors.As(err, &ve) {
+					return err
+				}
+			}
+			switch {
+			case ve != nil:
 				code = CodeUnsupportedLogVersion
+			case le != nil:
+				code = CodeCorruptLogFile
+			default:
+				continue
 			}
 			b := damaged[code]
 			if b == nil {
-				b = &bad{first: idsRead[i]}
+				b = &bad{first: idsRead[i], refusal: ve}
 				damaged[code] = b
 			}
 			b.files = append(b.files, p)
-		}
-		for _, code := range []string{CodeCorruptLogFile, CodeUnsupportedLogVersion} {
-			if b := damaged[code]; b != nil {
-				one, many := "cannot be parsed", "cannot be parsed"
-				if code == CodeUnsupportedLogVersion {
-					one, many = "has a format version newer than any Spark release writes", "have a format version newer than any Spark release writes"
-				}
-				r.olderDamaged(code, lg, b.files, b.first, one, many)
+			if ve != nil && !slices.Contains(b.versions, ve.Version) {
+				b.versions = append(b.versions, ve.Version)
 			}
+		}
+		if b := damaged[CodeCorruptLogFile]; b != nil {
+			r.olderDamaged(CodeCorruptLogFile, lg, b.files, b.first, "cannot be parsed", "cannot be parsed", nil)
+		}
+		if b := damaged[CodeUnsupportedLogVersion]; b != nil {
+			sv := r.res.SparkVersion
+			vs := make([]string, len(b.versions))
+			for i, v := range b.versions {
+				vs[i] = fmt.Sprintf("v%d", v)
+			}
+			r.olderDamaged(CodeUnsupportedLogVersion, lg, b.files, b.first,
+				fmt.Sprintf("has format v%d, which Spark %s cannot read", b.refusal.Version, sv),
+				fmt.Sprintf("have a format version Spark %s cannot read (%s)", sv, strings.Join(vs, ", ")),
+				ptr(b.refusal.SparkError(r.cp.SparkPath(b.files[0]))))
 		}
 		if lg == r.cp.Offsets {
 			r.sourceHistory(idsRead, counts)

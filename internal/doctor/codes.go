@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 )
 
 // Severity ranks a finding. The names are part of the JSON contract.
@@ -75,6 +77,7 @@ const (
 	CodeSourceCountMismatch     = "source-count-mismatch"
 	CodeMissingMetadata         = "missing-metadata"
 	CodeMissingInitialOffsets   = "missing-initial-offsets"
+	CodeKafkaRangeDataLoss      = "kafka-range-data-loss"
 	CodeSinkAhead               = "sink-ahead"
 	CodeSinkBehind              = "sink-behind"
 	CodeCommitLag               = "commit-lag"
@@ -83,6 +86,16 @@ const (
 	CodeLeftoverTempFile        = "leftover-temp-file"
 	CodeRetentionAnomaly        = "retention-anomaly"
 	CodeUncommittedBatch        = "uncommitted-batch"
+)
+
+// The codes of the broker checks (broker.go, with --bootstrap-server). They are
+// brokerstate's issue codes, which `ckpt lag` reports as statuses too.
+const (
+	CodeOffsetsOutOfRange = brokerstate.CodeOffsetsOutOfRange
+	CodeTopicRecreated    = brokerstate.CodeTopicRecreated
+	CodePartitionsRemoved = brokerstate.CodePartitionsRemoved
+	CodePartitionsAdded   = brokerstate.CodePartitionsAdded
+	CodeTopicMissing      = brokerstate.CodeTopicMissing
 )
 
 // Codes is the registry of every code doctor can report. docs/doctor.md is generated from it.
@@ -167,7 +180,7 @@ start afresh, which is only right if you also choose the sources' starting posit
 		ID:         CodeCorruptLogFile,
 		Title:      "A log file cannot be parsed",
 		Severities: []Severity{Error, Warning},
-		Summary:    "An offsets, commits or `metadata` file is empty, truncated, holds only its version line, has a malformed header or is not valid JSON.",
+		Summary:    "An offsets, commits or `metadata` file is empty, truncated, holds only its version line, has a malformed header or is not valid JSON, or an offsets file holds a source offset its source cannot read.",
 		Explanation: `Spark writes log files atomically (a temporary file renamed into place), so a damaged file
 comes from a copy by hand, a non-atomic object store, a full disk or an interrupted upload.
 
@@ -175,13 +188,18 @@ Spark reads the **latest** offsets file, the offsets file it restarts from, the 
 ` + "`metadata`" + ` on every start, and never falls back to an older file: if one of those is damaged the
 restart fails (error). Older files are read only when something goes back to them (a rollback, a
 replay of old batches), so a damaged older file is a warning. A size of 0 is visible from the listing;
-other damage in older files is found with ` + "`--deep`" + `, which reads every file.`,
+other damage in older files is found with ` + "`--deep`" + `, which reads every file.
+
+An offsets file can also parse and still be unreadable for a source: a line emptied by hand, or
+another source's offset after the query's sources changed order. The batch that re-runs from it hands
+that line to the source, which fails (error).`,
 		SparkError: "The parse error is wrapped with the file's full path, for example:\n\n```\n" +
 			"java.lang.IllegalStateException: Failed to read log file file:/ckpt/offsets/7. Incomplete log file\n" +
 			"java.lang.IllegalStateException: Failed to read log file file:/ckpt/commits/7. Incomplete log file in the offset commit log\n" +
 			"java.lang.IllegalStateException: Failed to read log file file:/ckpt/offsets/7. Log file was malformed: failed to read correct log version from x1.\n" +
 			"```\n\nAn offsets file holding only `v1` fails unwrapped with `java.util.NoSuchElementException`; " +
-			"bad JSON fails with the JSON library's exception.",
+			"bad JSON fails with the JSON library's exception. A Kafka source handed an offset it cannot read: " +
+			"`java.lang.IllegalArgumentException: Expected e.g. {\"topicA\":{\"0\":23,\"1\":-1},\"topicB\":{\"0\":-2}}, got …`.",
 		Fix: `Restore the file from a backup if you have one. Otherwise ` + "`ckpt repair <checkpoint>`" + ` plans the
 removal of a damaged latest file (and of the commits that would then be ahead), so the previous batch
 becomes the latest and the lost batch is planned again; ` + "`ckpt replay <checkpoint>`" + ` shows what that
@@ -196,7 +214,8 @@ re-reads.`,
 versions it knows (offsets: v1 up to 4.0; commits: v1 up to 3.5, exactly the configured
 ` + "`spark.sql.streaming.stateStore.checkpointFormatVersion`" + ` in 4.0). A newer header means a newer Spark (or
 a newer checkpoint format setting) wrote the checkpoint; downgrading Spark over it fails at start when
-the file is one Spark reads on restart (error), and later otherwise (warning).`,
+the file is one Spark reads on restart (error), and later otherwise (warning: found with ` + "`--deep`" + `,
+which checks every file's header against the release with the same rules as the restart).`,
 		SparkError: "Spark 3.x:\n\n```\n" +
 			"java.lang.IllegalStateException: Failed to read log file file:/ckpt/commits/7. UnsupportedLogVersion: maximum supported log version is v1, but encountered v2. The log file was produced by a newer version of Spark and cannot be read by this version. Please upgrade.\n" +
 			"```\n\nSpark 4.x:\n\n```\n" +
@@ -213,11 +232,14 @@ delete or rewrite the files: commit v2 files are the only link to the right stat
 		Summary:    "Two offsets files hold offsets for a different number of sources (or one has a stray blank line).",
 		Explanation: `Each offsets file has one line per streaming source, in the order of the query plan, and Spark
 asserts that the number matches the running query. On restart it checks the latest offsets file and
-the one it restarts from, so if those two disagree no query can restart from them (error). A
+the one it restarts from, so if those two disagree no query can restart from them (error): ckpt
+cannot see the query, so it takes the latest file's sources as the query's and reports the other
+file, with the error that query gets. A
 disagreement further back means the query's sources were changed at some point; it matters only for
 going back to those batches (warning). An extra blank line in a file edited by hand counts as an
 extra source.`,
-		SparkError: "```\njava.lang.AssertionError: assertion failed: There are [A] sources in the checkpoint offsets and now there are [B] sources requested by the query. Cannot continue.\n```",
+		SparkError: "Spark 2.4 and later (A: the file's sources, B: the query's):\n\n```\njava.lang.AssertionError: assertion failed: There are [A] sources in the checkpoint offsets and now there are [B] sources requested by the query. Cannot continue.\n```\n\n" +
+			"Spark 2.1 to 2.3: `java.lang.AssertionError: assertion failed`.",
 		Fix: `Restart with the query whose sources match the checkpoint, or start a new checkpoint for a query
 whose sources changed. If a file was edited by hand, restore it from a backup. ckpt does not rewrite
 source offsets to match a different query.`,
@@ -253,6 +275,31 @@ skipped, or read again with ` + "`earliest`" + `, without any error.`,
 		Fix: `Restore ` + "`sources/<i>/0`" + ` from a backup, or set ` + "`startingOffsets`" + ` explicitly to the positions
 the query originally started from before restarting. ` + "`ckpt replay <checkpoint>`" + ` shows the ranges the
 restart reads.`,
+	},
+	{
+		ID:         CodeKafkaRangeDataLoss,
+		Title:      "The Kafka range of the batch that re-runs loses data",
+		Severities: []Severity{Error},
+		Summary:    "In the batch the restart runs again, a Kafka partition's end offset is below its start offset, or a partition in the start offsets is missing from the end offsets.",
+		Explanation: `A batch that re-runs reads exactly the range the checkpoint recorded, from the offsets file it
+restarts from to the latest one. Spark never writes a range that goes backwards or drops a partition,
+so the two files disagree: the topic was deleted and recreated (with fewer partitions) between the two
+batches, or a file was edited or copied in by hand. This is visible in the checkpoint alone; with a
+broker to compare with, the ` + "`--bootstrap-server`" + ` checks say more about the topic as it is now.
+
+Spark reports it as data loss when it plans the re-run: with ` + "`failOnDataLoss=true`" + ` (the default) the
+restart fails; with ` + "`false`" + ` it logs a warning, drops the partitions that are gone and reads nothing
+where the range goes backwards.`,
+		SparkError: "Driver side (`getOffsetRangesFromResolvedOffsets`), with `failOnDataLoss=true`; a partition gone comes first:\n\n```\n" +
+			"java.lang.IllegalStateException: Set(T-P) are gone. Some data may have been missed.. \n" +
+			"Some data may have been lost because they are not available in Kafka any more; …\n" +
+			"java.lang.IllegalStateException: Partition T-P's offset was changed from S to E, some data may have been missed. \n" +
+			"Some data may have been lost because they are not available in Kafka any more; …\n" +
+			"```",
+		Fix: `If the topic was recreated on purpose, the recorded offsets belong to the old topic: start the query
+on a new checkpoint, or restart once with ` + "`failOnDataLoss=false`" + ` and accept the loss. If a file was
+edited or copied in by hand, restore it from a backup. ckpt does not rewrite source offsets;
+` + "`ckpt replay <checkpoint>`" + ` shows the range per partition.`,
 	},
 	{
 		ID:         CodeSinkAhead,
@@ -368,6 +415,132 @@ are idempotent by batch id (the file sink, Delta, foreachBatch writers that chec
 once; others may write it twice.`,
 		SparkError: "",
 		Fix:        "Nothing to fix. `ckpt replay <checkpoint>` shows the range per source and partition.",
+	},
+	// The broker checks (broker.go): only with --bootstrap-server. Severity: error when data is
+	// lost or the restart fails (brokerstate.Issue's DataLoss or Fails), info otherwise; only a
+	// partition added at offset 0 is neither. No broker condition is a warning: each either
+	// loses data now or is harmless.
+	{
+		ID:         CodeOffsetsOutOfRange,
+		Title:      "Kafka no longer has the records the query reads next",
+		Severities: []Severity{Error},
+		Summary:    "With `--bootstrap-server`: the offset a Kafka source reads next (the start of the re-run batch, or the latest committed end offset) is below the partition's log start on the broker.",
+		Explanation: `Kafka deleted records the query has not read yet: retention (` + "`retention.ms`, `retention.bytes`" + `) ran
+while the query was down or behind, or someone ran ` + "`kafka-delete-records`" + `. Those records are gone from
+Kafka whatever Spark does; the finding says how many (offsets: on a transactional topic commit markers
+take offsets too, so the count is an upper bound).
+
+The executors reading the batch ask Kafka for the checkpoint's offset and get ` + "`OffsetOutOfRange`" + `. With
+` + "`failOnDataLoss=true`" + ` (the default) the task fails, and after its retries the query stops. With
+` + "`failOnDataLoss=false`" + ` Spark logs a warning, skips to the earliest offset still available and reads on:
+the loss is silent.
+
+doctor checks the offsets the restart reads next: the recorded range of the batch that re-runs (and
+then the end of that range, where the batch after it starts), or the end offsets of the latest
+committed batch.`,
+		SparkError: "Executor side (`KafkaDataConsumer`), with `failOnDataLoss=true`; the group id is random per run:\n\n```\n" +
+			"java.lang.IllegalStateException: Cannot fetch offset N (GroupId: spark-kafka-source-<uuid>-<hash>-executor, TopicPartition: T-P). \n" +
+			"Some data may have been lost because they are not available in Kafka any more; either the\n" +
+			" data was aged out by Kafka or the topic may have been deleted before all the data in the\n" +
+			" topic was processed. If you don't want your streaming query to fail on such cases, set the\n" +
+			" source option \"failOnDataLoss\" to \"false\".\n" +
+			"```\n\n" +
+			"With `failOnDataLoss=false` the same text is logged as a WARN (with the `failOnDataLoss=true` advice instead), followed by " +
+			"`The current available offset range is AvailableOffsetRange(S,E). Offset N is out of range, and records in [N, S) will be skipped …`.",
+		Fix: `The records cannot be brought back from Kafka. Either re-ingest them into the topic from where they
+came from (the query then reads them, after newer ones), or accept the loss: restart once with the source
+option ` + "`failOnDataLoss=false`" + ` (Spark skips to the log start and reads on), then set it back to ` + "`true`" + `
+so that the next loss is not silent. ` + "`ckpt replay <checkpoint> --bootstrap-server … --fail-on-data-loss=false`" + `
+shows that restart. To prevent it, keep the topic's retention well above the longest time the query
+can be down or behind, and alert on ` + "`ckpt lag`" + ` (` + "`ckpt_issue{code=\"offsets-out-of-range\"}`" + `).`,
+	},
+	{
+		ID:         CodeTopicRecreated,
+		Title:      "The checkpoint's Kafka offsets are past the end of the log",
+		Severities: []Severity{Error},
+		Summary:    "With `--bootstrap-server`: the offset a Kafka source reads next, or the end of the range a re-run reads, is above the partition's latest offset on the broker.",
+		Explanation: `A checkpoint offset can only be above the log end when the partition's log was replaced: the topic was
+deleted and created again (Kafka starts it at offset 0), or, rarely, an unclean leader election moved
+the high watermark back. The checkpoint's offsets belong to the old log.
+
+When Spark plans a new batch it lists the latest offsets and finds them below the start: with
+` + "`failOnDataLoss=true`" + ` it stops; with ` + "`false`" + ` it warns, reads nothing from the partition in that batch
+and continues from the new log end, so the records the recreated topic already holds are never read
+(the finding counts them). A batch that re-runs over a recorded range fails on the executors instead,
+at the first offset that no longer exists (the finding counts the offsets of the range that are gone).
+
+A topic recreated with **more** records than the checkpoint had read looks like progress and cannot be
+detected, by ckpt or by Spark: the query then silently reads the new topic from the old offsets.`,
+		SparkError: "Driver side (`KafkaMicroBatchStream`), planning a new batch:\n\n```\n" +
+			"java.lang.IllegalStateException: Partition T-P's offset was changed from FROM to UNTIL, some data may have been missed. \n" +
+			"Some data may have been lost because they are not available in Kafka any more; …\n" +
+			"```\n\n" +
+			"Executor side, re-running a batch: `java.lang.IllegalStateException: Cannot fetch offset N (GroupId: …, TopicPartition: T-P). …`. " +
+			"With `failOnDataLoss=false` the same texts are logged as WARN lines.",
+		Fix: `If the topic was recreated on purpose, the old offsets mean nothing. Start the query on a new
+checkpoint (` + "`startingOffsets`" + ` ` + "`earliest`" + ` reads the new topic from its start; the query's state starts
+empty), or restart once with ` + "`failOnDataLoss=false`" + ` and accept that the records the new topic holds
+now are skipped (` + "`ckpt replay <checkpoint> --bootstrap-server … --fail-on-data-loss=false`" + ` shows it).
+If the high watermark went back, the records above it are lost on the broker: restart once with
+` + "`failOnDataLoss=false`" + `. ckpt does not rewrite source offsets.`,
+	},
+	{
+		ID:         CodePartitionsRemoved,
+		Title:      "A Kafka partition in the checkpoint no longer exists",
+		Severities: []Severity{Error},
+		Summary:    "With `--bootstrap-server`: a partition the checkpoint has offsets for is missing from its topic on the broker.",
+		Explanation: `Kafka cannot remove partitions from a topic, so a partition disappears when the topic was deleted and
+recreated with fewer partitions (the other partitions' offsets are then stale too: see
+` + "`topic-recreated`" + `). What the partition held after the checkpoint's offset is lost, and nobody can count it.
+
+Spark names all the gone partitions in one message when it plans the next batch; a batch that
+re-runs over a recorded range names the partitions new in its range that it cannot find. With
+` + "`failOnDataLoss=true`" + ` it stops; with ` + "`false`" + ` it warns and stops reading those partitions.`,
+		SparkError: "```\njava.lang.IllegalStateException: Set(T-P, …) are gone. Some data may have been missed.. \n" +
+			"Some data may have been lost because they are not available in Kafka any more; …\n```\n\n" +
+			"The doubled period is Spark's. With `kafka.group.id` set, Spark's group-id warning replaces \"Some data may have been missed.\". " +
+			"For partitions new in a re-run's range: `Cannot find earliest offsets of Set(T-P). Some data may have been missed. …`.",
+		Fix: `Start the query on a new checkpoint, or restart once with ` + "`failOnDataLoss=false`" + ` and accept the loss
+(` + "`ckpt replay <checkpoint> --bootstrap-server … --fail-on-data-loss=false`" + ` shows it). ckpt does not
+rewrite source offsets.`,
+	},
+	{
+		ID:         CodePartitionsAdded,
+		Title:      "A Kafka topic has partitions the checkpoint does not know",
+		Severities: []Severity{Error, Info},
+		Summary:    "With `--bootstrap-server`: a partition of a topic the query reads is not in the checkpoint's offsets.",
+		Explanation: `Partitions were added to the topic (` + "`kafka-topics --alter --partitions`" + `) since the offsets were written.
+With ` + "`subscribe`" + ` or ` + "`subscribePattern`" + ` Spark picks them up in the next batch and reads them from their
+earliest offset. When that offset is 0 nothing is lost and the restart works (info). When it is not
+(error), retention or DeleteRecords removed the partition's first records before the query saw them:
+Spark says the partition "starts from X instead of 0" and, with ` + "`failOnDataLoss=true`" + `, stops; X records
+are lost.
+
+With ` + "`assign`" + ` the new partitions are not read at all; ignore this finding then.`,
+		SparkError: "When the earliest offset X is not 0:\n\n```\n" +
+			"java.lang.IllegalStateException: Added partition T-P starts from X instead of 0. Some data may have been missed. \n" +
+			"Some data may have been lost because they are not available in Kafka any more; …\n```\n\n" +
+			"Nothing when it is 0.",
+		Fix: `Earliest offset 0: nothing to do (a large backlog in the new partition makes the first batch large;
+` + "`maxOffsetsPerTrigger`" + ` bounds it). Otherwise the records below X are gone from Kafka: re-ingest them, or
+restart once with ` + "`failOnDataLoss=false`" + ` to accept the loss. Restart queries soon after adding
+partitions, and keep retention above that delay.`,
+	},
+	{
+		ID:         CodeTopicMissing,
+		Title:      "A Kafka topic in the checkpoint does not exist",
+		Severities: []Severity{Error},
+		Summary:    "With `--bootstrap-server`: a topic the checkpoint has offsets for does not exist on the broker.",
+		Explanation: `The topic was deleted, or ckpt (or the query) points at another cluster. With ` + "`subscribe`" + ` or
+` + "`assign`" + ` Spark cannot list the topic's offsets and the query fails, whatever ` + "`failOnDataLoss`" + ` says;
+with ` + "`subscribePattern`" + ` the topic no longer matches and its partitions are reported as gone (an error
+with ` + "`failOnDataLoss=true`" + `, a warning with ` + "`false`" + `). Everything the topic held after the checkpoint
+is lost; nobody can count it.`,
+		SparkError: "```\norg.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic T not found.\n```\n\n" +
+			"(after `fetchOffset.numRetries` attempts). With `subscribePattern`: `Set(T-0, …) are gone. Some data may have been missed.. …`.",
+		Fix: `Check that ` + "`--bootstrap-server`" + ` names the query's cluster. If the topic was deleted by mistake,
+recreate it with the same name and partition count and restore its data if you can (the offsets are
+then checked as ` + "`topic-recreated`" + `). If the query reads other topics now, start it on a new checkpoint.`,
 	},
 }
 

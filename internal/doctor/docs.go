@@ -24,6 +24,8 @@ What a restart does is decided by ckpt's one recovery planner, the same one ` + 
 ` + "```" + `
 ckpt doctor <checkpoint> [--mode sync|async|spark-2.1] [--spark-version V] [--sink DIR]
             [--deep] [--fail-on error|warning|info] [-o table|json]
+            [--bootstrap-server HOST:PORT [--kafka-option kafka.K=V]... [--kafka-option-file F]
+             [--broker-timeout D] [--fail-on-data-loss=false]]
 ckpt doctor --explain CODE
 ` + "```" + `
 
@@ -36,6 +38,13 @@ ckpt doctor --explain CODE
 * ` + "`--deep`" + `: read every log file instead of only those a restart reads (plus zero-byte files, which the
   listing shows).
 * ` + "`--fail-on`" + `: the lowest severity that makes the exit code 3 (default ` + "`error`" + `).
+* ` + "`--bootstrap-server`" + `: the Kafka cluster the query reads. doctor then also checks the offsets the
+  restart reads next against the broker's earliest and latest offsets (the broker codes at the end of
+  this page). Client options are Spark's ` + "`kafka.*`" + ` options: ` + "`--kafka-option kafka.security.protocol=SASL_SSL`" + `
+  (repeatable) or ` + "`--kafka-option-file client.properties`" + `; ` + "`--broker-timeout`" + ` bounds the broker read (default
+  30s). See [lag.md](lag.md#broker-access-shared-by-lag-doctor-replay-inspect-repair). The broker is only read.
+* ` + "`--fail-on-data-loss=false`" + `: with a broker, model the Kafka source option ` + "`failOnDataLoss=false`" + ` (Spark's
+  default is ` + "`true`" + `): data loss is then a warning Spark logs instead of the exception that stops the query.
 
 ## Severities and exit codes
 
@@ -80,6 +89,14 @@ ckpt doctor --explain CODE
 finding is about (relative to the checkpoint; the sink's files are prefixed with ` + "`sink:`" + `) and ` + "`files`" + ` the
 other files involved; ` + "`commands`" + ` are complete shell commands with the checkpoint location substituted.
 Findings are sorted by severity, then in the order of this page, then by batch.
+
+Broker findings (with ` + "`--bootstrap-server`" + `) have ` + "`path`" + ` ` + "`kafka:TOPIC-PARTITION`" + ` (` + "`kafka:TOPIC`" + ` for
+` + "`topic-missing`" + `), ` + "`files`" + ` the offsets file whose offsets meet the problem, ` + "`batch`" + ` the batch that meets it,
+and a ` + "`kafka`" + ` object: ` + "`topic`, `partition`, `checkpointOffset`, `logStart`, `logEnd`" + ` (−1 unknown), ` + "`records`" + `
+affected (−1 unknown), ` + "`dataLoss`, `fails`, `message`, `sparkMessage`" + ` (Spark's full text),
+` + "`failOnDataLossFalse`" + ` (what that setting does instead), ` + "`source`, `batch`, `rerun`, `file`, `failOnDataLoss`" + `. The
+` + "`restart`" + ` prediction then includes what the broker makes of the restart: a warning per problem, and
+` + "`outcome`" + ` ` + "`fail`" + ` with Spark's exception when one stops the query.
 
 ## Codes
 

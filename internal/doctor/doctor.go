@@ -46,6 +46,9 @@ type Options struct {
 	SinkLocation string
 	// Parallelism bounds concurrent reads with Deep (0: storage.DefaultReadParallelism).
 	Parallelism int
+	// Broker, when set, compares the offsets the restart reads next with the Kafka broker
+	// (broker.go). nil: no broker checks.
+	Broker *Broker
 }
 
 // SinkLogDir is where a file sink keeps its log below the output directory.
@@ -82,7 +85,6 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 	if err := r.restart(); err != nil {
 		return nil, err
 	}
-	r.sourceCount()
 	if err := r.initialOffsets(); err != nil {
 		return nil, err
 	}
@@ -95,6 +97,9 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 		if err := r.deep(); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.broker(); err != nil {
+		return nil, err
 	}
 	sortFindings(r.findings)
 	if r.findings == nil {
@@ -198,12 +203,10 @@ func sparkError(res *recovery.Result, withLog bool) *string {
 		}
 	}
 	exc := exceptionLine(res)
-	for _, w := range res.Warnings {
-		// The planner says when Spark's own text (a JSON library's exception, say) is not
-		// reproduced; a runbook matching on sparkError must know.
-		if strings.Contains(w, "the error text is ckpt's description") {
-			exc = "(not Spark's exact text) " + exc
-		}
+	if res.ErrorInexact {
+		// Spark's own text (a JSON library's exception, say) is not reproduced; a runbook
+		// matching on sparkError must know.
+		exc = "(not Spark's exact text) " + exc
 	}
 	lines = append(lines, exc)
 	s := strings.Join(lines, "\n")

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
@@ -33,6 +34,9 @@ type Finding struct {
 	// Commands are the exact shell commands of the fix, with the checkpoint location
 	// substituted and quoted.
 	Commands []string `json:"commands"`
+	// Kafka is the broker issue behind a broker finding (broker.go): partition, offsets,
+	// records affected, Spark's message and what failOnDataLoss=false does. Omitted otherwise.
+	Kafka *brokerstate.RestartIssue `json:"kafka,omitempty"`
 }
 
 // Report is doctor's result: the findings and the planner's restart prediction they rest on.

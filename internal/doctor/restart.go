@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/kafka"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
@@ -23,32 +24,36 @@ func (r *runner) restart() error {
 	r.missingMetadataWarning()
 	r.commitLag()
 	r.uncommitted()
+	r.kafkaRangeDataLoss()
 	return nil
 }
 
-// failure names the planner's failure. The planner's Result carries Spark's message, not a
-// machine-readable reason, so the failing file is recognised by its Spark path in the message
-// and the other cases by the checkpoint's shape. A failure doctor cannot name is an error, not a
-// silently dropped finding.
+// failure names the planner's failure from its Reason and FailedFile: doctor decides nothing
+// about Spark's rules itself. A reason doctor has no code for is an error, not a silently dropped
+// finding.
 func (r *runner) failure() error {
 	res := r.res
-	text := res.ErrorText()
-	switch {
-	case !r.cp.HasMetadata() && strings.Contains(text, "MISSING_METADATA_FILE"):
+	switch res.Reason {
+	case recovery.ReasonMissingMetadata:
 		r.missingMetadata(Error)
-	case r.metadataUnreadable():
-		r.blockingFile(checkpoint.FileMetadata, r.metadataErr())
-	case r.failedFile() != "":
-		p := r.failedFile()
-		r.blockingFile(p, r.cachedErr(p))
-	case !r.hasL && r.hasC:
+	case recovery.ReasonEmptyOffsetsWithCommits:
 		r.emptyOffsetsWithCommits(Error)
-	case r.hasL && r.hasC && r.C > r.L && strings.Contains(text, "Concurrent update to the"):
+	case recovery.ReasonCommitsAhead:
 		r.commitsAhead(Error)
-	case r.hasL && r.L > 0 && !r.cp.Offsets.Has(r.L-1) && text == fmt.Sprintf("batch %d doesn't exist", r.L-1):
+	case recovery.ReasonMissingPreviousOffsets:
 		r.missingPrevious()
+	case recovery.ReasonSourceCountMismatch:
+		r.sourceCountFailure()
+	case recovery.ReasonCorruptMetadata, recovery.ReasonCorruptLatestOffsets, recovery.ReasonCorruptPreviousOffsets,
+		recovery.ReasonCorruptLatestCommit, recovery.ReasonCorruptInitialOffsets:
+		r.blockingFile(res.FailedFile, false)
+	case recovery.ReasonUnsupportedOffsetsVersion, recovery.ReasonUnsupportedCommitVersion,
+		recovery.ReasonUnsupportedInitialOffsetsVersion:
+		r.blockingFile(res.FailedFile, true)
+	case recovery.ReasonInvalidSourceOffset:
+		r.invalidSourceOffset()
 	default:
-		return fmt.Errorf("doctor has no code for the predicted restart failure %q (please report this)", exceptionLine(res))
+		return fmt.Errorf("doctor has no code for the predicted restart failure %q (reason %q; please report this)", exceptionLine(res), res.Reason)
 	}
 	return nil
 }
@@ -72,28 +77,14 @@ func (r *runner) metadataErr() *logformat.Error {
 	return parseErr(err)
 }
 
-func (r *runner) metadataUnreadable() bool {
-	if r.metadataErr() == nil {
-		return false
-	}
-	for _, l := range r.res.DriverLog {
-		if strings.Contains(l, "Error reading stream metadata") {
-			return true
-		}
-	}
-	return false
-}
-
-// restartFiles are the files a restart reads, in the planner's order, as store-relative paths.
+// restartFiles are the files a restart reads, in the planner's order, as store-relative paths:
+// the previous offsets file is the planner's PreviousBatch.
 func (r *runner) restartFiles() []string {
 	var ps []string
 	if r.hasL {
 		ps = append(ps, r.cp.Offsets.Path(r.L))
-		if r.L > 0 && r.cp.Offsets.Has(r.L-1) {
-			ps = append(ps, r.cp.Offsets.Path(r.L-1))
-		}
-		if prev, ok := r.cp.Offsets.Prev(r.L); ok && prev != r.L-1 {
-			ps = append(ps, r.cp.Offsets.Path(prev))
+		if prev := r.res.PreviousBatch; prev != nil {
+			ps = append(ps, r.cp.Offsets.Path(*prev))
 		}
 	}
 	if r.hasC {
@@ -109,33 +100,6 @@ func (r *runner) restartFiles() []string {
 
 func initialPath(source int) string {
 	return fmt.Sprintf("%s/%d/0", checkpoint.DirSources, source)
-}
-
-// failedFile finds the restart-read file the planner's failure names.
-func (r *runner) failedFile() string {
-	text := r.res.ErrorText()
-	files := r.restartFiles()
-	for _, p := range files {
-		sp := r.cp.SparkPath(p)
-		if strings.Contains(text, sp+".") || strings.Contains(text, sp+":") {
-			return p
-		}
-	}
-	// Failures Spark raises without a path: an offsets file holding only its version line
-	// (NoSuchElementException), an empty Kafka initial-offsets file (require).
-	for _, p := range files {
-		le := r.cachedErr(p)
-		if le == nil {
-			continue
-		}
-		switch {
-		case le.Kind == logformat.KindMissingMetadata && strings.Contains(r.res.Exception, "NoSuchElementException"):
-			return p
-		case strings.HasPrefix(p, checkpoint.DirSources+"/") && le.Spark != "" && strings.Contains(text, le.Spark):
-			return p
-		}
-	}
-	return ""
 }
 
 // cachedErr is the parse error of a restart-read file. The planner read it already, so this
@@ -213,10 +177,11 @@ func batchOf(p string) *int64 {
 }
 
 // blockingFile reports the restart-read file that makes the restart fail: too new for the
-// release, or damaged.
-func (r *runner) blockingFile(p string, le *logformat.Error) {
+// release (unsupported), or damaged.
+func (r *runner) blockingFile(p string, unsupported bool) {
 	res := r.res
-	if le == nil || le.Kind == logformat.KindUnsupportedVersion {
+	le := r.cachedErr(p)
+	if unsupported {
 		v := r.fileVersion(p, le)
 		f := Finding{
 			Code: CodeUnsupportedLogVersion, Severity: Error, Batch: batchOf(p), Path: p,
@@ -234,9 +199,13 @@ func (r *runner) blockingFile(p string, le *logformat.Error) {
 		r.add(f)
 		return
 	}
+	what := "cannot be read"
+	if le != nil {
+		what = describe(le)
+	}
 	f := Finding{
 		Code: CodeCorruptLogFile, Severity: Error, Batch: batchOf(p), Path: p,
-		Message:     fmt.Sprintf("%s %s, and it blocks the restart", p, describe(le)),
+		Message:     fmt.Sprintf("%s %s, and it blocks the restart", p, what),
 		Explanation: fmt.Sprintf("%s is %s. Spark writes log files atomically, so a damaged one comes from a copy by hand, a non-atomic store or an interrupted upload.", p, r.role(p)),
 		SparkError:  sparkError(res, false),
 	}
@@ -251,6 +220,25 @@ func (r *runner) blockingFile(p string, le *logformat.Error) {
 		f.Commands = []string{r.repairCmd()}
 	}
 	r.add(f)
+}
+
+// invalidSourceOffset reports an offsets file whose source offset the re-run cannot hand to its
+// source: the file is damaged for Spark although it parses.
+func (r *runner) invalidSourceOffset() {
+	res := r.res
+	p := res.FailedFile
+	b := *res.RerunBatch
+	r.add(Finding{
+		Code: CodeCorruptLogFile, Severity: Error, Batch: batchOf(p), Path: p, Files: []string{r.cp.Offsets.Path(b)},
+		Message: fmt.Sprintf("%s holds a source offset its source cannot read, and the re-run of batch %d starts from it", p, b),
+		Explanation: fmt.Sprintf("%s is %s. Each line after the metadata is one source's offset, in the order of the query's sources; "+
+			"an empty line, or another source's offset (the query's sources changed order or were replaced), parses as a log file "+
+			"but not as an offset of that source, so the batch fails when it runs.", p, r.role(p)),
+		SparkError: sparkError(res, false),
+		Fix: "Restore the file from a backup. If the query's sources changed, restart with the query that wrote the checkpoint, " +
+			"or start a new checkpoint. ckpt does not rewrite source offsets; the command below shows the range the restart reads.",
+		Commands: []string{r.replayCmd()},
+	})
 }
 
 // readableBy names a release the planner predicts a resume for, from its per-release notes.
@@ -460,6 +448,68 @@ func (r *runner) uncommitted() {
 		Code: CodeUncommittedBatch, Severity: Info, Batch: ptr(b), Path: files[0], Files: files[1:],
 		Message: msg, Explanation: expl,
 		Fix:      "Nothing to fix; the command below shows the range per source and partition.",
+		Commands: []string{r.replayCmd()},
+	})
+}
+
+// kafkaRangeDataLoss reports the Kafka partitions of the re-run whose recorded range the planner
+// marks as lost data (recovery.NotePartitionGone, recovery.NoteOffsetBackwards): Spark's
+// data-loss checks when it plans the re-run.
+func (r *runner) kafkaRangeDataLoss() {
+	res := r.res
+	if res.RerunBatch == nil {
+		return
+	}
+	var gone, back []recovery.PartitionRange
+	for _, pr := range res.Kafka {
+		switch pr.Note {
+		case recovery.NotePartitionGone:
+			gone = append(gone, pr)
+		case recovery.NoteOffsetBackwards:
+			back = append(back, pr)
+		}
+	}
+	if len(gone) == 0 && len(back) == 0 {
+		return
+	}
+	b := *res.RerunBatch
+	tp := func(pr recovery.PartitionRange) string { return fmt.Sprintf("%s-%d", pr.Topic, pr.Partition) }
+	var parts []string
+	var spark string
+	if len(back) > 0 {
+		var names []string
+		for _, pr := range back {
+			names = append(names, fmt.Sprintf("%s (%d → %d)", tp(pr), *pr.Start, *pr.End))
+		}
+		parts = append(parts, "goes backwards on "+strings.Join(names, ", "))
+		pr := back[0]
+		spark = fmt.Sprintf("Partition %s's offset was changed from %d to %d, some data may have been missed", tp(pr), *pr.Start, *pr.End)
+	}
+	if len(gone) > 0 {
+		var names []string
+		for _, pr := range gone {
+			names = append(names, tp(pr))
+		}
+		parts = append(parts, "loses "+strings.Join(names, ", ")+", which the end offsets do not list")
+		// Spark checks the partitions that are gone before the ranges.
+		spark = "Set(" + strings.Join(names, ", ") + ") are gone. Some data may have been missed."
+	}
+	files := []string{}
+	start := "the initial offsets"
+	if prev := res.PreviousBatch; prev != nil {
+		files = append(files, r.cp.Offsets.Path(*prev))
+		start = r.cp.Offsets.Path(*prev)
+	}
+	r.add(Finding{
+		Code: CodeKafkaRangeDataLoss, Severity: Error, Batch: ptr(b), Path: r.cp.Offsets.Path(b), Files: files,
+		Message: fmt.Sprintf("the re-run of batch %d (%s → %s) %s: Spark reports data loss",
+			b, start, r.cp.Offsets.Path(b), strings.Join(parts, " and ")),
+		Explanation: "The re-run reads exactly the recorded range. Spark never records a range that goes backwards or drops a partition, so the topic " +
+			"was recreated between the two batches or a file was edited or copied in by hand. With failOnDataLoss=true (the default) the restart " +
+			"fails when Spark plans the batch; with false it warns and reads nothing for those partitions.",
+		SparkError: ptr("java.lang.IllegalStateException: " + spark + ". " + kafka.InstructionFailOnDataLossTrue),
+		Fix: "If the topic was recreated on purpose, start the query on a new checkpoint, or restart once with failOnDataLoss=false and accept the loss. " +
+			"If a file was edited or copied in by hand, restore it from a backup. ckpt does not rewrite source offsets; the command below shows the range per partition.",
 		Commands: []string{r.replayCmd()},
 	})
 }

@@ -35,9 +35,15 @@ const initialOffsetsPath = checkpoint.DirSources + "/0/0"
 type RefusedError struct {
 	Plan       *recovery.Result
 	Checkpoint string
+	// AsyncGaps is set when the cause is async progress tracking switched off without Spark's
+	// procedure: the error then names the ways out.
+	AsyncGaps *AsyncGapsError
 }
 
 func (e *RefusedError) Error() string {
+	if e.AsyncGaps != nil {
+		return e.AsyncGaps.Error()
+	}
 	msg := e.Plan.ErrorText()
 	if e.Plan.Exception != "" {
 		msg = e.Plan.Exception + ": " + msg
@@ -81,8 +87,12 @@ type Engine struct {
 
 	lastTrigger time.Time
 	stats       Stats
-	evalPool    sync.Pool
-	parallelism int
+	// async is asynchronous progress tracking; nil for the normal engine.
+	async *asyncTracker
+	// seedOffsets and seedCommits are the log ids on disk at start (writtenToDurableStorage).
+	seedOffsets, seedCommits []int64
+	evalPool                 sync.Pool
+	parallelism              int
 }
 
 type pendingBatch struct {
@@ -156,20 +166,47 @@ func (e *Engine) Run(ctx context.Context) (Stats, error) {
 	e.stats = Stats{LastBatch: -1, Checkpoint: e.opts.Store.URI()}
 	defer e.src.Close()
 	defer e.sink.Close()
-	e.lw = NewSyncLogWriter(e.opts.Store)
-	defer e.lw.Close()
-
 	if err := e.start(ctx); err != nil {
 		return e.stats, err
 	}
+	if e.asyncMode() {
+		interval := e.q.AsyncCheckpointIntervalMs
+		if e.opts.AsyncSwitchOff {
+			interval = 0
+		}
+		w := newAsyncLogWriter(e.opts.Store, e.q.MinBatchesToRetain, e.seedOffsets, e.seedCommits)
+		e.lw = w
+		e.async = newAsyncTracker(ctx, w, interval)
+		if e.opts.AsyncSwitchOff {
+			e.async.switchOff = asyncSwitchOffBatches
+			e.logf("Async switch-off: running with asyncProgressTrackingEnabled=true and asyncProgressTrackingCheckpointIntervalMs=0 until %d batches have persisted their offsets and commits, then without async progress tracking", asyncSwitchOffBatches)
+		} else {
+			e.logf("Async progress tracking: offsets and commits are persisted every %d ms (the first batch of the run always)", interval)
+		}
+	} else {
+		e.lw = NewSyncLogWriter(e.opts.Store)
+	}
+	err := e.run(ctx)
+	// Queued writes finish before Run returns (a graceful stop); a write error not yet raised
+	// at a batch is raised now.
+	e.lw.Close()
+	if err == nil && e.async != nil {
+		err = e.async.check()
+	}
+	return e.stats, err
+}
+
+func (e *Engine) asyncMode() bool { return e.q.AsyncProgressTracking || e.opts.AsyncSwitchOff }
+
+func (e *Engine) run(ctx context.Context) error {
 	if e.rerun != nil {
 		b := e.rerun
 		e.rerun = nil
 		if stop, err := e.execute(ctx, b); err != nil || stop {
-			return e.stats, err
+			return err
 		}
 	}
-	return e.stats, e.loop(ctx)
+	return e.loop(ctx)
 }
 
 // start: metadata, the recovery planner, and the position to continue from.
@@ -188,21 +225,14 @@ func (e *Engine) start(ctx context.Context) error {
 			//lint:ignore ST1005 Spark's exact text
 			return fmt.Errorf("Multiple streaming queries are concurrently using metadata")
 		}
-	} else {
-		// StreamingQueryCheckpointMetadata: a missing metadata file is written with a new id.
-		m := &logformat.StreamMetadata{ID: e.queryID}
-		if err := store.WriteFile(ctx, checkpoint.FileMetadata, m.Marshal()); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				//lint:ignore ST1005 Spark's exact text
-				return errors.New("Multiple streaming queries are concurrently using metadata")
-			}
-			return err
-		}
-		e.logf("Created %s with query id %s", cp.SparkPath(checkpoint.FileMetadata), m.ID)
 	}
-	e.stats.QueryID, e.stats.RunID = e.queryID, e.runID
+	e.seedOffsets, e.seedCommits = slices.Clone(cp.Offsets.IDs), slices.Clone(cp.Commits.IDs)
 
-	ropts := recovery.Options{Mode: recovery.ModeSync, SparkVersion: SparkVersion}
+	mode := recovery.ModeSync
+	if e.asyncMode() {
+		mode = recovery.ModeAsync
+	}
+	ropts := recovery.Options{Mode: mode, SparkVersion: SparkVersion}
 	if fs, ok := e.sink.(interface {
 		LatestBatch(context.Context) (int64, bool, error)
 	}); ok {
@@ -223,8 +253,33 @@ func (e *Engine) start(ctx context.Context) error {
 		e.logf("WARN %s", w)
 	}
 	if plan.Failed() {
+		if mode == recovery.ModeSync && e.q.Sink != query.SinkFile {
+			// The switch-off trap: gaps only the async engine tolerates. Stop before touching
+			// anything and name the ways out.
+			gaps, err := asyncGaps(ctx, cp, plan, store.URI(), ropts)
+			if err != nil {
+				return err
+			}
+			if gaps != nil {
+				return &RefusedError{Plan: plan, Checkpoint: store.URI(), AsyncGaps: gaps}
+			}
+		}
 		return &RefusedError{Plan: plan, Checkpoint: store.URI()}
 	}
+
+	if !cp.HasMetadata() {
+		// StreamingQueryCheckpointMetadata: a missing metadata file is written with a new id.
+		m := &logformat.StreamMetadata{ID: e.queryID}
+		if err := store.WriteFile(ctx, checkpoint.FileMetadata, m.Marshal()); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				//lint:ignore ST1005 Spark's exact text
+				return errors.New("Multiple streaming queries are concurrently using metadata")
+			}
+			return err
+		}
+		e.logf("Created %s with query id %s", cp.SparkPath(checkpoint.FileMetadata), m.ID)
+	}
+	e.stats.QueryID, e.stats.RunID = e.queryID, e.runID
 
 	// Leftovers of this engine's interrupted atomic writes (a crash between the temporary file
 	// and the rename: ".<name>.<uuid>.tmp") are never read by Spark; remove them so that the
@@ -393,6 +448,13 @@ func (e *Engine) loop(ctx context.Context) error {
 			e.stats.Stopped = "max-batches"
 			return nil
 		}
+		if e.async != nil {
+			// errorNotifier.throwErrorIfExists: an asynchronous write error fails the query
+			// at the next batch.
+			if err := e.async.check(); err != nil {
+				return err
+			}
+		}
 		triggerTime := e.clock.Now()
 		next := triggerTime
 		if interval > 0 {
@@ -551,13 +613,19 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		seq := &logformat.OffsetSeq{Version: 1,
 			Metadata: &logformat.OffsetMetadata{BatchWatermarkMs: 0, BatchTimestampMs: b.timestampMs, Conf: e.conf},
 			Sources:  []logformat.SourceOffset{{JSON: b.end.JSON()}}}
-		if err := e.lw.AddOffsets(bctx, b.id, seq).Wait(); err != nil {
+		if e.async != nil {
+			// AsyncOffsetSeqLog.addAsync: issued (or kept in memory) without waiting; the
+			// write blocks only when the writer's queue is full.
+			e.async.addOffsets(b.id, seq, t.UnixMilli())
+		} else if err := e.lw.AddOffsets(bctx, b.id, seq).Wait(); err != nil {
 			return abandoned(err)
 		}
 		e.failAt(b.id, PhaseAfterOffsets)
 		// markMicroBatchStart → purge(N - minBatchesToRetain) once N > minBatchesToRetain.
 		if min := int64(e.q.MinBatchesToRetain); min < b.id {
-			if err := e.lw.Purge(bctx, b.id-min).Wait(); err != nil {
+			if e.async != nil {
+				e.async.purge()
+			} else if err := e.lw.Purge(bctx, b.id-min).Wait(); err != nil {
 				return abandoned(err)
 			}
 		}
@@ -601,7 +669,9 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 
 	t = e.clock.Now()
 	c := &logformat.Commit{Version: 1, NextBatchWatermarkMs: 0, HasNextBatchWatermark: true}
-	if err := e.lw.AddCommit(bctx, b.id, c).Wait(); err != nil {
+	if e.async != nil {
+		e.async.addCommit(b.id, c)
+	} else if err := e.lw.AddCommit(bctx, b.id, c).Wait(); err != nil {
 		return abandoned(err)
 	}
 	end := e.clock.Now()
@@ -619,7 +689,26 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		e.stats.Reran = &id
 	}
 	e.report(b, from, batch, dur, start, end)
+	if a := e.async; a != nil && a.switchOff > 0 && !b.rerun {
+		if a.switchOff--; a.switchOff == 0 {
+			return false, e.finishSwitchOff(b.id)
+		}
+	}
 	return false, nil
+}
+
+// finishSwitchOff ends --async-switch-off: every queued write is waited for (the last batches'
+// offsets and commits are on disk, consecutive), then the engine continues as the normal
+// engine.
+func (e *Engine) finishSwitchOff(last int64) error {
+	e.lw.Close()
+	if err := e.async.check(); err != nil {
+		return err
+	}
+	e.async = nil
+	e.lw = NewSyncLogWriter(e.opts.Store)
+	e.logf("Async switch-off: offsets and commits of batches %d and %d are persisted; continuing without async progress tracking (restart without it from now on)", last-1, last)
+	return nil
 }
 
 func (e *Engine) report(b *pendingBatch, from logformat.KafkaOffsets, batch *Batch, dur map[string]int64, start, end time.Time) {

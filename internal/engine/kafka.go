@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/kafka"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -76,8 +75,7 @@ func (k *kafkaSource) InitialOffsets(ctx context.Context) (logformat.KafkaOffset
 }
 
 func (k *kafkaSource) Latest(ctx context.Context, start logformat.KafkaOffsets, limit ReadLimit) (end, latest logformat.KafkaOffsets, warnings []string, err error) {
-	end, warnings, err = k.s.Latest(ctx, start, kafka.ReadLimit{MaxRows: limit.MaxRows, MinRows: limit.MinRows, MaxTriggerDelay: limit.MaxTriggerDelay, AllAvailable: limit.AllAvailable})
-	return end, end, warnings, err
+	return k.s.LatestAvailable(ctx, start, kafka.ReadLimit{MaxRows: limit.MaxRows, MinRows: limit.MinRows, MaxTriggerDelay: limit.MaxTriggerDelay, AllAvailable: limit.AllAvailable})
 }
 
 func (k *kafkaSource) Read(ctx context.Context, start, end logformat.KafkaOffsets, parallelism int, fn func(tp logformat.TopicPartition, rows []transform.Row) error) error {
@@ -107,15 +105,8 @@ type KafkaSink struct {
 	exactlyOnce bool
 	rows        int64
 
-	once     sync.Once
-	sem      chan struct{}
-	inflight sync.WaitGroup
-	errMu    sync.Mutex
-	err      error
-	pendMu   sync.Mutex
-	pending  []kafka.OutRow
-	midMu    sync.Mutex
-	mid      func()
+	midMu sync.Mutex
+	mid   func()
 }
 
 // SetMidSink arms the --fail-at mid-sink hook for the next streamed batch: it runs once the first
@@ -150,7 +141,8 @@ func (k *KafkaSink) Description() string {
 func (k *KafkaSink) Close() error { k.s.Close(); return nil }
 
 // AddBatch produces the batch. With --fail-at mid-sink an at-least-once sink writes the first
-// half of the rows and then crashes; an exactly-once sink crashes while its transaction is open.
+// half of the rows and then crashes; an exactly-once sink crashes inside its open transaction,
+// once the records and the marker are acknowledged and before the commit (kafka.Sink.BeforeCommit).
 func (k *KafkaSink) AddBatch(ctx context.Context, b *Batch) error {
 	rows, err := kafkaOutRows(b)
 	if err != nil {
@@ -166,15 +158,8 @@ func (k *KafkaSink) AddBatch(ctx context.Context, b *Batch) error {
 			b.midSink()
 			return k.s.AddBatch(ctx, b.ID, rows[half:])
 		}
-		// The transaction cannot be split: crash while it is open if it takes longer than a
-		// millisecond, else right after it committed.
-		mid := b.MidSink
-		b.MidSink = nil
-		t := time.AfterFunc(time.Millisecond, mid)
-		err := k.s.AddBatch(ctx, b.ID, rows)
-		t.Stop()
-		mid()
-		return err
+		k.s.BeforeCommit = b.midSink
+		defer func() { k.s.BeforeCommit = nil }()
 	}
 	return k.s.AddBatch(ctx, b.ID, rows)
 }
@@ -182,88 +167,42 @@ func (k *KafkaSink) AddBatch(ctx context.Context, b *Batch) error {
 // Streams is true for the at-least-once sink: records are produced while the batch is read.
 func (k *KafkaSink) Streams() bool { return !k.exactlyOnce }
 
-// maxInFlight bounds the chunks being produced at once by the streaming sink.
-const maxInFlight = 16
-
-// WritePart starts producing one chunk of the batch; FinishBatch waits for the
-// acknowledgements. Reading goes on meanwhile.
+// WritePart starts producing one chunk of the batch (kafka.Sink.Produce, which does not wait for
+// the acknowledgements); FinishBatch waits for them. Reading goes on meanwhile. The first
+// non-empty chunk of a batch armed with SetMidSink is flushed before the hook runs, so the crash
+// comes with part of the batch durable.
 func (k *KafkaSink) WritePart(ctx context.Context, id int64, cols []transform.Column, p *Part) error {
 	rows, err := kafkaOutRows(&Batch{ID: id, Columns: cols, Parts: []Part{*p}, NumRows: int64(p.Len())})
 	if err != nil {
 		return err
 	}
 	atomic.AddInt64(&k.rows, int64(len(rows)))
-	k.pendMu.Lock()
-	if k.pending == nil {
-		k.pending = make([]kafka.OutRow, 0, flushRows+len(rows))
+	if err := k.s.Produce(ctx, rows); err != nil {
+		return err
 	}
-	k.pending = append(k.pending, rows...)
-	if len(k.pending) < flushRows {
-		k.pendMu.Unlock()
-		return k.firstErr()
+	if len(rows) == 0 {
+		return nil
 	}
-	rows = k.pending
-	k.pending = nil
-	k.pendMu.Unlock()
-	return k.produce(ctx, id, rows)
-}
-
-// flushRows is how many rows the streaming sink gathers before producing them.
-const flushRows = 50_000
-
-func (k *KafkaSink) firstErr() error {
-	k.errMu.Lock()
-	defer k.errMu.Unlock()
-	return k.err
-}
-
-func (k *KafkaSink) produce(ctx context.Context, id int64, rows []kafka.OutRow) error {
-	k.once.Do(func() { k.sem = make(chan struct{}, maxInFlight) })
-	select {
-	case k.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	k.inflight.Add(1)
-	go func() {
-		defer k.inflight.Done()
-		defer func() { <-k.sem }()
-		if err := k.s.AddBatch(ctx, id, rows); err != nil {
-			k.errMu.Lock()
-			if k.err == nil {
-				k.err = err
-			}
-			k.errMu.Unlock()
-			return
+	k.midMu.Lock()
+	mid := k.mid
+	k.mid = nil
+	k.midMu.Unlock()
+	if mid != nil {
+		if err := k.s.Flush(ctx); err != nil {
+			return err
 		}
-		k.midMu.Lock()
-		mid := k.mid
-		k.mid = nil
-		k.midMu.Unlock()
-		if mid != nil {
-			mid() // --fail-at mid-sink: some records of the batch are acknowledged
-		}
-	}()
-	k.errMu.Lock()
-	defer k.errMu.Unlock()
-	return k.err
+		mid() // --fail-at mid-sink: some records of the batch are acknowledged
+	}
+	return nil
 }
 
-// FinishBatch waits for every chunk of the batch.
+// FinishBatch waits until every record of the batch is acknowledged and returns the first
+// produce error of the batch.
 func (k *KafkaSink) FinishBatch(ctx context.Context, id int64) error {
-	k.pendMu.Lock()
-	rows := k.pending
-	k.pending = nil
-	k.pendMu.Unlock()
-	if len(rows) > 0 {
-		_ = k.produce(ctx, id, rows)
-	}
-	k.inflight.Wait()
-	k.errMu.Lock()
-	defer k.errMu.Unlock()
-	err := k.err
-	k.err = nil
-	return err
+	k.midMu.Lock()
+	k.mid = nil // armed for a batch that wrote nothing: the engine crashes itself
+	k.midMu.Unlock()
+	return k.s.Flush(ctx)
 }
 
 // OutputRows is the number of records the last batch produced.

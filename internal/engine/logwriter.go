@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -56,10 +58,15 @@ type logOp struct {
 	purge     bool
 	threshold int64
 	done      chan error
+	// after, when set, runs on the writer goroutine with the result, before done is answered
+	// (the asynchronous engine's thenApply / exceptionally).
+	after func(error)
 }
 
 // syncLogWriter is the synchronous engine's writer: one goroutine applies operations in FIFO
-// order; the engine waits on every future before going on.
+// order; the engine waits on every future before going on. The queue holds 2 operations besides
+// the one being applied, as Spark's "async-log-write" executor, so a producer that does not wait
+// (asynchronous progress tracking) blocks when the store cannot keep up.
 type syncLogWriter struct {
 	store storage.Store
 	ops   chan logOp
@@ -67,11 +74,36 @@ type syncLogWriter struct {
 	// lastPurged is HDFSMetadataLog.lastPurgedBatchId, per run, shared by both logs (they are
 	// always purged together).
 	lastPurged int64
+	// async is the asynchronous progress tracking state (nil for the sync engine).
+	async *asyncDurable
 }
+
+// asyncDurable is AsyncOffsetSeqLog/AsyncCommitLog's writtenToDurableStorage: the ids of the
+// files on disk, oldest first, seeded from the listing at start and extended as writes
+// complete. Only the writer goroutine touches it.
+type asyncDurable struct {
+	minRetain        int
+	offsets, commits []int64
+}
+
+// QueueCapacity is the number of log operations that wait behind the one being written
+// (Spark's async-log-write executor queue).
+const QueueCapacity = 2
 
 // NewSyncLogWriter returns the synchronous LogWriter over store.
 func NewSyncLogWriter(store storage.Store) LogWriter {
-	w := &syncLogWriter{store: store, ops: make(chan logOp, 2), quit: make(chan struct{}), lastPurged: -1}
+	w := &syncLogWriter{store: store, ops: make(chan logOp, QueueCapacity), quit: make(chan struct{}), lastPurged: -1}
+	go w.loop()
+	return w
+}
+
+// newAsyncLogWriter is the writer of asynchronous progress tracking: the same ordered goroutine
+// and queue; it records which files reached the store (offsetIDs and commitIDs seed it with the
+// listing at start) and purges by that record (Spark's AsyncProgressTrackingMicroBatchExecution
+// .purge: keep the newest minRetain persisted files of each log).
+func newAsyncLogWriter(store storage.Store, minRetain int, offsetIDs, commitIDs []int64) *syncLogWriter {
+	w := &syncLogWriter{store: store, ops: make(chan logOp, QueueCapacity), quit: make(chan struct{}), lastPurged: -1,
+		async: &asyncDurable{minRetain: minRetain, offsets: slices.Clone(offsetIDs), commits: slices.Clone(commitIDs)}}
 	go w.loop()
 	return w
 }
@@ -79,16 +111,62 @@ func NewSyncLogWriter(store storage.Store) LogWriter {
 func (w *syncLogWriter) loop() {
 	defer close(w.quit)
 	for op := range w.ops {
-		if op.purge {
-			op.done <- w.purge(op.ctx, op.threshold)
-			continue
+		var err error
+		switch {
+		case op.purge && w.async != nil:
+			err = w.purgeAsync(op.ctx)
+		case op.purge:
+			err = w.purge(op.ctx, op.threshold)
+		default:
+			err = w.store.WriteFile(op.ctx, op.path, op.data)
+			if errors.Is(err, fs.ErrExist) {
+				err = &ConcurrentUpdateError{Batch: op.id, Path: op.path}
+			}
+			if err == nil && w.async != nil {
+				if strings.HasPrefix(op.path, checkpoint.DirOffsets+"/") {
+					w.async.offsets = append(w.async.offsets, op.id)
+				} else {
+					w.async.commits = append(w.async.commits, op.id)
+				}
+			}
 		}
-		err := w.store.WriteFile(op.ctx, op.path, op.data)
-		if errors.Is(err, fs.ErrExist) {
-			err = &ConcurrentUpdateError{Batch: op.id, Path: op.path}
+		if op.after != nil {
+			op.after(err)
 		}
 		op.done <- err
 	}
+}
+
+// purgeAsync keeps the newest minRetain persisted files of each log and deletes every id below
+// the oldest kept (the threshold Spark's purge gets is ignored). Nothing is deleted while a log
+// has no persisted file.
+func (w *syncLogWriter) purgeAsync(ctx context.Context) error {
+	a := w.async
+	for _, l := range []struct {
+		dir string
+		ids *[]int64
+	}{{checkpoint.DirOffsets, &a.offsets}, {checkpoint.DirCommits, &a.commits}} {
+		if n := len(*l.ids) - a.minRetain; n > 0 {
+			*l.ids = (*l.ids)[n:]
+		}
+		if len(*l.ids) == 0 {
+			continue
+		}
+		threshold := (*l.ids)[0]
+		entries, err := w.store.List(ctx, l.dir)
+		if err != nil {
+			return err
+		}
+		log := checkpoint.NewLog(l.dir, entries)
+		for _, id := range log.IDs {
+			if id < threshold {
+				if err := w.store.Delete(ctx, log.Path(id)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func (w *syncLogWriter) submit(op logOp) Future {
@@ -103,6 +181,16 @@ func (w *syncLogWriter) AddOffsets(ctx context.Context, id int64, o *logformat.O
 
 func (w *syncLogWriter) AddCommit(ctx context.Context, id int64, c *logformat.Commit) Future {
 	return w.submit(logOp{ctx: ctx, path: checkpoint.DirCommits + "/" + strconv.FormatInt(id, 10), data: c.Marshal(), id: id})
+}
+
+// addAsync queues a write without waiting; after runs on the writer goroutine with its result.
+func (w *syncLogWriter) addAsync(ctx context.Context, dir string, id int64, data []byte, after func(error)) {
+	w.submit(logOp{ctx: ctx, path: dir + "/" + strconv.FormatInt(id, 10), data: data, id: id, after: after})
+}
+
+// purgeAsyncOp queues an asynchronous purge; after gets its result.
+func (w *syncLogWriter) purgeAsyncOp(ctx context.Context, after func(error)) {
+	w.submit(logOp{ctx: ctx, purge: true, after: after})
 }
 
 func (w *syncLogWriter) Purge(ctx context.Context, threshold int64) Future {

@@ -102,6 +102,11 @@ type Options struct {
 	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
 	// RunID is the run id in progress events. Default: a new UUID.
 	RunID string
+	// AsyncSwitchOff performs Spark's procedure for switching async progress tracking off: the
+	// run starts in async mode (the async planner, so gaps are tolerated) with a checkpoint
+	// interval of 0 and continues as the normal engine once 2 batches have persisted their
+	// offsets and commits. The query must not enable async progress tracking itself.
+	AsyncSwitchOff bool
 }
 
 func (o *Options) defaults() {

@@ -41,7 +41,8 @@ func FillTopic(ctx context.Context, bootstrap, topic string, n int64, valueSize 
 
 // PlainConsumeProduce is the baseline the engine's benchmarks compare against: a bare franz-go
 // loop that consumes the first n records of topic in (every partition, from the start) and
-// produces each value unchanged to topic out, then waits for every acknowledgement. It has no
+// produces each value unchanged to topic out, then waits for every acknowledgement. Its producer
+// is tuned as the sink's (ProducerDefaults, sticky partitioning of keyless records). It has no
 // offsets log, no planning and no per-record conversion, so the difference to a `ckpt run` of the
 // same data is the engine's own cost.
 func PlainConsumeProduce(ctx context.Context, bootstrap, in, out string, n int64) error {
@@ -51,7 +52,9 @@ func PlainConsumeProduce(ctx context.Context, bootstrap, in, out string, n int64
 		return err
 	}
 	defer consumer.Close()
-	producer, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.DefaultProduceTopic(out), kgo.MaxBufferedRecords(200_000))
+	// The sink's producer tuning and partitioner, so that the comparison is like with like.
+	producer, err := kgo.NewClient(append(ProducerDefaults(), kgo.SeedBrokers(bootstrap), kgo.DefaultProduceTopic(out),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))...)
 	if err != nil {
 		return err
 	}

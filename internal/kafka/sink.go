@@ -57,6 +57,21 @@ type Sink struct {
 	last      int64 // last committed batch id, valid if hasLast
 	hasLast   bool
 	closeOnce sync.Once
+
+	// BeforeCommit, when set, runs inside an exactly-once AddBatch once the batch's records and
+	// its marker are acknowledged and right before the transaction commits: the transaction is
+	// open, so a crash here leaves nothing visible to read_committed consumers (the --fail-at
+	// phase=mid-sink crash drill). Set it before AddBatch, not concurrently with it.
+	BeforeCommit func()
+
+	// Records produced and not yet finished (their promise has not run), and the first error
+	// since the last Flush. Flush waits for outstanding to reach 0: kgo's Flush alone can return
+	// before the promise of a record that failed before it was buffered.
+	pmu         sync.Mutex
+	outstanding int64
+	idle        chan struct{} // closed when outstanding reaches 0, if a Flush waits
+	perr        error
+	promise     func(*kgo.Record, error)
 }
 
 // NewSink validates the options and connects. Options: kafka.bootstrap.servers (required);
@@ -91,6 +106,7 @@ func NewSink(ctx context.Context, opts map[string]string, queryID string) (*Sink
 		return nil, err
 	}
 	s := &Sink{queryID: queryID, cfg: cfg}
+	s.promise = s.recordDone
 	if e, ok := p["topic"]; ok {
 		s.topic = strings.TrimSpace(e.value)
 	}
@@ -101,10 +117,9 @@ func NewSink(ctx context.Context, opts map[string]string, queryID string) (*Sink
 		}
 		s.exactlyOnce = v
 	}
-	kopts := append(cfg.opts(),
-		kgo.RecordPartitioner(sinkPartitioner{kgo.StickyKeyPartitioner(nil)}),
-		kgo.MaxBufferedRecords(100_000),
-	)
+	// The producer defaults first, so that kafka.compression.type and kafka.linger.ms win.
+	kopts := append(ProducerDefaults(), cfg.opts()...)
+	kopts = append(kopts, kgo.RecordPartitioner(sinkPartitioner{kgo.StickyKeyPartitioner(nil)}))
 	if s.exactlyOnce {
 		if s.topic == "" {
 			return nil, optErr("exactlyOnce", p["exactlyonce"].value, nil, "Kafka sink option 'exactlyOnce' needs the 'topic' option: the batch markers live in '<topic>%s'", MarkerTopicSuffix)
@@ -149,7 +164,20 @@ func (s *Sink) TransactionalID() string { return s.txnID }
 // MarkerTopic is the exactly-once marker topic ("<topic>.ckpt-batches"), or "".
 func (s *Sink) MarkerTopic() string { return s.markerTopic }
 
-// Close flushes nothing (AddBatch already waited) and releases the client.
+// ProducerDefaults are the sink producer's options before the kafka.* client options: no
+// compression (Kafka's compression.type default; franz-go's would be snappy), franz-go's 10 ms
+// linger and 1 MB batches, and room for 100k buffered records. PlainConsumeProduce uses the same,
+// so that benchmarks compare like with like.
+func ProducerDefaults() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerLinger(10 * time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1_000_012),
+		kgo.MaxBufferedRecords(100_000),
+	}
+}
+
+// Close flushes nothing (AddBatch and Flush already waited) and releases the client.
 func (s *Sink) Close() {
 	s.closeOnce.Do(func() { s.cl.Close() })
 }
@@ -257,10 +285,11 @@ func (s *Sink) scanMarkers(ctx context.Context) (int64, bool, error) {
 	return last, found, nil
 }
 
-// AddBatch writes a batch and returns when it is durable. At least once: every record is
-// acknowledged. Exactly once: a batch id at or below LastCommittedBatch is skipped (a re-run after
-// a crash between the sink's commit and the checkpoint's); otherwise the records and the marker
-// are one transaction, committed before AddBatch returns and aborted on any error.
+// AddBatch writes a batch and returns when it is durable. At least once: Produce and Flush, every
+// record is acknowledged. Exactly once: a batch id at or below LastCommittedBatch is skipped (a
+// re-run after a crash between the sink's commit and the checkpoint's); otherwise the records and
+// the marker are one transaction, committed before AddBatch returns and aborted on any error
+// (BeforeCommit, if set, runs just before the commit).
 func (s *Sink) AddBatch(ctx context.Context, batchID int64, rows []OutRow) error {
 	if !s.exactlyOnce {
 		return s.produceAll(ctx, rows, nil)
@@ -282,6 +311,9 @@ func (s *Sink) AddBatch(ctx context.Context, batchID int64, rows []OutRow) error
 	if err := s.produceAll(ctx, rows, mk); err != nil {
 		return errors.Join(err, s.abort(ctx))
 	}
+	if f := s.BeforeCommit; f != nil {
+		f()
+	}
 	if err := s.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return errors.Join(fmt.Errorf("kafka: commit batch %d: %w", batchID, err), s.abort(ctx))
 	}
@@ -291,13 +323,75 @@ func (s *Sink) AddBatch(ctx context.Context, batchID int64, rows []OutRow) error
 
 // abort drops buffered records and aborts the open transaction.
 func (s *Sink) abort(ctx context.Context) error {
-	if err := s.cl.AbortBufferedRecords(ctx); err != nil {
+	err := s.cl.AbortBufferedRecords(ctx)
+	s.pmu.Lock()
+	s.perr = nil // the aborted records' errors belong to this batch, which failed already
+	s.pmu.Unlock()
+	if err != nil {
 		return fmt.Errorf("kafka: abort buffered records: %w", err)
 	}
 	if err := s.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		return fmt.Errorf("kafka: abort transaction: %w", err)
 	}
 	return nil
+}
+
+// Produce starts producing rows on the at-least-once sink and returns without waiting for the
+// acknowledgements (franz-go's asynchronous Produce; it blocks only while 100k records are
+// buffered). A failed record's error is kept and returned by Flush, and by later Produce calls
+// so that a batch can stop early. Produce may be called concurrently; Flush once per batch, after
+// its last Produce, makes the batch durable. Rows without a topic (and no topic option) fail with
+// Spark's error before any of them is produced. The exactly-once sink refuses Produce: its
+// batches are transactions, written whole by AddBatch.
+func (s *Sink) Produce(ctx context.Context, rows []OutRow) error {
+	if s.exactlyOnce {
+		return errors.New("kafka: Produce is for the at-least-once sink; the exactly-once sink writes whole batches with AddBatch")
+	}
+	return s.enqueue(ctx, rows, nil)
+}
+
+// Flush waits until every record produced so far is acknowledged or failed and returns the first
+// error since the previous Flush (and forgets it), or ctx's error. A batch is durable once Flush
+// returned nil after its last Produce.
+func (s *Sink) Flush(ctx context.Context) error {
+	if err := s.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("kafka: produce: %w", err)
+	}
+	s.pmu.Lock()
+	for s.outstanding > 0 {
+		if s.idle == nil {
+			s.idle = make(chan struct{})
+		}
+		idle := s.idle
+		s.pmu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("kafka: produce: %w", ctx.Err())
+		}
+		s.pmu.Lock()
+	}
+	err := s.perr
+	s.perr = nil
+	s.pmu.Unlock()
+	if err != nil {
+		return fmt.Errorf("kafka: produce: %w", err)
+	}
+	return nil
+}
+
+// recordDone is every produced record's promise.
+func (s *Sink) recordDone(_ *kgo.Record, err error) {
+	s.pmu.Lock()
+	if err != nil && s.perr == nil {
+		s.perr = err
+	}
+	s.outstanding--
+	if s.outstanding == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+	s.pmu.Unlock()
 }
 
 // manualPartition marks a record whose partition the row chose.
@@ -308,6 +402,18 @@ var manualCtx = context.WithValue(context.Background(), manualPartitionKey{}, tr
 // produceAll produces rows (and extra, if any) and waits for every acknowledgement, returning the
 // first error.
 func (s *Sink) produceAll(ctx context.Context, rows []OutRow, extra *kgo.Record) error {
+	if err := s.enqueue(ctx, rows, extra); err != nil {
+		// Wait for what was produced, so that no record of this call outlives it; the error
+		// Flush returns is err or a later one.
+		_ = s.Flush(ctx)
+		return err
+	}
+	return s.Flush(ctx)
+}
+
+// enqueue produces rows (and extra, if any) without waiting; it returns the first error recorded
+// since the last Flush.
+func (s *Sink) enqueue(ctx context.Context, rows []OutRow, extra *kgo.Record) error {
 	if s.topic == "" {
 		for i := range rows {
 			if rows[i].Topic == "" {
@@ -317,26 +423,25 @@ func (s *Sink) produceAll(ctx context.Context, rows []OutRow, extra *kgo.Record)
 			}
 		}
 	}
-	var (
-		mu       sync.Mutex
-		firstErr error
-	)
-	promise := func(_ *kgo.Record, err error) {
-		if err != nil {
-			mu.Lock()
-			if firstErr == nil {
-				firstErr = err
-			}
-			mu.Unlock()
-		}
+	n := int64(len(rows))
+	if extra != nil {
+		n++
 	}
+	if n == 0 {
+		return s.firstErr()
+	}
+	s.pmu.Lock()
+	s.outstanding += n
+	s.pmu.Unlock()
+	recs := make([]kgo.Record, len(rows)) // one allocation per call; franz-go keeps the pointers
 	for i := range rows {
 		r := &rows[i]
-		topic := s.topic
-		if topic == "" {
-			topic = r.Topic
+		rec := &recs[i]
+		rec.Topic = s.topic
+		if rec.Topic == "" {
+			rec.Topic = r.Topic
 		}
-		rec := &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value}
+		rec.Key, rec.Value = r.Key, r.Value
 		if r.Partition != nil {
 			rec.Partition = *r.Partition
 			rec.Context = manualCtx
@@ -347,20 +452,22 @@ func (s *Sink) produceAll(ctx context.Context, rows []OutRow, extra *kgo.Record)
 				rec.Headers[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
 			}
 		}
-		s.cl.Produce(ctx, rec, promise)
+		s.cl.Produce(ctx, rec, s.promise)
 	}
 	if extra != nil {
 		extra.Context = manualCtx
-		s.cl.Produce(ctx, extra, promise)
+		s.cl.Produce(ctx, extra, s.promise)
 	}
-	// Flush returns once every record's promise has run, or with ctx's error.
-	if err := s.cl.Flush(ctx); err != nil {
+	return s.firstErr()
+}
+
+// firstErr is the first produce error since the last Flush, wrapped, or nil.
+func (s *Sink) firstErr() error {
+	s.pmu.Lock()
+	err := s.perr
+	s.pmu.Unlock()
+	if err != nil {
 		return fmt.Errorf("kafka: produce: %w", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if firstErr != nil {
-		return fmt.Errorf("kafka: produce: %w", firstErr)
 	}
 	return nil
 }

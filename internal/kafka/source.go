@@ -505,30 +505,35 @@ func (s *Source) fetchEarliestOf(ctx context.Context, tps []logformat.TopicParti
 // is written, so do Ranges and Read. An end with no partitions is Spark's null: no batch.
 // Warnings are what Spark would log.
 func (s *Source) Latest(ctx context.Context, start logformat.KafkaOffsets, limit ReadLimit) (logformat.KafkaOffsets, []string, error) {
+	end, _, warnings, err := s.LatestAvailable(ctx, start, limit)
+	return end, warnings, err
+}
+
+// LatestAvailable is Latest that also returns the latest offsets it listed before applying the
+// limit (Spark's reportLatestOffset, progress "latestOffset"): the snapshot under
+// Trigger.AvailableNow, and also when MinRows delays the batch (end is then start).
+func (s *Source) LatestAvailable(ctx context.Context, start logformat.KafkaOffsets, limit ReadLimit) (end, available logformat.KafkaOffsets, warnings []string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	from := start.Map()
-	var (
-		latest   map[logformat.TopicPartition]int64
-		warnings []string
-		err      error
-	)
+	var latest map[logformat.TopicPartition]int64
 	if s.availableNow && s.availableNowEnd != nil {
 		latest = s.availableNowEnd
 	} else {
 		latest, warnings, err = s.fetchLatest(ctx, from)
 		if err != nil {
-			return logformat.KafkaOffsets{}, warnings, err
+			return logformat.KafkaOffsets{}, logformat.KafkaOffsets{}, warnings, err
 		}
 		if s.availableNow {
 			s.availableNowEnd = latest
 		}
 	}
+	available = logformat.NewKafkaOffsets(latest)
 	if limit.AllAvailable {
-		return logformat.NewKafkaOffsets(latest), warnings, nil
+		return available, available, warnings, nil
 	}
 	if limit.MinRows > 0 && s.delayBatch(limit.MinRows, latest, from, limit.MaxTriggerDelay) {
-		return logformat.NewKafkaOffsets(from), warnings, nil
+		return logformat.NewKafkaOffsets(from), available, warnings, nil
 	}
 	if limit.MaxRows > 0 {
 		var newTPs []logformat.TopicPartition
@@ -539,11 +544,11 @@ func (s *Source) Latest(ctx context.Context, start logformat.KafkaOffsets, limit
 		}
 		fromNew, err := s.fetchEarliestOf(ctx, newTPs)
 		if err != nil {
-			return logformat.KafkaOffsets{}, warnings, err
+			return logformat.KafkaOffsets{}, logformat.KafkaOffsets{}, warnings, err
 		}
-		return logformat.NewKafkaOffsets(rateLimit(limit.MaxRows, from, latest, fromNew)), warnings, nil
+		return logformat.NewKafkaOffsets(rateLimit(limit.MaxRows, from, latest, fromNew)), available, warnings, nil
 	}
-	return logformat.NewKafkaOffsets(latest), warnings, nil
+	return available, available, warnings, nil
 }
 
 // delayBatch is Spark's delayBatch: true skips this trigger.

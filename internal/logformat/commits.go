@@ -1,6 +1,7 @@
 package logformat
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 )
@@ -47,38 +48,39 @@ func ParseCommit(file string, data []byte) (*Commit, error) {
 	if len(javaTrim(d)) == 0 {
 		return nil, &Error{File: file, Line: 2, Kind: KindBlankLine, Expected: expected, Got: excerpt(string(d))}
 	}
-	kind, s, e, je := scanDocument(d)
-	if je != nil {
-		return nil, badJSON(file, 2, expected, d, je)
-	}
-	if kind != jObject {
-		return nil, badJSONShape(file, 2, expected+" object", d)
-	}
+	// One validating pass; as in a validate-then-decode reader, a syntax
+	// error anywhere wins over a field of the wrong type.
 	var ferr *Error
-	_, je = scanObject(d[s:e], 0, 1, func(key []byte, kind jsonKind, vs, ve int) *jsonErr {
-		v := d[s+vs : s+ve]
+	notObject, je := scanTopObject(d, func(key []byte, kind jsonKind, vs, ve int) *jsonErr {
+		if ferr != nil {
+			return nil // keep validating: a syntax error further on wins
+		}
+		v := d[vs:ve]
 		switch string(key) {
 		case "nextBatchWatermarkMs":
 			n, ok := int64Value(v, 0, len(v))
 			if kind != jNumber || !ok {
 				ferr = fieldErr(file, 2, "nextBatchWatermarkMs", "an integer", v)
-				return errStop
+				return nil
 			}
 			c.NextBatchWatermarkMs, c.HasNextBatchWatermark = n, true
 		case "stateUniqueIds":
-			c.StateUniqueIDs = json.RawMessage(string(v))
+			c.StateUniqueIDs = json.RawMessage(bytes.Clone(v))
 		case "sinkMetadataMap":
-			c.SinkMetadata = json.RawMessage(string(v))
+			c.SinkMetadata = json.RawMessage(bytes.Clone(v))
 		default:
 			c.Extra = append(c.Extra, KV{Key: string(key), Value: string(v)})
 		}
 		return nil
 	})
-	if ferr != nil {
-		return nil, ferr
-	}
 	if je != nil {
 		return nil, badJSON(file, 2, expected, d, je)
+	}
+	if notObject {
+		return nil, badJSONShape(file, 2, expected+" object", d)
+	}
+	if ferr != nil {
+		return nil, ferr
 	}
 	for _, l := range ls.text[2:] {
 		c.IgnoredLines = append(c.IgnoredLines, string(l))

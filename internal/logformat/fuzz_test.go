@@ -73,6 +73,7 @@ func FuzzParseOffsets(f *testing.F) {
 		"v1\n{\"batchWatermarkMs\":1,\"batchWatermarkMs\":2,\"conf\":{}}", "v1\r\r\n\n")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o, err := ParseOffsets("f", data)
+		checkWithoutConf(t, data, o, err)
 		if err != nil {
 			checkParseError(t, err)
 			return
@@ -89,6 +90,28 @@ func FuzzParseOffsets(f *testing.F) {
 			func(b []byte) (*OffsetSeq, error) { return ParseOffsets("f", b) },
 			func(o *OffsetSeq) *OffsetSeq { c := *o; c.CRBreaks = 0; return &c })
 	})
+}
+
+// checkWithoutConf asserts that ParseOffsetsWithoutConf accepts and rejects
+// data exactly as ParseOffsets did (o, err) and differs only in the conf.
+func checkWithoutConf(t *testing.T, data []byte, o *OffsetSeq, err error) {
+	t.Helper()
+	lite, lerr := ParseOffsetsWithoutConf("f", data)
+	if !reflect.DeepEqual(err, lerr) {
+		t.Fatalf("ParseOffsetsWithoutConf error %v, ParseOffsets %v", lerr, err)
+	}
+	if err != nil {
+		return
+	}
+	want := *o
+	if o.Metadata != nil {
+		md := *o.Metadata
+		md.Conf = nil
+		want.Metadata = &md
+	}
+	if !reflect.DeepEqual(&want, lite) {
+		t.Fatalf("ParseOffsetsWithoutConf = %+v, want %+v", lite, &want)
+	}
 }
 
 func FuzzParseCommit(f *testing.F) {

@@ -197,16 +197,30 @@ func scanArrayFn(d []byte, i, depth int, fn elemFunc) (int, *jsonErr) {
 	}
 }
 
+// strPlain marks the bytes a string literal holds as they are: everything
+// but '"', '\\' and control characters.
+var strPlain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // scanString validates the string literal at d[i] (d[i] == '"') and reports
 // whether it contains escapes.
 func scanString(d []byte, i int) (end int, escaped bool, err *jsonErr) {
 	j := i + 1
-	for j < len(d) {
-		c := d[j]
-		switch {
-		case c == '"':
+	for {
+		for j < len(d) && strPlain[d[j]] {
+			j++
+		}
+		if j >= len(d) {
+			return len(d), escaped, jerr(len(d), "unexpected end of input")
+		}
+		switch c := d[j]; c {
+		case '"':
 			return j + 1, escaped, nil
-		case c == '\\':
+		case '\\':
 			escaped = true
 			if j+1 >= len(d) {
 				return len(d), escaped, jerr(len(d), "unexpected end of input")
@@ -227,13 +241,10 @@ func scanString(d []byte, i int) (end int, escaped bool, err *jsonErr) {
 			default:
 				return j, escaped, jerr(j, "invalid escape")
 			}
-		case c < 0x20:
+		default: // c < 0x20
 			return j, escaped, jerr(j, "control character in string")
-		default:
-			j++
 		}
 	}
-	return len(d), escaped, jerr(len(d), "unexpected end of input")
 }
 
 func unhex(c byte) int {

@@ -2,6 +2,7 @@ package logformat
 
 import (
 	"bytes"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -57,6 +58,18 @@ type SourceOffset struct {
 // ParseOffsets parses an offsets/N file the way OffsetSeqLog.deserialize
 // reads it.
 func ParseOffsets(file string, data []byte) (*OffsetSeq, error) {
+	return parseOffsets(file, data, true)
+}
+
+// ParseOffsetsWithoutConf is ParseOffsets for callers that never look at
+// the conf: it accepts and rejects exactly the same files with the same
+// errors (the conf is still validated), but leaves Metadata.Conf nil, which
+// saves copying the bulk of a typical metadata line.
+func ParseOffsetsWithoutConf(file string, data []byte) (*OffsetSeq, error) {
+	return parseOffsets(file, data, false)
+}
+
+func parseOffsets(file string, data []byte, keepConf bool) (*OffsetSeq, error) {
 	if err := checkUTF8(file, data); err != nil {
 		return nil, err
 	}
@@ -74,17 +87,31 @@ func ParseOffsets(file string, data []byte) (*OffsetSeq, error) {
 			Expected: "a metadata line (offset metadata JSON or an empty line)", Got: "end of file",
 			Spark: sparkNoSuchElement}
 	}
-	o := &OffsetSeq{Version: version, TrailingNewline: ls.trailingNewline, CRBreaks: ls.crBreaks}
+	// The seq and its metadata share one allocation.
+	om := &struct {
+		seq OffsetSeq
+		md  OffsetMetadata
+	}{seq: OffsetSeq{Version: version, TrailingNewline: ls.trailingNewline, CRBreaks: ls.crBreaks}}
+	o := &om.seq
 	if md := javaTrim(ls.text[1]); len(md) > 0 {
-		m, err := parseOffsetMetadata(file, 2, md)
-		if err != nil {
+		if err := parseOffsetMetadata(file, 2, md, &om.md, keepConf); err != nil {
 			return nil, err
 		}
-		o.Metadata = m
+		o.Metadata = &om.md
 	}
-	for i, raw := range ls.text[2:] {
+	srcs := ls.text[2:]
+	if len(srcs) == 0 {
+		return o, nil
+	}
+	// Every source line is a substring of one string holding the rest of
+	// the file: lines alias data, so a line starts at cap(data)-cap(line).
+	base := cap(data) - cap(srcs[0])
+	rest := string(data[base:])
+	o.Sources = make([]SourceOffset, 0, len(srcs))
+	for i, raw := range srcs {
 		lineNo := i + 3
-		line := string(raw)
+		from := cap(data) - cap(raw) - base
+		line := rest[from : from+len(raw)]
 		var so SourceOffset
 		if version >= 2 {
 			colon := bytes.IndexByte(raw, ':')
@@ -209,26 +236,40 @@ func appendExtra(b []byte, extra []KV) []byte {
 	return b
 }
 
-// parseOffsetMetadata reads the (trimmed) metadata line.
-func parseOffsetMetadata(file string, line int, d []byte) (*OffsetMetadata, *Error) {
+// parseOffsetMetadata reads the (trimmed, non-empty) metadata line into m in
+// one validating pass. As in a validate-then-decode reader, a syntax error
+// anywhere in the line wins over a field of the wrong type, and among field
+// errors the first in file order wins. Without keepConf the conf is
+// validated but not kept.
+func parseOffsetMetadata(file string, line int, d []byte, m *OffsetMetadata, keepConf bool) *Error {
 	const expected = "offset metadata JSON"
-	kind, s, e, je := scanDocument(d)
-	if je != nil {
-		return nil, badJSON(file, line, expected, d, je)
+	if d[0] != '{' {
+		if _, _, _, je := scanDocument(d); je != nil {
+			return badJSON(file, line, expected, d, je)
+		}
+		return badJSONShape(file, line, expected+" object", d)
 	}
-	if kind != jObject {
-		return nil, badJSONShape(file, line, expected+" object", d)
+	// The conf keys and values (the bulk of the line) and extra values are
+	// substrings of one string, made when first needed.
+	var text string
+	str := func() string {
+		if text == "" {
+			text = string(d)
+		}
+		return text
 	}
-	m := &OffsetMetadata{}
 	var ferr *Error
-	_, je = scanObject(d[s:e], 0, 1, func(key []byte, kind jsonKind, vs, ve int) *jsonErr {
-		v := d[s+vs : s+ve]
+	_, je := scanTopObject(d, func(key []byte, kind jsonKind, vs, ve int) *jsonErr {
+		if ferr != nil {
+			return nil // keep validating: a syntax error further on wins
+		}
+		v := d[vs:ve]
 		switch string(key) {
 		case "batchWatermarkMs", "batchTimestampMs":
 			n, ok := int64Value(v, 0, len(v))
 			if kind != jNumber || !ok {
 				ferr = fieldErr(file, line, string(key), "an integer", v)
-				return errStop
+				return nil
 			}
 			if key[5] == 'W' {
 				m.BatchWatermarkMs = n
@@ -238,30 +279,91 @@ func parseOffsetMetadata(file string, line int, d []byte) (*OffsetMetadata, *Err
 		case "conf":
 			if kind != jObject {
 				ferr = fieldErr(file, line, "conf", "an object of strings", v)
-				return errStop
-			}
-			m.Conf = []KV{}
-			_, err := scanObject(v, 0, 1, func(k []byte, kk jsonKind, cs, ce int) *jsonErr {
-				if kk != jString {
-					ferr = fieldErr(file, line, "conf."+string(k), "a string", v[cs:ce])
-					return errStop
-				}
-				m.Conf = append(m.Conf, KV{Key: string(k), Value: stringValue(v, cs, ce)})
 				return nil
-			})
-			return err
+			}
+			if keepConf {
+				m.Conf, ferr = parseConf(file, line, d, str(), vs)
+			} else {
+				_, ferr = parseConf(file, line, d, "", vs)
+			}
 		default:
-			m.Extra = append(m.Extra, KV{Key: string(key), Value: string(v)})
+			m.Extra = append(m.Extra, KV{Key: string(key), Value: str()[vs:ve]})
 		}
 		return nil
 	})
-	if ferr != nil {
-		return nil, ferr
-	}
 	if je != nil {
-		return nil, badJSON(file, line, expected, d, je)
+		return badJSON(file, line, expected, d, je)
 	}
-	return m, nil
+	return ferr
+}
+
+// parseConf reads the conf object at d[i], which the caller has validated:
+// every member must have a string value. Keys and values without escapes
+// are substrings of text (== string(d)); with text == "" the members are
+// only checked and the result is nil.
+func parseConf(file string, line int, d []byte, text string, i int) ([]KV, *Error) {
+	var buf [32]KV
+	kvs := buf[:0]
+	i = skipWS(d, i+1)
+	if d[i] == '}' {
+		if text == "" {
+			return nil, nil
+		}
+		return []KV{}, nil
+	}
+	for {
+		ks := i
+		ke, kesc := validStringEnd(d, ks)
+		i = skipWS(d, ke)  // ':'
+		i = skipWS(d, i+1) // the value
+		vs := i
+		if d[vs] != '"' {
+			_, ve, _ := scanValue(d, vs, 0)
+			key := string(d[ks+1 : ke-1])
+			if kesc {
+				key = string(appendUnquoted(nil, d[ks:ke]))
+			}
+			return nil, fieldErr(file, line, "conf."+key, "a string", d[vs:ve])
+		}
+		ve, vesc := validStringEnd(d, vs)
+		if text != "" {
+			kvs = append(kvs, KV{Key: decodedString(d, text, ks, ke, kesc), Value: decodedString(d, text, vs, ve, vesc)})
+		}
+		i = skipWS(d, ve)
+		if d[i] == '}' {
+			if text == "" {
+				return nil, nil
+			}
+			return slices.Clone(kvs), nil
+		}
+		i = skipWS(d, i+1) // after ','
+	}
+}
+
+// validStringEnd returns the end of the validated string literal at d[i]
+// and whether it has escapes.
+func validStringEnd(d []byte, i int) (int, bool) {
+	esc := false
+	j := i + 1
+	for {
+		for strPlain[d[j]] {
+			j++
+		}
+		if d[j] == '"' {
+			return j + 1, esc
+		}
+		esc = true // a backslash: skip the escaped byte
+		j += 2
+	}
+}
+
+// decodedString is the value of the validated string literal d[s:e]:
+// a substring of text (== string(d)) when it has no escapes.
+func decodedString(d []byte, text string, s, e int, escaped bool) string {
+	if escaped {
+		return string(appendUnquoted(nil, d[s:e]))
+	}
+	return text[s+1 : e-1]
 }
 
 func badJSON(file string, line int, expected string, d []byte, e *jsonErr) *Error {

@@ -55,6 +55,15 @@ const (
 	DefaultParallelism        = 0   // 0: one reader per partition, up to GOMAXPROCS*4
 	DefaultStopTimeout        = 30 * time.Second
 	DefaultConsoleNumRows     = 20
+	// DefaultAsyncCheckpointIntervalMs is asyncProgressTrackingCheckpointIntervalMs's default.
+	DefaultAsyncCheckpointIntervalMs = 1000
+)
+
+// Async progress tracking writer options (Spark's AsyncProgressTrackingMicroBatchExecution); they
+// are DataStreamWriter options, so they are given as sink options.
+const (
+	OptAsyncProgressTracking   = "asyncProgressTrackingEnabled"
+	OptAsyncCheckpointInterval = "asyncProgressTrackingCheckpointIntervalMs"
 )
 
 // TriggerKind is the kind of a trigger.
@@ -269,6 +278,10 @@ type Resolved struct {
 	// ConsoleNumRows and ConsoleTruncate configure the console sink.
 	ConsoleNumRows  int
 	ConsoleTruncate bool
+	// AsyncProgressTracking is asyncProgressTrackingEnabled; AsyncCheckpointIntervalMs is
+	// asyncProgressTrackingCheckpointIntervalMs (0: every batch is persisted).
+	AsyncProgressTracking     bool
+	AsyncCheckpointIntervalMs int64
 }
 
 // sink option keys accepted per sink (kafka sink options are checked by internal/kafka).
@@ -280,7 +293,8 @@ var sinkKeys = map[string][]string{
 
 // Validate checks q and returns the parsed form. Every problem found is reported, one per line.
 func (q *Query) Validate() (*Resolved, error) {
-	r := &Resolved{Query: q, MinBatchesToRetain: DefaultMinBatchesToRetain, ShufflePartitions: DefaultShufflePartitions, ConsoleNumRows: DefaultConsoleNumRows, ConsoleTruncate: true}
+	r := &Resolved{Query: q, MinBatchesToRetain: DefaultMinBatchesToRetain, ShufflePartitions: DefaultShufflePartitions, ConsoleNumRows: DefaultConsoleNumRows, ConsoleTruncate: true,
+		AsyncCheckpointIntervalMs: DefaultAsyncCheckpointIntervalMs}
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 
@@ -311,6 +325,26 @@ func (q *Query) Validate() (*Resolved, error) {
 	case SinkKafka, SinkConsole, SinkNoop:
 	default:
 		bad("unknown sink %q: want kafka, file (json, parquet), console or noop", q.Sink)
+	}
+	// The async progress tracking options are writer options of every sink (Spark checks the
+	// sink below); they never reach the sink itself.
+	if v, ok := q.SinkOptions[OptAsyncProgressTracking]; ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			r.AsyncProgressTracking = true
+		case "false":
+		default:
+			bad("sink option %s=%q: want true or false", OptAsyncProgressTracking, v)
+		}
+		delete(q.SinkOptions, OptAsyncProgressTracking)
+	}
+	if v, ok := q.SinkOptions[OptAsyncCheckpointInterval]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			bad("sink option %s=%q: want a number of milliseconds ≥ 0 (0: persist every batch)", OptAsyncCheckpointInterval, v)
+		}
+		r.AsyncCheckpointIntervalMs = n
+		delete(q.SinkOptions, OptAsyncCheckpointInterval)
 	}
 	if keys, ok := sinkKeys[q.Sink]; ok {
 		for _, k := range sortedKeys(q.SinkOptions) {
@@ -356,6 +390,19 @@ func (q *Query) Validate() (*Resolved, error) {
 		bad("%v", err)
 	}
 	r.Trigger = t
+	if r.AsyncProgressTracking {
+		// AsyncProgressTrackingMicroBatchExecution.validateAndGetTrigger: the sink check first,
+		// then the trigger, with Spark's texts.
+		if q.Sink == SinkFile {
+			bad("Sink FileSink[%s] does not support async progress tracking", r.SinkPath)
+		}
+		switch t.Kind {
+		case TriggerOnce:
+			bad("Async progress tracking cannot be used with Once trigger")
+		case TriggerAvailableNow:
+			bad("Async progress tracking cannot be used with AvailableNow trigger")
+		}
+	}
 	for _, k := range sortedKeys(q.Conf) {
 		v := q.Conf[k]
 		switch k {

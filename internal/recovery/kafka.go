@@ -46,8 +46,7 @@ func (p *planner) kafkaRange(i int, start logformat.SourceOffset, hasStart bool,
 	case hasStart:
 		so, err := logformat.ParseKafkaOffsets(p.cp.Offsets.Path(p.startID), start.JSON)
 		if err != nil {
-			p.warn("source %d: the start offset in %s is not a Kafka offset while the end offset is: %v", i, p.cp.Offsets.Path(p.startID), err)
-			return nil
+			return nil // checkStart fails the restart first
 		}
 		from = so.Map()
 	default:
@@ -62,7 +61,12 @@ func (p *planner) kafkaRange(i int, start logformat.SourceOffset, hasStart bool,
 		default:
 			ini, perr := logformat.ParseKafkaInitialOffsets(rel, data)
 			if perr != nil {
-				return p.fail(reasonBadInitial, kafkaInitialFailure(p.rel, p.cp.SparkPath(rel), perr))
+				f := kafkaInitialFailure(p.rel, p.cp.SparkPath(rel), perr)
+				reason := ReasonCorruptInitialOffsets
+				if f.unsupported {
+					reason = ReasonUnsupportedInitialOffsetsVersion
+				}
+				return p.fail(reason, rel, f.sparkFailure)
 			}
 			from = ini.Offsets.Map()
 			fromWhat = "initial offsets (" + rel + ")"
@@ -96,14 +100,14 @@ func (p *planner) kafkaRange(i int, start logformat.SourceOffset, hasStart bool,
 		}
 		switch {
 		case !inEnd:
-			pr.Note = "partition gone from the end offsets"
+			pr.Note = NotePartitionGone
 			p.warn("source %d: %s-%d is in the start offsets but not in the end offsets: Spark reports it as data loss (failOnDataLoss)", i, tp.Topic, tp.Partition)
 		case from == nil:
 			pr.Note = fromWhat
 		case !inStart:
 			pr.Note = "new partition: read from its earliest offset"
 		case e < s:
-			pr.Note = "offset went backwards"
+			pr.Note = NoteOffsetBackwards
 			p.warn("source %d: %s-%d goes from offset %d back to %d: Spark reports \"Partition %s-%d's offset was changed from %d to %d, some data may have been missed\" (fails unless failOnDataLoss=false)",
 				i, tp.Topic, tp.Partition, s, e, tp.Topic, tp.Partition, s, e)
 		default:
@@ -120,27 +124,65 @@ func (p *planner) kafkaRange(i int, start logformat.SourceOffset, hasStart bool,
 // kafkaInitialFailure maps a parse error of sources/<i>/0 to what
 // KafkaSourceInitialOffsetWriter.deserialize raises when the re-run asks
 // the source for its initial offsets.
-func kafkaInitialFailure(r release, sparkPath string, err error) sparkFailure {
+func kafkaInitialFailure(r release, sparkPath string, err error) fileFailure {
 	var le *logformat.Error
 	if !errors.As(err, &le) {
-		return sparkFailure{message: err.Error()}
+		return fileFailure{sparkFailure: sparkFailure{message: err.Error()}}
 	}
+	f := func(exc, msg string) fileFailure { return fileFailure{sparkFailure: sparkFailure{exc, msg, true}} }
 	switch {
 	case le.Spark == "requirement failed":
 		// require(content.nonEmpty): an IllegalArgumentException, not wrapped.
-		return sparkFailure{excIllegalArgument, "requirement failed", true}
+		return f(excIllegalArgument, "requirement failed")
 	case le.Kind == logformat.KindUnsupportedVersion:
-		return sparkFailure{excIllegalState, wrapRead(sparkPath, tooNew(r, le.Version, logformat.KafkaInitialOffsetsMaxVersion)), true}
+		if ve := checkVersion(r, LogKafkaInitialOffsets, le.Version, 1); ve != nil {
+			return *versionFailure(sparkPath, ve)
+		}
+		return f(excIllegalState, wrapRead(sparkPath, le.Spark))
 	case le.Spark == kafkaNoVersionLine:
 		// Thrown by the writer itself, not by MetadataVersionUtil: no condition.
-		return sparkFailure{excIllegalState, wrapRead(sparkPath, le.Spark), true}
+		return f(excIllegalState, wrapRead(sparkPath, le.Spark))
 	case le.Kind == logformat.KindMalformedVersion:
-		return sparkFailure{excIllegalState, wrapRead(sparkPath, malformed(r, le.Spark)), true}
+		return f(excIllegalState, wrapRead(sparkPath, malformed(r, le.Spark)))
 	case le.Spark != "":
 		exc, msg := splitException(le.Spark)
-		return sparkFailure{exc, msg, true}
+		return f(exc, msg)
 	}
-	return sparkFailure{"", "cannot parse " + sparkPath + ": expected " + le.Expected + ", got " + le.Got, false}
+	return fileFailure{sparkFailure: sparkFailure{"", "cannot parse " + sparkPath + ": expected " + le.Expected + ", got " + le.Got, false}}
+}
+
+// checkStart applies the source's deserializeOffset to the start offset
+// the re-run hands it (runBatch). ckpt knows a source's kind only from its
+// offsets: when the end offset in offsets/L is a Kafka offset, the start
+// must be one too (KafkaMicroBatchStream.deserializeOffset →
+// JsonUtils.partitionOffsets); an empty line (SerializedOffset("")) or
+// another source's offset (a Kafka start for a non-Kafka end) is no offset
+// any source reads. A source with no end offset ("-") is not run.
+func (p *planner) checkStart(i int, start, end logformat.SourceOffset) *sparkFailure {
+	if end.Void {
+		return nil
+	}
+	startPath, endPath := p.cp.Offsets.Path(p.startID), p.cp.Offsets.Path(p.L)
+	_, endErr := logformat.ParseKafkaOffsets(endPath, end.JSON)
+	_, startErr := logformat.ParseKafkaOffsets(startPath, start.JSON)
+	var le *logformat.Error
+	switch {
+	case endErr == nil && startErr != nil && errors.As(startErr, &le) && le.Spark != "":
+		what := fmt.Sprintf("%q", start.JSON)
+		if start.JSON == "" {
+			what = "an empty line"
+		}
+		p.warn("source %d is a Kafka source (its offset in %s is a Kafka offset), but its start offset in %s is %s: the Kafka source fails to read it when batch %d runs",
+			i, endPath, startPath, what, p.L)
+		return &sparkFailure{excIllegalArgument, le.Spark, true}
+	case start.JSON == "":
+		return &sparkFailure{"", fmt.Sprintf("source %d cannot read its start offset: line %d of %s is empty", i, i+3, startPath), false}
+	case endErr != nil && startErr == nil:
+		p.warn("source %d's start offset in %s is a Kafka offset but its end offset in %s is not: the query's sources changed (their order, or a source was replaced), so the source fails to read the start offset when batch %d runs",
+			i, startPath, endPath, p.L)
+		return &sparkFailure{"", fmt.Sprintf("source %d cannot read its start offset in %s, a Kafka offset, while its end offset in %s is not one", i, startPath, endPath), false}
+	}
+	return nil
 }
 
 const kafkaNoVersionLine = "Log file was malformed: failed to detect the log file version line."

@@ -70,9 +70,9 @@ func malformed(r release, text3x string) string {
 }
 
 // readFailure maps a parse error of a log file to the exception Spark
-// raises when it reads that file. max is the newest version the release
-// reads (logformat itself accepts every version some Spark writes).
-func readFailure(r release, sparkPath string, err error, max int) sparkFailure {
+// raises when it reads that file. A version header too new for the release
+// is checkVersion's (callers check that first).
+func readFailure(r release, sparkPath string, err error) sparkFailure {
 	var le *logformat.Error
 	if !errors.As(err, &le) {
 		return sparkFailure{exception: "", message: err.Error()}
@@ -83,7 +83,7 @@ func readFailure(r release, sparkPath string, err error, max int) sparkFailure {
 	case logformat.KindMalformedVersion:
 		return sparkFailure{excIllegalState, wrapRead(sparkPath, malformed(r, le.Spark)), true}
 	case logformat.KindUnsupportedVersion:
-		return sparkFailure{excIllegalState, wrapRead(sparkPath, tooNew(r, le.Version, max)), true}
+		return sparkFailure{excIllegalState, wrapRead(sparkPath, tooNew(r, le.Version, le.MaxVersion)), true}
 	case logformat.KindMissingMetadata:
 		// lines.next() on an exhausted iterator: not an IllegalStateException,
 		// so HDFSMetadataLog does not wrap it.

@@ -182,6 +182,11 @@ func (r release) offsetsMaxVersion() int {
 	return 1
 }
 
+// sourceCountMessage: SPARK-23565 (2.4) gave OffsetSeq.toStreamProgress's
+// source-count assertion its message; before, it failed with a bare
+// "assertion failed".
+func (r release) sourceCountMessage() bool { return r.atLeast(2, 4) }
+
 // errorConditions: 4.x renders errors as "[CONDITION] message SQLSTATE: x".
 func (r release) errorConditions() bool { return r.atLeast(4, 0) }
 

@@ -21,29 +21,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
-// Behaviour keys: two releases behave alike when their keys and next batch
-// match. They are internal; the JSON carries the effects.
-const (
-	reasonFresh           = "fresh"
-	reasonFreshConflict   = "fresh-commit-conflict"
-	reasonFreshIgnored    = "fresh-commits-ignored"
-	reasonResume          = "resume"
-	reasonRerun           = "rerun"
-	reasonRerunBehind     = "rerun-commits-behind"
-	reasonRerunNoCommits  = "rerun-no-commits"
-	reasonRerun21         = "rerun-spark-2.1"
-	reasonCommitsAhead    = "fail-commits-ahead"
-	reasonAheadIgnored    = "rerun-commits-ahead-ignored"
-	reasonMissingMetadata = "fail-missing-metadata"
-	reasonBadMetadata     = "fail-metadata-unreadable"
-	reasonCommitsNoOffs   = "fail-commits-without-offsets"
-	reasonMissingPrev     = "fail-missing-previous-offsets"
-	reasonBadOffsets      = "fail-offsets-unreadable"
-	reasonBadPrevOffsets  = "fail-previous-offsets-unreadable"
-	reasonBadCommit       = "fail-commit-unreadable"
-	reasonBadInitial      = "fail-kafka-initial-offsets-unreadable"
-)
-
 // Plan predicts the restart of the query whose checkpoint is cp. It returns
 // an error only when ckpt cannot read what it needs (I/O) or opts are
 // invalid; a restart Spark refuses is a Result with Outcome "fail".
@@ -82,6 +59,10 @@ type planner struct {
 	start   *logformat.OffsetSeq // offsets of the previous batch, nil when none
 	startID int64
 	commit  *logformat.Commit // commits/C
+
+	// querySources is the running query's number of sources as ckpt models
+	// it (checkLatestSources).
+	querySources int
 }
 
 // errFailed stops the planner once Spark's failure is recorded in res.
@@ -100,6 +81,7 @@ func plan(ctx context.Context, cp *checkpoint.Checkpoint, cfg config) (*Result, 
 	p.C, p.hasC = cp.Commits.Latest()
 	if p.hasL {
 		p.res.LatestOffsets = ptr(p.L)
+		p.res.PreviousBatch = p.previousBatch()
 	}
 	if p.hasC {
 		p.res.LatestCommit = ptr(p.C)
@@ -133,7 +115,7 @@ func (p *planner) run() error {
 			}
 		}
 		if !p.hasL && p.hasC {
-			return p.fail(reasonCommitsNoOffs, sparkFailure{excAssertion, "assertion failed", true})
+			return p.fail(ReasonEmptyOffsetsWithCommits, "", sparkFailure{excAssertion, "assertion failed", true})
 		}
 	}
 	if !p.hasL {
@@ -143,6 +125,14 @@ func (p *planner) run() error {
 		if err := p.readLatest(); err != nil {
 			return err
 		}
+	}
+	if p.cfg.mode == ModeSpark21 {
+		p.log("INFO", "Resuming streaming query, starting with batch %d", p.L)
+	}
+	// populateStartOffsets: endOffsets = offsets/L's toStreamProgress, then
+	// the previous offsets file, then the commit log.
+	if err := p.checkLatestSources(); err != nil {
+		return err
 	}
 	if err := p.resolveStart(); err != nil {
 		return err
@@ -155,21 +145,43 @@ func (p *planner) run() error {
 	return p.decide(usesCommits)
 }
 
-// fail records Spark's failure and stops planning.
-func (p *planner) fail(reason string, f sparkFailure, log ...string) error {
+// fail records Spark's failure and stops planning. reason is one of
+// Reasons; file is the checkpoint-relative file the failure is about, or "".
+func (p *planner) fail(reason, file string, f sparkFailure, log ...string) error {
 	r := p.res
 	r.Outcome = OutcomeFail
+	r.Reason, r.FailedFile = reason, file
 	r.Error = ptr(f.message)
 	r.Exception = f.exception
 	r.DriverLog = append(r.DriverLog, log...)
 	if !f.exact {
+		r.ErrorInexact = true
 		r.Warnings = append(r.Warnings, "the error text is ckpt's description: Spark's own message for this case could not be reproduced exactly")
 	}
-	r.reason = reason
+	r.key = reason
 	if !p.running {
 		r.NextBatch = -1
 	}
 	return errFailed
+}
+
+// previousBatch is the offsets file the restart starts from, from the
+// listing: offsets/L-1 (sync, Spark 2.1) or the nearest lower id (async,
+// getPrevBatchFromStorage).
+func (p *planner) previousBatch() *int64 {
+	if !p.hasL || p.L == 0 {
+		return nil
+	}
+	if p.cfg.mode == ModeAsync {
+		if prev, ok := p.cp.Offsets.Prev(p.L); ok {
+			return ptr(prev)
+		}
+		return nil
+	}
+	if p.cp.Offsets.Has(p.L - 1) {
+		return ptr(p.L - 1)
+	}
+	return nil
 }
 
 func (p *planner) warn(format string, a ...any) {
@@ -189,7 +201,7 @@ func (p *planner) checkMetadata() error {
 			return nil
 		}
 		if p.rel.missingMetadataFails() {
-			return p.fail(reasonMissingMetadata, missingMetadataFile(p.cp.SparkPath("")))
+			return p.fail(ReasonMissingMetadata, checkpoint.FileMetadata, missingMetadataFile(p.cp.SparkPath("")))
 		}
 		p.warn("the metadata file is missing: Spark %s silently writes a new one with a new query id, so sinks that deduplicate by query id do not recognise earlier batches (Spark master refuses this checkpoint: MISSING_METADATA_FILE)", p.rel)
 		return nil
@@ -207,27 +219,42 @@ func (p *planner) checkMetadata() error {
 		f.exception, f.message = splitException(le.Spark)
 		f.exact = true
 	}
-	return p.fail(reasonBadMetadata, f,
+	return p.fail(ReasonCorruptMetadata, checkpoint.FileMetadata, f,
 		"ERROR StreamMetadata: Error reading stream metadata from "+p.cp.SparkPath(checkpoint.FileMetadata))
 }
 
-// readOffsets reads offsets/id under the release's rules. A parse failure
-// is returned as a sparkFailure; an I/O failure as an error.
-func (p *planner) readOffsets(id int64) (*logformat.OffsetSeq, *sparkFailure, error) {
+// fileFailure is Spark's failure to read one log file: a damaged file, or
+// a version header the release refuses (unsupported).
+type fileFailure struct {
+	sparkFailure
+	unsupported bool
+}
+
+// versionFailure is the failure of reading a file whose header the release
+// refuses.
+func versionFailure(sparkPath string, ve *VersionError) *fileFailure {
+	return &fileFailure{sparkFailure{ve.Exception(), wrapRead(sparkPath, ve.Message), true}, true}
+}
+
+// readOffsets reads offsets/id under the release's rules. A file Spark
+// cannot read is returned as a fileFailure; an I/O failure as an error.
+func (p *planner) readOffsets(id int64) (*logformat.OffsetSeq, *fileFailure, error) {
 	seq, err := p.cp.ReadOffsets(p.ctx, id)
 	path := p.cp.SparkPath(p.cp.Offsets.Path(id))
-	max := p.rel.offsetsMaxVersion()
 	if err != nil {
 		var le *logformat.Error
 		if !errors.As(err, &le) {
 			return nil, nil, fmt.Errorf("read %s: %w", p.cp.Offsets.Path(id), err)
 		}
-		f := readFailure(p.rel, path, err, max)
-		return nil, &f, nil
+		if le.Kind == logformat.KindUnsupportedVersion {
+			if ve := checkVersion(p.rel, LogOffsets, le.Version, p.cfg.commitFmt); ve != nil {
+				return nil, versionFailure(path, ve), nil
+			}
+		}
+		return nil, &fileFailure{sparkFailure: readFailure(p.rel, path, err)}, nil
 	}
-	if seq.Version > max {
-		f := sparkFailure{excIllegalState, wrapRead(path, tooNew(p.rel, seq.Version, max)), true}
-		return nil, &f, nil
+	if ve := checkVersion(p.rel, LogOffsets, seq.Version, p.cfg.commitFmt); ve != nil {
+		return nil, versionFailure(path, ve), nil
 	}
 	return seq, nil, nil
 }
@@ -238,57 +265,71 @@ func (p *planner) readLatest() error {
 		return err
 	}
 	if f != nil {
-		return p.fail(reasonBadOffsets, *f)
+		reason := ReasonCorruptLatestOffsets
+		if f.unsupported {
+			reason = ReasonUnsupportedOffsetsVersion
+		}
+		return p.fail(reason, p.cp.Offsets.Path(p.L), f.sparkFailure)
 	}
 	p.latest = seq
-	if len(seq.BlankLines) > 0 {
-		p.warn("%s has an empty source line (line %d): Spark reads it as one more source offset, so the query's source count no longer matches (%s)",
-			p.cp.Offsets.Path(p.L), seq.BlankLines[0], sourceCountAssertion(len(seq.Sources), len(seq.Sources)-len(seq.BlankLines)))
-	}
 	return nil
+}
+
+// checkLatestSources applies OffsetSeq.toStreamProgress's assertion to
+// offsets/L. Spark checks every offsets file it reads against the running
+// query's sources, which ckpt cannot see: it models the query as having
+// offsets/L's sources, not counting empty lines (an empty line is an edit by
+// hand that Spark reads as one more source, §1.7). master's v2 OffsetMap
+// files are matched by source id, without the assertion.
+func (p *planner) checkLatestSources() error {
+	seq := p.latest
+	p.querySources = len(seq.Sources) - len(seq.BlankLines)
+	if seq.Version >= 2 || len(seq.Sources) == p.querySources {
+		return nil
+	}
+	path := p.cp.Offsets.Path(p.L)
+	p.warn("%s has an empty source line (line %d), which Spark reads as one more source offset: the file lists %s for a query ckpt takes to have the %s of its other lines",
+		path, seq.BlankLines[0], sourcesText(len(seq.Sources)), sourcesText(p.querySources))
+	return p.fail(ReasonSourceCountMismatch, path, p.sourceCountFailure(len(seq.Sources)))
+}
+
+// sourceCountFailure is the assertion for a file listing inFile sources.
+func (p *planner) sourceCountFailure(inFile int) sparkFailure {
+	if !p.rel.sourceCountMessage() {
+		return sparkFailure{excAssertion, "assertion failed", true}
+	}
+	return sparkFailure{excAssertion, sourceCountAssertion(inFile, p.querySources), true}
 }
 
 // readCommit reads commits/C under the release's header rules.
 func (p *planner) readCommit() error {
 	c, err := p.cp.ReadCommit(p.ctx, p.C)
-	path := p.cp.SparkPath(p.cp.Commits.Path(p.C))
+	rel := p.cp.Commits.Path(p.C)
+	path := p.cp.SparkPath(rel)
 	if err != nil {
 		var le *logformat.Error
 		if !errors.As(err, &le) {
-			return fmt.Errorf("read %s: %w", p.cp.Commits.Path(p.C), err)
+			return fmt.Errorf("read %s: %w", rel, err)
 		}
-		if le.Kind == logformat.KindUnsupportedVersion && p.rel == mkRelease(4, 0) {
-			return p.fail(reasonBadCommit, sparkFailure{excIllegalState, wrapRead(path, notExactly(p.rel, le.Version, p.cfg.commitFmt)), true})
+		if le.Kind == logformat.KindUnsupportedVersion {
+			if ve := checkVersion(p.rel, LogCommits, le.Version, p.cfg.commitFmt); ve != nil {
+				return p.fail(ReasonUnsupportedCommitVersion, rel, versionFailure(path, ve).sparkFailure)
+			}
 		}
-		return p.fail(reasonBadCommit, readFailure(p.rel, path, err, p.commitMax()))
+		return p.fail(ReasonCorruptLatestCommit, rel, readFailure(p.rel, path, err))
 	}
-	switch {
-	case p.rel == mkRelease(4, 0):
-		// SPARK-50653's TODO: 4.0 reads only the configured format version.
-		if c.Version != p.cfg.commitFmt {
-			return p.fail(reasonBadCommit, sparkFailure{excIllegalState, wrapRead(path, notExactly(p.rel, c.Version, p.cfg.commitFmt)), true})
-		}
-	case c.Version > p.commitMax():
-		return p.fail(reasonBadCommit, sparkFailure{excIllegalState, wrapRead(path, tooNew(p.rel, c.Version, p.commitMax())), true})
+	if ve := checkVersion(p.rel, LogCommits, c.Version, p.cfg.commitFmt); ve != nil {
+		return p.fail(ReasonUnsupportedCommitVersion, rel, versionFailure(path, ve).sparkFailure)
 	}
 	p.commit = c
 	return nil
-}
-
-// commitMax is the newest commit header a release reads (4.0 is exact-match
-// and handled apart).
-func (p *planner) commitMax() int {
-	if p.rel.atLeast(4, 1) {
-		return logformat.CommitsMaxVersion
-	}
-	return 1
 }
 
 // freshStart is the "no offsets" row: a new query at batch 0.
 func (p *planner) freshStart(usesCommits bool) error {
 	r := p.res
 	r.NextBatch = 0
-	r.reason = reasonFresh
+	r.key = keyFresh
 	p.running = true
 	p.log("INFO", "Starting new streaming query.")
 	if !usesCommits || !p.hasC {
@@ -299,9 +340,9 @@ func (p *planner) freshStart(usesCommits bool) error {
 	k, _ := p.cp.Commits.Earliest()
 	if p.rel.commitConflictFails() {
 		p.warn("offsets/ is empty but commits/ holds batches up to %d: the restart runs %s as new and then finds commits/%d already written", p.C, batchesText(0, k), k)
-		return p.fail(reasonFreshConflict, commitConflict(p.rel, p.cfg.mode, k))
+		return p.fail(ReasonEmptyOffsetsWithCommits, p.cp.Commits.Path(k), commitConflict(p.rel, p.cfg.mode, k))
 	}
-	r.reason = reasonFreshIgnored
+	r.key = keyFreshIgnored
 	p.warn("offsets/ is empty but commits/ holds batches up to %d: Spark %s ignores the failed commit writes, so commits/0..%d keep their old content", p.C, p.rel, p.C)
 	return p.sinkVerdict()
 }
@@ -319,7 +360,7 @@ func (p *planner) resolveStart() error {
 			if p.rel.logsMissingPrev() {
 				log = append(log, missingPrevLog(p.class, p.L))
 			}
-			return p.fail(reasonMissingPrev, missingPrev(prev), log...)
+			return p.fail(ReasonMissingPreviousOffsets, p.cp.Offsets.Path(prev), missingPrev(prev), log...)
 		}
 		return p.readStart(prev)
 	case ModeAsync:
@@ -330,7 +371,6 @@ func (p *planner) resolveStart() error {
 		}
 		return p.readStart(prev)
 	default: // Spark 2.1: offsetLog.get(L-1) is optional.
-		p.log("INFO", "Resuming streaming query, starting with batch %d", p.L)
 		if p.L == 0 || !p.cp.Offsets.Has(p.L-1) {
 			return nil
 		}
@@ -343,16 +383,28 @@ func (p *planner) readStart(id int64) error {
 	if err != nil {
 		return err
 	}
+	path := p.cp.Offsets.Path(id)
 	if f != nil {
-		return p.fail(reasonBadPrevOffsets, *f)
+		reason := ReasonCorruptPreviousOffsets
+		if f.unsupported {
+			reason = ReasonUnsupportedOffsetsVersion
+		}
+		return p.fail(reason, path, f.sparkFailure)
 	}
 	p.start, p.startID = seq, id
-	if len(seq.Sources) != len(p.latest.Sources) {
-		p.warn("%s lists %d sources but %s lists %d: Spark checks both against the query's sources, so the restart fails with %q for whichever file does not match the query",
-			p.cp.Offsets.Path(p.L), len(p.latest.Sources), p.cp.Offsets.Path(id), len(seq.Sources),
-			sourceCountAssertion(len(seq.Sources), len(p.latest.Sources)))
+	// The same assertion as for offsets/L (checkLatestSources).
+	if seq.Version >= 2 || len(seq.Sources) == p.querySources {
+		return nil
 	}
-	return nil
+	latest := p.cp.Offsets.Path(p.L)
+	if len(seq.BlankLines) > 0 {
+		p.warn("%s has an empty source line (line %d), which Spark reads as one more source offset: it lists %s where %s, and the query as ckpt models it, have %d",
+			path, seq.BlankLines[0], sourcesText(len(seq.Sources)), latest, p.querySources)
+	} else {
+		p.warn("%s lists %s but %s lists %d: Spark checks both files against the query's sources, so no query restarts from them. ckpt takes the query to have %s's %d, so %s fails the check; a query with %s fails on %s instead",
+			path, sourcesText(len(seq.Sources)), latest, len(p.latest.Sources), latest, p.querySources, path, sourcesText(len(seq.Sources)), latest)
+	}
+	return p.fail(ReasonSourceCountMismatch, path, p.sourceCountFailure(len(seq.Sources)))
 }
 
 // decide applies the commit-log rows of the decision table (§5.3).
@@ -362,29 +414,29 @@ func (p *planner) decide(usesCommits bool) error {
 		r.WatermarkMs, r.BatchTimestampMs = md.BatchWatermarkMs, md.BatchTimestampMs
 	}
 	if !usesCommits {
-		r.reason = reasonRerun21
+		r.key = keyRerun21
 		return p.rerun()
 	}
 	L, C := p.L, p.C
 	switch {
 	case !p.hasC:
 		p.log("INFO", "no commit log present")
-		r.reason = reasonRerunNoCommits
+		r.key = keyRerunNoCommits
 		p.skipped()
 		return p.rerun()
 	case C == L:
 		r.NextBatch = L + 1
-		r.reason = reasonResume
+		r.key = keyResume
 		if p.commit.NextBatchWatermarkMs > r.WatermarkMs {
 			r.WatermarkMs = p.commit.NextBatchWatermarkMs
 		}
 		return p.afterPlan()
 	case C == L-1:
-		r.reason = reasonRerun
+		r.key = keyRerun
 		return p.rerun()
 	case C < L-1:
 		p.log("WARN", "Batch completion log latest batch id is %d, which is not trailing batchid %d by one", C, L)
-		r.reason = reasonRerunBehind
+		r.key = keyRerunBehind
 		p.skipped()
 		return p.rerun()
 	}
@@ -395,7 +447,7 @@ func (p *planner) decide(usesCommits bool) error {
 		return err
 	}
 	if !p.rel.commitConflictFails() {
-		r.reason = reasonAheadIgnored
+		r.key = keyAheadIgnored
 		p.warn("commits/ is ahead of offsets/ (commit %d > offsets %d): Spark %s ignores the failed commit writes for %s, so those commit files keep their old content", C, L, p.rel, batchesText(k, C))
 		return nil
 	}
@@ -407,7 +459,7 @@ func (p *planner) decide(usesCommits bool) error {
 	if p.cfg.mode == ModeAsync && k > L {
 		p.warn("in async mode the conflict comes at the first batch at or above %d whose commit is persisted, which depends on asyncProgressTrackingCheckpointIntervalMs", k)
 	}
-	return p.fail(reasonCommitsAhead, commitConflict(p.rel, p.cfg.mode, k))
+	return p.fail(ReasonCommitsAhead, p.cp.Commits.Path(k), commitConflict(p.rel, p.cfg.mode, k))
 }
 
 // skipped lists the batches whose data the restart never processes again.
@@ -436,16 +488,28 @@ func (p *planner) rerun() error {
 	n := len(p.latest.Sources)
 	r.RerunRange = &Range{Start: make([]rawJSON, n), End: make([]rawJSON, n)}
 	r.StartFromInitial = make([]bool, n)
+	starts := make([]logformat.SourceOffset, n)
+	hasStart := make([]bool, n)
 	for i, end := range p.latest.Sources {
 		r.RerunRange.End[i] = offsetJSON(end)
 		st, ok := p.startFor(i, end)
-		if ok && !st.Void {
+		starts[i], hasStart[i] = st, ok && !st.Void
+		if hasStart[i] {
 			r.RerunRange.Start[i] = offsetJSON(st)
 		} else {
 			r.RerunRange.Start[i] = jsonNull
 			r.StartFromInitial[i] = true
 		}
-		if err := p.kafkaRange(i, st, ok && !st.Void, end); err != nil {
+	}
+	// runBatch, source by source: deserialize the start offset, then the
+	// end offset, then (no start) read the initial offsets.
+	for i, end := range p.latest.Sources {
+		if hasStart[i] {
+			if f := p.checkStart(i, starts[i], end); f != nil {
+				return p.fail(ReasonInvalidSourceOffset, p.cp.Offsets.Path(p.startID), *f)
+			}
+		}
+		if err := p.kafkaRange(i, starts[i], hasStart[i], end); err != nil {
 			return err
 		}
 	}
@@ -557,6 +621,14 @@ func (p *planner) sinkVerdict() error {
 	return nil
 }
 
+// sourcesText renders "1 source", "2 sources".
+func sourcesText(n int) string {
+	if n == 1 {
+		return "1 source"
+	}
+	return fmt.Sprintf("%d sources", n)
+}
+
 // batchesText renders a batch range: "batch 6" or "batches 6..9".
 func batchesText(from, to int64) string {
 	if from == to {
@@ -571,7 +643,7 @@ func releaseNotes(ctx context.Context, cp *checkpoint.Checkpoint, cfg config, re
 	if cfg.mode == ModeSpark21 {
 		return nil, nil
 	}
-	key := func(r *Result) string { return fmt.Sprintf("%s|%s|%d", r.reason, r.Outcome, r.NextBatch) }
+	key := func(r *Result) string { return fmt.Sprintf("%s|%s|%d", r.key, r.Outcome, r.NextBatch) }
 	want := key(res)
 	var order []string
 	groups := map[string]*ReleaseNote{}

@@ -296,6 +296,9 @@ func TestPlanProperties(t *testing.T) {
 			if async.Failed() != (len(c.commits) > 0 && c.commits[len(c.commits)-1] > L) {
 				t.Fatalf("%v: async %s", c, async.Verdict())
 			}
+			if prev, ok := cp.Offsets.Prev(L); (async.PreviousBatch != nil) != (ok && L > 0) || (ok && L > 0 && *async.PreviousBatch != prev) {
+				t.Fatalf("%v: async previous batch %v, want the nearest lower id", c, async.PreviousBatch)
+			}
 			if async.RerunBatch != nil && async.RerunRange.Start[0] != nil && string(async.RerunRange.Start[0]) != "null" {
 				prev, _ := cp.Offsets.Prev(L)
 				want := scenario.Kafka("t", prev, 2)
@@ -313,6 +316,17 @@ func checkInvariants(t *testing.T, ctx context.Context, c randomCase, cp *checkp
 	C, hasC := cp.Commits.Latest()
 	if res.SkippedBatches == nil || res.Warnings == nil {
 		t.Fatalf("%v: nil slices in result", c)
+	}
+	// The sync engine starts from offsets/L-1, when it is on disk.
+	var wantPrev *int64
+	if hasL && L > 0 && cp.Offsets.Has(L-1) {
+		wantPrev = &[]int64{L - 1}[0]
+	}
+	if (res.PreviousBatch == nil) != (wantPrev == nil) || (wantPrev != nil && *res.PreviousBatch != *wantPrev) {
+		t.Fatalf("%v: previous batch %v, want %v", c, res.PreviousBatch, wantPrev)
+	}
+	if res.Failed() != (res.Reason != "") {
+		t.Fatalf("%v: outcome %s with reason %q", c, res.Outcome, res.Reason)
 	}
 	if res.Failed() {
 		if res.Error == nil || *res.Error == "" {

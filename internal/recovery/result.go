@@ -17,9 +17,21 @@ const (
 type Result struct {
 	// Outcome is "resume" or "fail".
 	Outcome string `json:"outcome"`
+	// Reason says why the restart fails: one of Reasons (reasons.go), a
+	// stable key that does not depend on the release's wording. Omitted on
+	// resume.
+	Reason string `json:"reason,omitempty"`
+	// FailedFile is the file (relative to the checkpoint, e.g. "offsets/6")
+	// whose content or absence makes the restart fail; omitted when the
+	// failure is about no single file.
+	FailedFile string `json:"failedFile,omitempty"`
 	// Error is Spark's exception message, e.g. "batch 21 doesn't exist";
 	// null on resume.
 	Error *string `json:"error"`
+	// ErrorInexact is set when Error is ckpt's description of the failure
+	// because Spark's own text (a JSON library's exception, say) could not
+	// be reproduced exactly.
+	ErrorInexact bool `json:"errorInexact,omitempty"`
 	// Exception is the JVM class of that exception, when known.
 	Exception string `json:"exception,omitempty"`
 	// DriverLog holds the ERROR/WARN/INFO lines Spark's driver logs on the way.
@@ -58,11 +70,19 @@ type Result struct {
 	// LatestOffsets and LatestCommit are L and C, or null.
 	LatestOffsets *int64 `json:"latestOffsets"`
 	LatestCommit  *int64 `json:"latestCommit"`
+	// PreviousBatch is the offsets file the restart starts from, the end of
+	// the batch before L: L-1 in the sync and Spark 2.1 engines, the
+	// nearest lower id on disk in async mode. Null when there is none (no
+	// offsets, L == 0, no lower file; in the sync engine a missing
+	// offsets/L-1 is the missing-previous-offsets failure). It follows from
+	// the listings alone, so it is set even when the restart fails before
+	// Spark reads the file.
+	PreviousBatch *int64 `json:"previousBatch"`
 	// Releases lists the Spark releases (same mode) whose restart of this
 	// checkpoint differs from SparkVersion's, grouped by behaviour.
 	Releases []ReleaseNote `json:"releases,omitempty"`
 
-	reason string // behaviour key, to group releases
+	key string // behaviour key, to group releases: Reason, or a key* constant
 }
 
 // Range is the offset range of a re-run batch: start and end per source, in
@@ -87,6 +107,21 @@ type PartitionRange struct {
 	Records   *int64 `json:"records"`
 	Note      string `json:"note,omitempty"`
 }
+
+// PartitionRange.Note values that callers key on: the re-run's recorded
+// range loses data, which Spark reports as data loss when it plans the batch
+// (KafkaOffsetReader.getOffsetRangesFromResolvedOffsets: an
+// IllegalStateException with the default failOnDataLoss=true, a WARN and
+// the data skipped with false). The other notes are explanations.
+const (
+	// NotePartitionGone: the partition is in the start offsets but not in
+	// the end offsets ("Set(t-p) are gone. Some data may have been missed.").
+	NotePartitionGone = "partition gone from the end offsets"
+	// NoteOffsetBackwards: the end offset is below the start offset
+	// ("Partition t-p's offset was changed from S to E, some data may have
+	// been missed").
+	NoteOffsetBackwards = "offset went backwards"
+)
 
 // Sink verdict statuses.
 const (

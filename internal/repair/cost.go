@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"slices"
 
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
@@ -31,9 +32,11 @@ type positions struct {
 // ends in the original checkpoint. Delivered means committed (the newest batch with both an offsets
 // file and a commit), or, with --sink, present in the file sink's log. The restart's start and the
 // re-run come from the planner's result on the repaired checkpoint; ckpt only subtracts Kafka
-// offsets.
-func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *recovery.Result, sinkLatest *int64) (Replay, error) {
+// offsets, or, with the broker's state, counts the offsets between them that still exist there.
+func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *recovery.Result, sinkLatest *int64, broker *brokerstate.State) (Replay, error) {
 	r := Replay{ReplayedBatches: []int64{}, LostBatches: []int64{}, SkippedBatches: after.SkippedBatches, NextBatch: after.NextBatch, RerunBatch: after.RerunBatch}
+	count := newCounter(broker)
+	r.BrokerCounts = broker != nil
 	if r.SkippedBatches == nil {
 		r.SkippedBatches = []int64{}
 	}
@@ -41,8 +44,8 @@ func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *re
 		var sum int64
 		have := false
 		for _, k := range after.Kafka {
-			if k.Records != nil {
-				sum += *k.Records
+			if n, ok := count.rerun(k); ok {
+				sum += n
 				have = true
 			}
 		}
@@ -116,9 +119,9 @@ func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *re
 			continue
 		}
 		if f > s {
-			replayed += f - s
+			replayed += count.records(k.tp, s, f)
 		} else {
-			lost += s - f
+			lost += count.records(k.tp, f, s)
 		}
 	}
 	r.ReplayedRecords, r.LostRecords = &replayed, &lost

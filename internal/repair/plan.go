@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -64,6 +65,11 @@ type Options struct {
 	Strategy Strategy
 	// Sink is the --sink location as the user typed it, for messages.
 	Sink string
+	// Broker is the Kafka broker's state for the checkpoint's topics (--bootstrap-server:
+	// brokerstate.Read of brokerstate.CheckpointTopics); with it the Kafka records of Replay
+	// count what really exists on the broker instead of subtracting offsets (broker.go).
+	// nil: offsets are subtracted.
+	Broker *brokerstate.State
 }
 
 // Plan is what a repair would do and what it would cost. It is a pure function of the checkpoint
@@ -146,6 +152,9 @@ type Replay struct {
 	SkippedBatches []int64 `json:"skippedBatches"`
 	// NextBatch is the first batch the restart runs; -1 when the restart fails.
 	NextBatch int64 `json:"nextBatch"`
+	// BrokerCounts is true when the Kafka records were counted on the broker (Options.Broker):
+	// the offsets between two positions that still exist there, not their difference.
+	BrokerCounts bool `json:"brokerCounts,omitempty"`
 }
 
 // maxSteps bounds the fix-point loop; each step removes at least one finding or file.
@@ -351,7 +360,7 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 			return f.Code == doctor.CodeMissingPreviousOffsets || f.Code == doctor.CodeAsyncProgressGaps
 		})
 	}
-	c.replay, err = replayCost(ctx, orig, cp, after, opts.Planner.SinkLatest)
+	c.replay, err = replayCost(ctx, orig, cp, after, opts.Planner.SinkLatest, opts.Broker)
 	if err != nil {
 		return nil, err
 	}

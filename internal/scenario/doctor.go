@@ -40,9 +40,10 @@ func init() {
 			},
 		},
 		Scenario{
-			Name: "doctor-retention-unpurged",
-			Doc:  "1,200 batches of offsets and commits kept (minBatchesToRetain raised, or purging fails): listings get slow on object stores.",
-			Tags: []string{"doctor", "retention"},
+			Name:  "doctor-retention-unpurged",
+			Doc:   "1,200 batches of offsets and commits kept (minBatchesToRetain raised, or purging fails): listings get slow on object stores.",
+			Tags:  []string{"doctor", "retention"},
+			Large: true, // 2,400 files: built in memory only
 			Build: func(b *Builder) {
 				std(b, ids(0, 1199), ids(0, 1199))
 			},
@@ -61,6 +62,17 @@ func init() {
 			Tags: []string{"doctor", "retention"},
 			Build: func(b *Builder) {
 				std(b, join(ids(0, 3), ids(6, 12)), join(ids(0, 7), ids(10, 12)))
+			},
+		},
+		Scenario{
+			Name: "doctor-deep-old-commit-v2",
+			Doc:  "commits/0..3 are checkpoint format v2 (Spark master with checkpointFormatVersion=2), commits/4..7 v1: Spark 3.5 restarts from the latest files, but --deep finds the older v2 commits it cannot read.",
+			Tags: []string{"doctor", "deep", "version"},
+			Build: func(b *Builder) {
+				std(b, ids(0, 7), ids(4, 7))
+				for id := int64(0); id <= 3; id++ {
+					b.CommitV2(id, 5)
+				}
 			},
 		},
 		Scenario{

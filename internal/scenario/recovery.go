@@ -386,6 +386,15 @@ func init() {
 			},
 		},
 		Scenario{
+			Name: "kafka-range-backwards",
+			Doc:  "The topic was recreated with 2 partitions between batch 6 and 7: offsets/7 records lower offsets than offsets/6 and no partition 2, so the re-run of batch 7 goes backwards and loses a partition, which Spark reports as data loss.",
+			Tags: []string{"recovery", "kafka"},
+			Build: func(b *Builder) {
+				std(b, ids(0, 6), ids(0, 6))
+				b.Offsets(7, Kafka(topic, 1, 2))
+			},
+		},
+		Scenario{
 			Name: "kafka-and-file-source",
 			Doc:  "Two sources (Kafka, then a file source): the re-run covers both, one line each.",
 			Tags: []string{"recovery", "kafka", "file-source"},
@@ -412,7 +421,7 @@ func init() {
 		},
 		Scenario{
 			Name: "source-added",
-			Doc:  "A second source appears in offsets/7 (void in offsets/6): the source counts differ, and the new source starts from its initial offsets.",
+			Doc:  "offsets/7 lists two sources (Kafka, then a file source), offsets/6 one: Spark asserts both files against the query's sources, so one of them fails for any query. ckpt takes the query to be offsets/7's, so offsets/6 fails the source-count assertion.",
 			Tags: []string{"recovery", "kafka"},
 			Build: func(b *Builder) {
 				b.Metadata()
@@ -440,11 +449,35 @@ func init() {
 		},
 		Scenario{
 			Name: "blank-source-line",
-			Doc:  "offsets/7 ends with an empty line: Spark reads it as a second source and the source-count assertion fails for a one-source query.",
+			Doc:  "offsets/7 ends with an empty line: Spark reads it as a second source, so offsets/7 fails the source-count assertion of the one-source query.",
 			Tags: []string{"recovery", "corrupt"},
 			Build: func(b *Builder) {
 				std(b, ids(0, 7), ids(0, 6))
 				b.Raw("offsets/7", b.OffsetsJSON(7, kafka3(7)...)+"\n\n")
+			},
+		},
+		Scenario{
+			Name: "previous-offsets-blank-source",
+			Doc:  "offsets/6's Kafka line was emptied by an edit by hand that kept the line: the source count still matches, so the re-run of batch 7 hands the Kafka source an empty start offset, which it cannot parse.",
+			Tags: []string{"recovery", "corrupt", "kafka"},
+			Build: func(b *Builder) {
+				std(b, ids(0, 7), ids(0, 6))
+				full := b.OffsetsJSON(6, kafka3(6)...)
+				b.Raw("offsets/6", full[:len(full)-len(kafka3(6)[0])]+"\n")
+			},
+		},
+		Scenario{
+			Name: "sources-reordered",
+			Doc:  "The query's two sources swapped places between batch 6 (Kafka, file) and batch 7 (file, Kafka): the counts match, but the re-run of batch 7 hands each source the other's start offset.",
+			Tags: []string{"recovery", "kafka", "file-source"},
+			Build: func(b *Builder) {
+				b.Metadata()
+				b.KafkaInitial(0, KafkaOffsets(topic, 0, 0, 0))
+				for id := int64(0); id <= 6; id++ {
+					b.Offsets(id, Kafka(topic, id, 3), FileSource(id))
+				}
+				b.Offsets(7, FileSource(7), Kafka(topic, 7, 3))
+				b.Commits(0, 6)
 			},
 		},
 		Scenario{

@@ -76,12 +76,22 @@ func TestBuilderBytes(t *testing.T) {
 }
 
 // TestGeneratedTree checks that testdata/scenarios is what
-// `go run ./internal/scenario/gen` writes today.
+// `go run ./internal/scenario/gen` writes today: every scenario not marked
+// Large byte for byte, no directory for a Large or unregistered scenario,
+// and the index.
 func TestGeneratedTree(t *testing.T) {
 	root := filepath.Join("..", "..", "testdata", "scenarios")
 	ctx := context.Background()
+	known := map[string]bool{}
 	for _, s := range scenario.All() {
+		known[s.Name] = true
 		dir := filepath.Join(root, s.Name)
+		if s.Large {
+			if _, err := os.Stat(dir); err == nil {
+				t.Errorf("%s is Large (built in memory only) but %s exists (run go run ./internal/scenario/gen)", s.Name, dir)
+			}
+			continue
+		}
 		want := s.Files()
 		st, err := storage.NewLocal(dir)
 		if err != nil {
@@ -103,6 +113,40 @@ func TestGeneratedTree(t *testing.T) {
 			if w, ok := want[e.Path]; !ok || !bytes.Equal(d, w) {
 				t.Errorf("%s/%s is stale (run go run ./internal/scenario/gen)", s.Name, e.Path)
 			}
+		}
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && !known[e.Name()] {
+			t.Errorf("%s belongs to no registered scenario: delete it", filepath.Join(root, e.Name()))
+		}
+	}
+	index, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil || string(index) != scenario.Index() {
+		t.Errorf("%s is stale (run go run ./internal/scenario/gen): %v", filepath.Join(root, "README.md"), err)
+	}
+}
+
+// TestCommittedSize keeps testdata/scenarios small: a scenario above the
+// size limits must be marked Large (built in memory only), and a Large one
+// must be above them.
+func TestCommittedSize(t *testing.T) {
+	for _, s := range scenario.All() {
+		files := s.Files()
+		size := 0
+		for _, d := range files {
+			size += len(d)
+		}
+		big := len(files) > scenario.MaxCommittedFiles || size > scenario.MaxCommittedBytes
+		switch {
+		case big && !s.Large:
+			t.Errorf("%s has %d files, %d bytes: above the limits (%d files, %d bytes) for testdata/scenarios; mark it Large",
+				s.Name, len(files), size, scenario.MaxCommittedFiles, scenario.MaxCommittedBytes)
+		case !big && s.Large:
+			t.Errorf("%s is marked Large but has only %d files, %d bytes: commit it", s.Name, len(files), size)
 		}
 	}
 }

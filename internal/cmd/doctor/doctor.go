@@ -4,11 +4,13 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
@@ -41,6 +43,12 @@ type Options struct {
 	Explain string
 	// Output is "table" or "json".
 	Output render.Format
+	// Broker is --bootstrap-server and the Kafka client options: with a broker, doctor also
+	// checks the offsets the restart reads next against it. Default: none.
+	Broker brokerstate.Flags
+	// FailOnDataLoss is --fail-on-data-loss, the Kafka source option the broker checks model.
+	// Default: true, Spark's default.
+	FailOnDataLoss bool
 }
 
 const long = `Find every known bad condition in a Spark Structured Streaming checkpoint.
@@ -55,6 +63,13 @@ costs about one directory listing even with 100k batches. Zero-byte files show i
 --deep also reads every other log file (concurrently) to find damaged or too-new older files and
 changes in the number of sources.
 
+With --bootstrap-server (plus Spark's kafka.* client options: --kafka-option, --kafka-option-file)
+doctor also asks the broker for each partition's earliest and latest offsets and checks the
+offsets the restart reads next: offsets-out-of-range (retention deleted records not yet read),
+topic-recreated, partitions-removed, partitions-added and topic-missing, each with the message
+Spark stops with, what failOnDataLoss=false does instead, and the records affected.
+--fail-on-data-loss=false models that source option. The broker is only read.
+
 Severities: error (the restart fails, or silently loses or duplicates data), warning (something is
 wrong and will bite later), info (expected behaviour worth knowing).
 
@@ -66,7 +81,7 @@ Exit codes:
 
 // NewCmd builds `ckpt doctor`. runF replaces runDoctor in tests of the flag wiring.
 func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: env.IO, OpenStore: env.OpenStore}
+	opts := &Options{IO: env.IO, OpenStore: env.OpenStore, FailOnDataLoss: true}
 	var output, mode, failOn string
 	cmd := &cobra.Command{
 		Use:   "doctor CHECKPOINT",
@@ -75,6 +90,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 		Example: `  ckpt doctor /data/checkpoints/orders
   ckpt doctor s3://bucket/checkpoints/orders --spark-version 4.0 --mode async
   ckpt doctor ./ckpt --sink /data/output/orders --fail-on warning -o json
+  ckpt doctor ./ckpt --bootstrap-server kafka:9092
   ckpt doctor --explain missing-previous-offsets`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if opts.Explain != "" {
@@ -109,6 +125,9 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if opts.FailOn, err = doctor.ParseSeverity(failOn); err != nil {
 				return exitcode.UsageError(fmt.Errorf("--fail-on: %w", err))
 			}
+			if cmd.Flags().Changed("fail-on-data-loss") && !opts.Broker.Enabled() {
+				return exitcode.UsageError(errors.New("--fail-on-data-loss models the Kafka source option for the broker checks: give --bootstrap-server too"))
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -124,6 +143,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	fl.BoolVar(&opts.Deep, "deep", false, "read every offsets and commits file, not only those a restart reads")
 	fl.StringVar(&failOn, "fail-on", string(doctor.Error), "lowest severity that makes the exit code 3: error, warning or info")
 	fl.StringVar(&opts.Explain, "explain", "", "print the documentation of one finding `CODE` and exit")
+	opts.Broker.AddFlags(fl)
+	fl.BoolVar(&opts.FailOnDataLoss, "fail-on-data-loss", true, "with --bootstrap-server: the Kafka source option failOnDataLoss the query runs with (--fail-on-data-loss=false)")
 	return cmd
 }
 
@@ -158,6 +179,17 @@ func runDoctor(ctx context.Context, opts *Options) error {
 		if dopts.Sink, err = opts.OpenStore(ctx, opts.Sink); err != nil {
 			return fmt.Errorf("--sink: %w", err)
 		}
+	}
+	if opts.Broker.Enabled() {
+		topics, err := brokerstate.CheckpointTopics(ctx, cp)
+		if err != nil {
+			return err
+		}
+		st, err := opts.Broker.ReadTopics(ctx, topics)
+		if err != nil {
+			return err
+		}
+		dopts.Broker = &doctor.Broker{State: st, FailOnDataLossFalse: !opts.FailOnDataLoss, CommandArgs: opts.Broker.CommandArgs()}
 	}
 	rep, err := doctor.Run(ctx, cp, dopts)
 	if err != nil {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
@@ -23,7 +25,8 @@ func testEnv() *cli.Env {
 }
 
 func TestFlags(t *testing.T) {
-	base := Options{Checkpoint: "ck", Mode: recovery.ModeSync, FailOn: doctor.Error, Output: render.FormatTable}
+	base := Options{Checkpoint: "ck", Mode: recovery.ModeSync, FailOn: doctor.Error, Output: render.FormatTable,
+		Broker: brokerstate.Flags{Timeout: brokerstate.DefaultTimeout}, FailOnDataLoss: true}
 	with := func(f func(o *Options)) Options { o := base; f(&o); return o }
 	for _, tc := range []struct {
 		args []string
@@ -37,6 +40,12 @@ func TestFlags(t *testing.T) {
 			want: with(func(o *Options) { o.Sink, o.Deep, o.FailOn, o.Output = "out", true, doctor.Warning, render.FormatJSON })},
 		{args: []string{"--explain", "commit-lag"},
 			want: with(func(o *Options) { o.Checkpoint, o.Explain = "", "commit-lag" })},
+		{args: []string{"ck", "--bootstrap-server", "k:9092", "--kafka-option", "kafka.security.protocol=SSL", "--broker-timeout", "5s", "--fail-on-data-loss=false"},
+			want: with(func(o *Options) {
+				o.Broker = brokerstate.Flags{BootstrapServers: "k:9092", Options: []string{"kafka.security.protocol=SSL"}, Timeout: 5 * time.Second}
+				o.FailOnDataLoss = false
+			})},
+		{args: []string{"ck", "--fail-on-data-loss=false"}, code: exitcode.Usage},
 		{args: []string{"--explain", "nope"}, code: exitcode.Usage},
 		{args: []string{"--explain", "commit-lag", "ck"}, code: exitcode.Usage},
 		{args: []string{}, code: exitcode.Usage},

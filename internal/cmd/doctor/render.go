@@ -25,6 +25,13 @@ func renderReport(r *render.Renderer, rep *doctor.Report, opts *Options) {
 		if f.SparkError != nil {
 			block(r, "Spark:", *f.SparkError)
 		}
+		if k := f.Kafka; k != nil && (k.DataLoss || k.Fails) && k.FailOnDataLossFalse != "" {
+			label := "failOnDataLoss=false:"
+			if !k.FailOnDataLoss {
+				label = "failOnDataLoss=false (as given):"
+			}
+			r.Printf("  %s %s\n", r.Faint(label), k.FailOnDataLossFalse)
+		}
 		block(r, "Fix:", f.Fix)
 		for _, c := range f.Commands {
 			r.Printf("  %s %s\n", r.Faint("Run:  "), c)

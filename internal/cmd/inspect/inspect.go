@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/inspect"
@@ -33,6 +34,10 @@ type Options struct {
 	HasBatch bool
 	// Parallelism bounds concurrent reads for --batches.
 	Parallelism int
+	// Broker is --bootstrap-server and the Kafka client options: with a broker the summary of
+	// a checkpoint shows each partition's log start and end and the lag (broker.go).
+	// Default: none.
+	Broker brokerstate.Flags
 }
 
 const long = `Show what a Spark Structured Streaming checkpoint holds.
@@ -50,6 +55,12 @@ store inventory (operators, partitions, stores, versions, provider) and leftover
               number of records of every partition (reads every offsets file, concurrently)
   --batch N   the parsed contents of batch N: offsets metadata, conf, each source offset, and
               the commit
+
+With --bootstrap-server (plus Spark's kafka.* client options: --kafka-option, --kafka-option-file)
+the summary also shows, per Kafka partition, the committed and in-flight offsets next to the
+broker's log start and latest offset, the lag in records, and the problem the next batch meets
+there, if any (ckpt lag follows it over time, ckpt doctor explains the problems). The broker is
+only read.
 
 For a file sink log it prints the batch range, the compact interval Spark would use, and the
 number and total size of the files the log says are live (Spark's allFiles), streaming the
@@ -75,7 +86,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 		Example: `  ckpt inspect /data/checkpoints/orders
   ckpt inspect s3://bucket/checkpoints/orders --batches
   ckpt inspect ./ckpt --batch 41 -o json
-  ckpt inspect /data/output/orders          # a file sink: reads _spark_metadata/`,
+  ckpt inspect /data/output/orders          # a file sink: reads _spark_metadata/
+  ckpt inspect ./ckpt --bootstrap-server kafka:9092`,
 		Args: cli.ExactArgs(1, "a checkpoint location"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Location = args[0]
@@ -91,6 +103,9 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if opts.HasBatch && opts.Batch < 0 {
 				return exitcode.UsageError(fmt.Errorf("--batch %d: batch ids are not negative", opts.Batch))
 			}
+			if opts.Broker.Enabled() && (opts.Batches || opts.HasBatch) {
+				return exitcode.UsageError(fmt.Errorf("--bootstrap-server applies to the summary of a checkpoint, not to --batches or --batch"))
+			}
 			if opts.Parallelism < 0 {
 				return exitcode.UsageError(fmt.Errorf("--parallelism %d: want 1 or more (0 for the default)", opts.Parallelism))
 			}
@@ -104,6 +119,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	cmd.Flags().BoolVar(&opts.Batches, "batches", false, "list every batch (reads every offsets file)")
 	cmd.Flags().Int64Var(&opts.Batch, "batch", 0, "show the parsed contents of batch `N`")
 	cmd.Flags().IntVar(&opts.Parallelism, "parallelism", 0, fmt.Sprintf("concurrent reads for --batches (default %d)", storage.DefaultReadParallelism))
+	opts.Broker.AddFlags(cmd.Flags())
 	return cmd
 }
 
@@ -125,6 +141,9 @@ func runInspect(ctx context.Context, opts *Options) error {
 		if opts.Batches || opts.HasBatch {
 			return exitcode.UsageError(fmt.Errorf("%s is a file sink log: --batches and --batch apply to checkpoints", opts.Location))
 		}
+		if opts.Broker.Enabled() {
+			return exitcode.UsageError(fmt.Errorf("%s is a file sink log: --bootstrap-server applies to checkpoints", opts.Location))
+		}
 		doc, err = inspect.SinkLogSummary(ctx, store, target.Dir)
 	case opts.Batches:
 		doc, err = inspect.Batches(ctx, store, inspect.BatchesOptions{Parallelism: opts.Parallelism})
@@ -140,6 +159,13 @@ func runInspect(ctx context.Context, opts *Options) error {
 		}
 		return err
 	}
+	var bv *brokerView
+	if s, ok := doc.(*inspect.Summary); ok && opts.Broker.Enabled() {
+		if bv, err = readBroker(ctx, opts, store); err != nil {
+			return err
+		}
+		doc = summaryWithBroker{Summary: s, Broker: bv}
+	}
 	if opts.Output == render.FormatJSON {
 		return render.JSON(opts.IO.Out, doc)
 	}
@@ -147,6 +173,9 @@ func runInspect(ctx context.Context, opts *Options) error {
 	switch d := doc.(type) {
 	case *inspect.Summary:
 		renderSummary(r, d)
+	case summaryWithBroker:
+		renderSummary(r, d.Summary)
+		renderBroker(r, d.Broker)
 	case *inspect.BatchList:
 		renderBatches(r, d)
 	case *inspect.BatchDetail:

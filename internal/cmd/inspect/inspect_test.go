@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -30,6 +31,9 @@ func TestFlags(t *testing.T) {
 		{args: []string{"ck", "-o", "json", "--batches", "--parallelism", "4"}, want: Options{Location: "ck", Output: render.FormatJSON, Batches: true, Parallelism: 4}},
 		{args: []string{"ck", "--batch", "7"}, want: Options{Location: "ck", Output: render.FormatTable, Batch: 7, HasBatch: true}},
 		{args: []string{"ck", "--batch", "0"}, want: Options{Location: "ck", Output: render.FormatTable, Batch: 0, HasBatch: true}},
+		{args: []string{"ck", "--bootstrap-server", "k:9092", "--kafka-option", "kafka.client.id=x"},
+			want: Options{Location: "ck", Output: render.FormatTable, Broker: brokerstate.Flags{BootstrapServers: "k:9092", Options: []string{"kafka.client.id=x"}}}},
+		{args: []string{"ck", "--bootstrap-server", "k:9092", "--batches"}, code: exitcode.Usage},
 		{args: []string{"ck", "--batch", "1", "--batches"}, code: exitcode.Usage},
 		{args: []string{"ck", "--batch", "-1"}, code: exitcode.Usage},
 		{args: []string{"ck", "-o", "yaml"}, code: exitcode.Usage},
@@ -51,6 +55,9 @@ func TestFlags(t *testing.T) {
 				return
 			}
 			got.IO, got.OpenStore = nil, nil
+			if tc.want.Broker.Timeout == 0 {
+				tc.want.Broker.Timeout = brokerstate.DefaultTimeout
+			}
 			if fmt.Sprintf("%+v", *got) != fmt.Sprintf("%+v", tc.want) {
 				t.Errorf("options = %+v, want %+v", *got, tc.want)
 			}

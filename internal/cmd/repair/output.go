@@ -123,6 +123,9 @@ func replayText(r repair.Replay) string {
 	if len(parts) == 0 {
 		return "nothing runs twice"
 	}
+	if r.BrokerCounts && (r.RerunRecords != nil || r.ReplayedRecords != nil) {
+		return strings.Join(parts, "; ") + " (Kafka records counted on the broker)"
+	}
 	return strings.Join(parts, "; ")
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -50,6 +51,10 @@ type Options struct {
 	CommitFormatVersion int
 	// Output is "table" or "json".
 	Output render.Format
+	// Broker is --bootstrap-server and the Kafka client options: with a broker the predicted
+	// replay counts the Kafka records that really exist there, and what the restart after the
+	// plan meets on the broker is added to the warnings. Default: none.
+	Broker brokerstate.Flags
 }
 
 const long = `Repair what ckpt doctor finds, without losing a byte.
@@ -81,6 +86,12 @@ What it repairs:
                                (an unfinished write: the batch runs again)
   leftovers                    .tmp files and orphan .crc files are deleted
 Every deleted offsets file takes the commits at or above it, and every file its .crc.
+
+With --bootstrap-server (plus Spark's kafka.* client options: --kafka-option, --kafka-option-file)
+the predicted replay counts the Kafka records that still exist on the broker instead of
+subtracting offsets, and the problems the restart after the plan meets there (records deleted by
+retention, a recreated topic, …; see ckpt doctor) are listed as warnings: repair does not fix
+them. The broker is only read.
 
 Safety: repair refuses when a log file is younger than --active-window (the query may be running)
 or another repair holds the lock (<checkpoint>/_ckpt/lock); --force overrides both with a warning.
@@ -150,6 +161,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	fl.StringVar(&mode, "mode", "sync", "engine of the next restart: sync, async or spark-2.1")
 	fl.StringVar(&opts.SparkVersion, "spark-version", "", "Spark release of the next restart (default "+recovery.DefaultSparkVersion+")")
 	fl.IntVar(&opts.CommitFormatVersion, "commit-format-version", 0, "spark.sql.streaming.stateStore.checkpointFormatVersion (Spark 4.0; default 1)")
+	opts.Broker.AddFlags(fl)
 
 	cmd.AddCommand(newJournalCmd(env, "undo", nil), newJournalCmd(env, "resume", nil))
 	return cmd
@@ -173,9 +185,20 @@ func runRepair(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
-	plan, err := repair.NewPlan(ctx, store, repair.Options{Planner: opts.plannerOptions(sinkLatest), Strategy: opts.Strategy, Sink: opts.Sink})
+	ropts := repair.Options{Planner: opts.plannerOptions(sinkLatest), Strategy: opts.Strategy, Sink: opts.Sink}
+	if opts.Broker.Enabled() {
+		if ropts.Broker, err = readBroker(ctx, store, opts); err != nil {
+			return err
+		}
+	}
+	plan, err := repair.NewPlan(ctx, store, ropts)
 	if err != nil {
 		return err
+	}
+	if ropts.Broker != nil {
+		if err := addBrokerWarnings(ctx, store, plan, ropts.Broker); err != nil {
+			return err
+		}
 	}
 	addStateWarnings(ctx, store, plan, opts)
 

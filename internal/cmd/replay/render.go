@@ -13,7 +13,8 @@ import (
 // printTable writes the human form: the verdict first, then the re-run per
 // source and partition, skipped batches, sink, warnings, Spark's driver log,
 // other releases, and what to do next.
-func printTable(r *render.Renderer, opts *Options, res *recovery.Result) {
+// b holds the broker's counts and issues with --bootstrap-server, else nil.
+func printTable(r *render.Renderer, opts *Options, res *recovery.Result, b *output) {
 	verdict := res.Verdict()
 	if opts.WhatIf != "" {
 		verdict = "After " + opts.WhatIf + ": " + verdict
@@ -38,6 +39,9 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result) {
 	if res.NextBatch >= 0 {
 		kv = append(kv, [2]string{"first batch", strconv.FormatInt(res.NextBatch, 10)})
 	}
+	if b != nil {
+		kv = append(kv, [2]string{"broker", brokerLine(b.Broker)})
+	}
 	if res.LatestOffsets != nil && !res.Failed() {
 		kv = append(kv, [2]string{"watermark", msTime(res.WatermarkMs)})
 		if res.RerunBatch != nil {
@@ -48,7 +52,10 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result) {
 
 	if res.RerunRange != nil {
 		r.Println()
-		r.Table(rerunTable(res))
+		r.Table(rerunTable(res, b))
+		if b != nil && b.Broker.RerunRecords != nil && b.Broker.BrokerRecords != nil && *b.Broker.RerunRecords != *b.Broker.BrokerRecords {
+			r.Printf("%s %d of the %d records of the re-run still exist on the broker\n", r.Warn("On the broker:"), *b.Broker.BrokerRecords, *b.Broker.RerunRecords)
+		}
 	}
 	if n := len(res.SkippedBatches); n > 0 {
 		r.Println()
@@ -82,15 +89,25 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result) {
 	}
 	if res.Failed() {
 		r.Println()
-		r.Printf("Next: ckpt doctor %s\n", opts.Location)
+		r.Printf("Next: ckpt doctor %s\n", strings.Join(append([]string{opts.Location}, opts.Broker.CommandArgs()...), " "))
 	}
 }
 
-// rerunTable has one row per Kafka partition and one per other source.
-func rerunTable(res *recovery.Result) render.Table {
+// rerunTable has one row per Kafka partition and one per other source; with a broker, a column
+// with the records that still exist there.
+func rerunTable(res *recovery.Result, b *output) render.Table {
 	t := render.Table{
 		Title:   fmt.Sprintf("Re-run of batch %d", *res.RerunBatch),
 		Headers: []string{"source", "partition", "start", "end", "records", "note"},
+	}
+	if b != nil {
+		t.Headers = []string{"source", "partition", "start", "end", "records", "on broker", "note"}
+	}
+	row := func(cells ...string) []string {
+		if b == nil {
+			return append(cells[:5:5], cells[6])
+		}
+		return cells
 	}
 	kafka := map[int]bool{}
 	for _, k := range res.Kafka {
@@ -98,12 +115,16 @@ func rerunTable(res *recovery.Result) render.Table {
 	}
 	for i := range res.RerunRange.End {
 		if kafka[i] {
-			for _, k := range res.Kafka {
+			for j, k := range res.Kafka {
 				if k.Source != i {
 					continue
 				}
-				t.Rows = append(t.Rows, []string{strconv.Itoa(i), fmt.Sprintf("%s-%d", k.Topic, k.Partition),
-					optNum(k.Start), optNum(k.End), optNum(k.Records), k.Note})
+				onBroker, note := "-", k.Note
+				if b != nil && j < len(b.Kafka) {
+					onBroker, note = brokerCells(b.Kafka[j])
+				}
+				t.Rows = append(t.Rows, row(strconv.Itoa(i), fmt.Sprintf("%s-%d", k.Topic, k.Partition),
+					optNum(k.Start), optNum(k.End), optNum(k.Records), onBroker, note))
 			}
 			continue
 		}
@@ -111,9 +132,46 @@ func rerunTable(res *recovery.Result) render.Table {
 		if i < len(res.StartFromInitial) && res.StartFromInitial[i] {
 			note = "starts from the source's initial offsets"
 		}
-		t.Rows = append(t.Rows, []string{strconv.Itoa(i), "-", raw(res.RerunRange.Start[i]), raw(res.RerunRange.End[i]), "-", note})
+		t.Rows = append(t.Rows, row(strconv.Itoa(i), "-", raw(res.RerunRange.Start[i]), raw(res.RerunRange.End[i]), "-", "-", note))
 	}
 	return t
+}
+
+// brokerCells are the ON BROKER cell and the note of one partition: the planner's note, then
+// what the broker count says.
+func brokerCells(p partitionRange) (string, string) {
+	if p.BrokerRecords == nil {
+		return "?", p.Note
+	}
+	n := strconv.FormatInt(*p.BrokerRecords, 10)
+	if p.Exact {
+		n += " (exact)"
+	}
+	var notes []string
+	if p.Note != "" {
+		notes = append(notes, p.Note)
+	}
+	switch {
+	case p.LogStart == nil:
+		notes = append(notes, "not on the broker")
+	default:
+		if deref(p.AgedOut) > 0 {
+			notes = append(notes, fmt.Sprintf("%d deleted (the log starts at %d)", *p.AgedOut, *p.LogStart))
+		}
+		if deref(p.BeyondEnd) > 0 {
+			notes = append(notes, fmt.Sprintf("%d beyond the log end %d", *p.BeyondEnd, *p.LogEnd))
+		}
+	}
+	return n, strings.Join(notes, "; ")
+}
+
+// brokerLine says which broker was asked and what the prediction assumes.
+func brokerLine(b *brokerView) string {
+	s := fmt.Sprintf("%s (failOnDataLoss=%t", b.BootstrapServers, b.FailOnDataLoss)
+	if b.Exact {
+		s += ", exact counts"
+	}
+	return s + ")"
 }
 
 func raw(b []byte) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
@@ -40,6 +41,16 @@ type Options struct {
 	WhatIf string
 	// Output is "table" or "json".
 	Output render.Format
+	// Broker is --bootstrap-server and the Kafka client options: with a broker the re-run is
+	// counted against it and what the restart meets there is predicted (broker.go).
+	// Default: none.
+	Broker brokerstate.Flags
+	// FailOnDataLoss is --fail-on-data-loss, the Kafka source option the prediction assumes.
+	// Default: true, Spark's default.
+	FailOnDataLoss bool
+	// Exact is --exact: count the re-run's data records by reading them (CountExact) instead
+	// of subtracting the offsets the broker still has. Default: false.
+	Exact bool
 }
 
 const long = `Predict what restarting the query does with this checkpoint, the way Spark decides it.
@@ -62,6 +73,14 @@ prints. It reads the listings and at most a handful of files.
   --what-if POINT   crash-after-offsets, crash-before-commit or crash-after-commit: what a
                     restart does if the query dies at that point of the next batch
 
+With --bootstrap-server (plus Spark's kafka.* client options: --kafka-option, --kafka-option-file)
+replay asks the broker for each partition's earliest and latest offsets: the re-run is counted
+in records that really exist (ON BROKER; --exact reads them and counts data records only), and
+what the restart meets there (records deleted by retention, a recreated topic, partitions added
+or removed, a missing topic) is added with Spark's message. With failOnDataLoss=true (Spark's
+default) such a loss stops the query, so the predicted outcome is "fail";
+--fail-on-data-loss=false predicts the other setting. The broker is only read.
+
 -o json prints the prediction as one JSON document (schema: docs/replay.md).
 
 Exit codes:
@@ -73,7 +92,7 @@ Exit codes:
 // NewCmd builds `ckpt replay`. runF replaces runReplay in tests of the flag
 // wiring.
 func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: env.IO, OpenStore: env.OpenStore}
+	opts := &Options{IO: env.IO, OpenStore: env.OpenStore, FailOnDataLoss: true}
 	var output, mode string
 	cmd := &cobra.Command{
 		Use:   "replay CHECKPOINT",
@@ -82,7 +101,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 		Example: `  ckpt replay /data/checkpoints/orders
   ckpt replay s3://bucket/checkpoints/orders --spark-version 4.0 -o json
   ckpt replay ./ckpt --mode async
-  ckpt replay ./ckpt --sink /data/output/orders --what-if crash-before-commit`,
+  ckpt replay ./ckpt --sink /data/output/orders --what-if crash-before-commit
+  ckpt replay ./ckpt --bootstrap-server kafka:9092 --fail-on-data-loss=false`,
 		Args: cli.ExactArgs(1, "a checkpoint location"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Location = args[0]
@@ -110,6 +130,9 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if c := opts.CommitFormatVersion; c < 0 || c > 3 {
 				return exitcode.UsageError(fmt.Errorf("invalid --commit-format-version %d: want 1, 2 or 3", c))
 			}
+			if !opts.Broker.Enabled() && (opts.Exact || cmd.Flags().Changed("fail-on-data-loss")) {
+				return exitcode.UsageError(errors.New("--exact and --fail-on-data-loss need the broker: give --bootstrap-server too"))
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -122,6 +145,9 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	cmd.Flags().IntVar(&opts.CommitFormatVersion, "commit-format-version", 0, "spark.sql.streaming.stateStore.checkpointFormatVersion, which Spark 4.0 requires commit files to match (default 1)")
 	cmd.Flags().StringVar(&opts.Sink, "sink", "", "a file sink's output `DIR` (or its _spark_metadata)")
 	cmd.Flags().StringVar(&opts.WhatIf, "what-if", "", "predict the restart after a crash at `POINT` of the next batch: "+strings.Join(recovery.WhatIfPoints, ", "))
+	opts.Broker.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&opts.FailOnDataLoss, "fail-on-data-loss", true, "with --bootstrap-server: the Kafka source option failOnDataLoss the query runs with (--fail-on-data-loss=false)")
+	cmd.Flags().BoolVar(&opts.Exact, "exact", false, "with --bootstrap-server: count the re-run's data records by reading them (slow on large ranges)")
 	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"sync", "async", "spark-2.1"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("spark-version", cobra.FixedCompletions(recovery.SparkVersions, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("what-if", cobra.FixedCompletions(recovery.WhatIfPoints, cobra.ShellCompDirectiveNoFileComp))
@@ -170,12 +196,20 @@ func runReplay(ctx context.Context, opts *Options) error {
 		}
 		return err
 	}
+	var doc any = res
+	var withB *output
+	if opts.Broker.Enabled() {
+		if withB, err = withBroker(ctx, opts, cp, res); err != nil {
+			return err
+		}
+		doc = withB
+	}
 	if opts.Output == render.FormatJSON {
-		if err := render.JSON(opts.IO.Out, res); err != nil {
+		if err := render.JSON(opts.IO.Out, doc); err != nil {
 			return err
 		}
 	} else {
-		printTable(render.New(opts.IO), opts, res)
+		printTable(render.New(opts.IO), opts, res, withB)
 	}
 	if res.Failed() {
 		return exitcode.Silent(exitcode.Findings)

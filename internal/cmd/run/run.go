@@ -59,6 +59,8 @@ type Options struct {
 	FailAt      string
 	MaxBatches  int
 	Duration    time.Duration
+	// AsyncSwitchOff performs Spark's procedure for switching async progress tracking off.
+	AsyncSwitchOff bool
 
 	Demo          bool
 	DemoRate      int
@@ -113,6 +115,7 @@ timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --
 	f.DurationVar(&o.StopTimeout, "stop-timeout", query.DefaultStopTimeout, "on SIGINT/SIGTERM, wait this long for the running batch before abandoning it")
 	f.StringVar(&o.FailAt, "fail-at", "", "crash drill: exit abruptly at batch=N,phase=after-offsets|mid-sink|before-commit")
 	f.IntVar(&o.MaxBatches, "max-batches", 0, "stop after this many batches (0: no limit)")
+	f.BoolVar(&o.AsyncSwitchOff, "async-switch-off", false, "switch async progress tracking off safely: run with it at interval 0 for 2 batches (Spark's procedure), then continue without it")
 	f.DurationVar(&o.Duration, "duration", 0, "stop gracefully after this long (0: no limit)")
 	f.BoolVar(&o.Demo, "demo", false, "start an embedded Kafka broker with a generated topic and run a query on it")
 	f.IntVar(&o.DemoRate, "demo-rate", DemoRate, "records per second the --demo generator writes")
@@ -177,6 +180,11 @@ func Run(ctx context.Context, env *cli.Env, o *Options) error {
 	if err != nil {
 		return exitcode.UsageError(err)
 	}
+	if o.AsyncSwitchOff {
+		if err := checkSwitchOff(r); err != nil {
+			return exitcode.UsageError(err)
+		}
+	}
 	if r.Source == query.SourceKafka {
 		if _, err := engine.ParseKafkaSourceOptions(r); err != nil {
 			return exitcode.UsageError(fmt.Errorf("invalid query: %v", err))
@@ -239,6 +247,7 @@ func Run(ctx context.Context, env *cli.Env, o *Options) error {
 	opts := engine.Options{
 		Query: r, Store: store, Log: &prefixWriter{w: stderr, status: status}, Console: console, OnProgress: onProgress, Metrics: metrics,
 		StopTimeout: o.StopTimeout, MaxBatches: o.MaxBatches, FailAt: failAt, OpenStore: env.OpenStore,
+		AsyncSwitchOff: o.AsyncSwitchOff,
 	}
 	eng, err := engine.New(ctx, opts)
 	if err != nil {
@@ -267,6 +276,28 @@ func Run(ctx context.Context, env *cli.Env, o *Options) error {
 			last = strconv.FormatInt(stats.LastBatch, 10)
 		}
 		info("stopped (%s) after %d batch(es), %d row(s); last committed batch %s; checkpoint %s", stopReason(stats.Stopped), stats.Batches, stats.Rows, last, r.Checkpoint)
+	}
+	return nil
+}
+
+// checkSwitchOff: --async-switch-off runs the query with async progress tracking for its first
+// batches, so Spark's async validations apply; the query itself must be the one without it.
+func checkSwitchOff(r *query.Resolved) error {
+	var errs []string
+	if r.AsyncProgressTracking {
+		errs = append(errs, "--async-switch-off switches async progress tracking off: remove the sink option "+query.OptAsyncProgressTracking+"=true")
+	}
+	if r.Sink == query.SinkFile {
+		errs = append(errs, fmt.Sprintf("--async-switch-off runs the query with async progress tracking, and Spark refuses it for this sink: Sink FileSink[%s] does not support async progress tracking; use ckpt repair instead", r.SinkPath))
+	}
+	switch r.Trigger.Kind {
+	case query.TriggerOnce:
+		errs = append(errs, "--async-switch-off runs the query with async progress tracking: Async progress tracking cannot be used with Once trigger")
+	case query.TriggerAvailableNow:
+		errs = append(errs, "--async-switch-off runs the query with async progress tracking: Async progress tracking cannot be used with AvailableNow trigger")
+	}
+	if len(errs) > 0 {
+		return &query.Error{Problems: errs}
 	}
 	return nil
 }

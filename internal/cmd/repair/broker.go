@@ -1,0 +1,46 @@
+package repair
+
+import (
+	"context"
+
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// readBroker reads the broker's offsets for every topic the checkpoint's restart can read
+// (brokerstate.CheckpointTopics): the plan's strategies restart from different batches.
+func readBroker(ctx context.Context, s storage.Store, opts *Options) (*brokerstate.State, error) {
+	cp, err := checkpoint.Load(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	topics, err := brokerstate.CheckpointTopics(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
+	return opts.Broker.ReadTopics(ctx, topics)
+}
+
+// addBrokerWarnings adds to the plan what the restart after it meets on the broker (Spark's
+// default failOnDataLoss=true): repair cannot fix records deleted by retention or a recreated
+// topic, and the user must know before applying. The offsets come from the predicted restart
+// (its re-run range, or the offsets it starts from), read in the checkpoint as it is.
+func addBrokerWarnings(ctx context.Context, s storage.Store, p *repair.Plan, st *brokerstate.State) error {
+	if p.After == nil {
+		return nil
+	}
+	cp, err := checkpoint.Load(ctx, s)
+	if err != nil {
+		return err
+	}
+	rs, err := brokerstate.PlanRestart(ctx, cp, p.After)
+	if err != nil {
+		return err
+	}
+	for _, is := range rs.Check(st, true) {
+		p.Warnings = append(p.Warnings, "after the plan, "+is.Code+": "+is.Warning()+" See ckpt doctor.")
+	}
+	return nil
+}
