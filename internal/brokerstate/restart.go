@@ -289,8 +289,10 @@ func firstLine(s string) string {
 
 // Apply records on res what the restart meets on the broker: one warning per issue and, when
 // an issue fails the restart, outcome "fail" with the exception of the first one Spark meets
-// (the batch still starts: NextBatch stays). A restart that already fails is left failing for
-// its own reason. Everything else in res stays the planner's.
+// (the batch still starts: NextBatch stays), Reason the issue's code (one of Codes, not of
+// recovery.Reasons, which are the checkpoint's) and FailedFile the offsets file that meets it.
+// A restart that already fails is left failing for its own reason. Everything else in res
+// stays the planner's.
 func Apply(res *recovery.Result, issues []RestartIssue) {
 	for _, is := range issues {
 		res.Warnings = append(res.Warnings, is.Warning())
@@ -305,6 +307,9 @@ func Apply(res *recovery.Result, issues []RestartIssue) {
 		class, msg := is.Exception()
 		res.Outcome = recovery.OutcomeFail
 		res.Error, res.Exception = &msg, class
+		// The planner's reasons (recovery.Reasons) are about the checkpoint; a failure on the
+		// broker is keyed by its issue code, and the offsets file that meets it.
+		res.Reason, res.FailedFile = is.Code, is.File
 		return
 	}
 }

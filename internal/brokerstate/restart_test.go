@@ -227,7 +227,7 @@ func TestRestartAgainstBroker(t *testing.T) {
 	}
 
 	Apply(res, issues)
-	if !res.Failed() || res.Exception != "java.lang.IllegalStateException" || res.NextBatch != 2 ||
+	if !res.Failed() || res.Exception != "java.lang.IllegalStateException" || res.NextBatch != 2 || res.Reason != CodeOffsetsOutOfRange || res.FailedFile != "offsets/1" ||
 		!strings.HasPrefix(res.ErrorText(), "Cannot fetch offset 5 (GroupId: ") {
 		t.Fatalf("result %+v", res)
 	}
@@ -258,5 +258,13 @@ func TestRestartAgainstBroker(t *testing.T) {
 	}
 	if class, msg := gone[0].Exception(); class != "org.apache.kafka.common.errors.UnknownTopicOrPartitionException" || msg != "Topic "+topic+" not found." {
 		t.Fatalf("exception %q %q", class, msg)
+	}
+}
+
+// The reasons brokerstate writes into a planner Result are the ones recovery documents.
+func TestCodesAreBrokerReasons(t *testing.T) {
+	codes := []string{CodeOffsetsOutOfRange, CodeTopicRecreated, CodePartitionsRemoved, CodePartitionsAdded, CodeTopicMissing}
+	if !slices.Equal(codes, recovery.BrokerReasons) {
+		t.Errorf("brokerstate codes %v, recovery.BrokerReasons %v", codes, recovery.BrokerReasons)
 	}
 }

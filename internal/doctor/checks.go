@@ -290,7 +290,60 @@ func (r *runner) gaps() {
 		f.Message = fmt.Sprintf("%s; the latest two offsets files are consecutive, so either engine restarts", g.shape())
 		f.Explanation = "Gaps further back only limit how far back a rollback or replay can go."
 	}
+	if cost := r.asyncRecoveryCost(); cost != "" {
+		f.Explanation += " " + cost
+	}
 	r.add(f)
+}
+
+// asyncRecoveryCost explains what a failure replays under async progress tracking: the async
+// restart (recovery.Plan in async mode) continues from the latest persisted batch, so every
+// batch run since then runs again. The last interval between persisted offsets files shows how
+// many batches and records that is.
+func (r *runner) asyncRecoveryCost() string {
+	if !r.hasL {
+		return ""
+	}
+	prev, ok := r.cp.Offsets.Prev(r.L)
+	if !ok {
+		return ""
+	}
+	plan, err := recovery.Plan(r.ctx, r.cp, recovery.Options{Mode: recovery.ModeAsync, SparkVersion: r.opts.SparkVersion})
+	if err != nil || plan.Failed() {
+		return ""
+	}
+	batches := r.L - prev
+	records := ""
+	if n, ok := r.recordsBetween(prev, r.L); ok {
+		records = fmt.Sprintf(", %d records", n)
+	}
+	return fmt.Sprintf("Failure recovery time grows with the checkpoint interval: a failure replays every batch since the latest persisted one "+
+		"(the async restart %s), and between the last two persisted offsets files (%d and %d) the query ran %d batches%s, "+
+		"so a failure just before the next persisted batch replays about that much.",
+		strings.TrimPrefix(plan.Verdict(), "Restart "), prev, r.L, batches, records)
+}
+
+// recordsBetween counts the Kafka records between two offsets files (one Kafka source).
+func (r *runner) recordsBetween(from, to int64) (int64, bool) {
+	var offs [2]map[logformat.TopicPartition]int64
+	for i, id := range []int64{from, to} {
+		seq, err := r.cp.ReadOffsets(r.ctx, id)
+		if err != nil || len(seq.Sources) != 1 || seq.Sources[0].Void {
+			return 0, false
+		}
+		k, err := logformat.ParseKafkaOffsets(r.cp.Offsets.Path(id), seq.Sources[0].JSON)
+		if err != nil {
+			return 0, false
+		}
+		offs[i] = k.Map()
+	}
+	var n int64
+	for tp, end := range offs[1] {
+		if start, ok := offs[0][tp]; ok && end > start {
+			n += end - start
+		}
+	}
+	return n, true
 }
 
 // leftovers reports temporary and orphan checksum files, from the listings.

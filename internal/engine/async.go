@@ -8,6 +8,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
@@ -100,6 +101,8 @@ type AsyncGapsError struct {
 	// Strategy is the repair strategy proposed (copy-previous when the latest batch committed,
 	// else delete).
 	Strategy string
+	// NoSwitchOff says why --async-switch-off cannot be used with this query ("" when it can).
+	NoSwitchOff string
 }
 
 func (e *AsyncGapsError) Error() string {
@@ -110,7 +113,11 @@ func (e *AsyncGapsError) Error() string {
 		"the normal engine needs offsets/%d to restart from batch %d. With async progress tracking the restart %s. Nothing was written.\n",
 		idList(e.Offsets), idList(e.Commits), missing, missing+1, strings.TrimPrefix(strings.TrimSuffix(e.Async.Verdict(), "."), "Restart "))
 	fmt.Fprintf(&b, "Ways out:\n")
-	fmt.Fprintf(&b, "  - run the same command with --async-switch-off: ckpt runs the query with async progress tracking and an interval of 0 until %d batches have persisted their offsets and commits (Spark's documented procedure), then continues without it\n", asyncSwitchOffBatches)
+	if e.NoSwitchOff == "" {
+		fmt.Fprintf(&b, "  - run the same command with --async-switch-off: ckpt runs the query with async progress tracking and an interval of 0 until %d batches have persisted their offsets and commits (Spark's documented procedure), then continues without it\n", asyncSwitchOffBatches)
+	} else {
+		fmt.Fprintf(&b, "  - --async-switch-off (Spark's documented procedure, done by ckpt) needs a query that may use async progress tracking, and %s\n", e.NoSwitchOff)
+	}
 	fmt.Fprintf(&b, "  - or repair the checkpoint, then run again: ckpt repair %s --strategy %s --execute (without --execute it shows the plan and the replay it causes)\n", e.Checkpoint, e.Strategy)
 	fmt.Fprintf(&b, "  - or keep async progress tracking: --sink-option %s=true\n", "asyncProgressTrackingEnabled")
 	fmt.Fprintf(&b, "Diagnose with:  ckpt doctor %s", e.Checkpoint)
@@ -130,7 +137,14 @@ func idList(ids []int64) string {
 
 // asyncGaps decides whether a failed sync restart is the async switch-off trap: the sync engine
 // misses offsets/L-1 and the async engine would resume.
-func asyncGaps(ctx context.Context, cp *checkpoint.Checkpoint, syncPlan *recovery.Result, uri string, ropts recovery.Options) (*AsyncGapsError, error) {
+func asyncGaps(ctx context.Context, cp *checkpoint.Checkpoint, syncPlan *recovery.Result, uri string, ropts recovery.Options, trigger query.TriggerKind) (*AsyncGapsError, error) {
+	noSwitchOff := ""
+	switch trigger {
+	case query.TriggerOnce:
+		noSwitchOff = "Async progress tracking cannot be used with Once trigger: run it once with a processing-time trigger"
+	case query.TriggerAvailableNow:
+		noSwitchOff = "Async progress tracking cannot be used with AvailableNow trigger: run it once with a processing-time trigger"
+	}
 	L, ok := cp.Offsets.Latest()
 	if !ok || L == 0 || cp.Offsets.Has(L-1) || syncPlan.Error == nil || *syncPlan.Error != fmt.Sprintf("batch %d doesn't exist", L-1) {
 		return nil, nil
@@ -147,5 +161,5 @@ func asyncGaps(ctx context.Context, cp *checkpoint.Checkpoint, syncPlan *recover
 	if C, ok := cp.Commits.Latest(); ok && C == L {
 		strategy = "copy-previous"
 	}
-	return &AsyncGapsError{Checkpoint: uri, Sync: syncPlan, Async: ap, Offsets: cp.Offsets.IDs, Commits: cp.Commits.IDs, Strategy: strategy}, nil
+	return &AsyncGapsError{Checkpoint: uri, Sync: syncPlan, Async: ap, Offsets: cp.Offsets.IDs, Commits: cp.Commits.IDs, Strategy: strategy, NoSwitchOff: noSwitchOff}, nil
 }

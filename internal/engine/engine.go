@@ -113,6 +113,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Query == nil || opts.Store == nil {
 		return nil, errors.New("engine: Query and Store are required")
 	}
+	if opts.AsyncSwitchOff && (opts.Query.AsyncProgressTracking || opts.Query.Sink == query.SinkFile ||
+		opts.Query.Trigger.Kind == query.TriggerOnce || opts.Query.Trigger.Kind == query.TriggerAvailableNow) {
+		return nil, errors.New("engine: AsyncSwitchOff needs a query without async progress tracking, a processing-time trigger and a sink other than the file sink")
+	}
 	e := &Engine{opts: opts, q: opts.Query, clock: opts.Clock, runID: opts.RunID}
 	if e.runID == "" {
 		e.runID = uuid.NewString()
@@ -256,7 +260,7 @@ func (e *Engine) start(ctx context.Context) error {
 		if mode == recovery.ModeSync && e.q.Sink != query.SinkFile {
 			// The switch-off trap: gaps only the async engine tolerates. Stop before touching
 			// anything and name the ways out.
-			gaps, err := asyncGaps(ctx, cp, plan, store.URI(), ropts)
+			gaps, err := asyncGaps(ctx, cp, plan, store.URI(), ropts, e.q.Trigger.Kind)
 			if err != nil {
 				return err
 			}

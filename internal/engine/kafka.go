@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,12 +173,21 @@ func (k *KafkaSink) Streams() bool { return !k.exactlyOnce }
 // non-empty chunk of a batch armed with SetMidSink is flushed before the hook runs, so the crash
 // comes with part of the batch durable.
 func (k *KafkaSink) WritePart(ctx context.Context, id int64, cols []transform.Column, p *Part) error {
-	rows, err := kafkaOutRows(&Batch{ID: id, Columns: cols, Parts: []Part{*p}, NumRows: int64(p.Len())})
+	buf, _ := outRowsPool.Get().(*[]kafka.OutRow)
+	if buf == nil {
+		buf = new([]kafka.OutRow)
+	}
+	defer outRowsPool.Put(buf)
+	rows, err := appendKafkaOutRows((*buf)[:0], &Batch{ID: id, Columns: cols, Parts: []Part{*p}, NumRows: int64(p.Len())})
+	*buf = rows
 	if err != nil {
 		return err
 	}
 	atomic.AddInt64(&k.rows, int64(len(rows)))
-	if err := k.s.Produce(ctx, rows); err != nil {
+	// Produce keeps no reference to the OutRow slice (only to the rows' bytes), so it is reused.
+	err = k.s.Produce(ctx, rows)
+	clear(rows)
+	if err != nil {
 		return err
 	}
 	if len(rows) == 0 {
@@ -208,8 +218,16 @@ func (k *KafkaSink) FinishBatch(ctx context.Context, id int64) error {
 // OutputRows is the number of records the last batch produced.
 func (k *KafkaSink) OutputRows(*Batch) int64 { return atomic.SwapInt64(&k.rows, 0) }
 
+// outRowsPool holds WritePart's OutRow buffers.
+var outRowsPool sync.Pool
+
 func kafkaOutRows(b *Batch) ([]kafka.OutRow, error) {
-	out := make([]kafka.OutRow, 0, b.NumRows)
+	return appendKafkaOutRows(make([]kafka.OutRow, 0, b.NumRows), b)
+}
+
+// appendKafkaOutRows appends b's rows as Kafka sink rows to out.
+func appendKafkaOutRows(out []kafka.OutRow, b *Batch) ([]kafka.OutRow, error) {
+	out = slices.Grow(out, int(b.NumRows))
 	ix := struct{ key, value, topic, partition, headers int }{-1, -1, -1, -1, -1}
 	for i, c := range b.Columns {
 		switch c.Name {

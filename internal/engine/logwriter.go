@@ -15,9 +15,9 @@ import (
 )
 
 // LogWriter persists the offset and commit logs in the order the engine issues writes. It is the
-// only component that writes offsets/ and commits/ (and purges them), so asynchronous progress
-// tracking can later be a LogWriter that returns before the write is durable: the futures keep
-// the order (Spark's single "async-log-write" thread with a queue of 2).
+// only component that writes offsets/ and commits/ (and purges them). The sync engine waits on
+// every future; asynchronous progress tracking (async.go) issues writes to the same ordered
+// goroutine without waiting (Spark's single "async-log-write" thread with a queue of 2).
 type LogWriter interface {
 	// AddOffsets writes offsets/id. A file that already exists is Spark's
 	// CONCURRENT_STREAM_LOG_UPDATE (ConcurrentUpdateError).

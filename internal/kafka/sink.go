@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -67,8 +68,8 @@ type Sink struct {
 	// Records produced and not yet finished (their promise has not run), and the first error
 	// since the last Flush. Flush waits for outstanding to reach 0: kgo's Flush alone can return
 	// before the promise of a record that failed before it was buffered.
+	outstanding atomic.Int64
 	pmu         sync.Mutex
-	outstanding int64
 	idle        chan struct{} // closed when outstanding reaches 0, if a Flush waits
 	perr        error
 	promise     func(*kgo.Record, error)
@@ -358,7 +359,7 @@ func (s *Sink) Flush(ctx context.Context) error {
 		return fmt.Errorf("kafka: produce: %w", err)
 	}
 	s.pmu.Lock()
-	for s.outstanding > 0 {
+	for s.outstanding.Load() > 0 {
 		if s.idle == nil {
 			s.idle = make(chan struct{})
 		}
@@ -382,16 +383,22 @@ func (s *Sink) Flush(ctx context.Context) error {
 
 // recordDone is every produced record's promise.
 func (s *Sink) recordDone(_ *kgo.Record, err error) {
-	s.pmu.Lock()
-	if err != nil && s.perr == nil {
-		s.perr = err
+	if err != nil {
+		s.pmu.Lock()
+		if s.perr == nil {
+			s.perr = err
+		}
+		s.pmu.Unlock()
 	}
-	s.outstanding--
-	if s.outstanding == 0 && s.idle != nil {
-		close(s.idle)
-		s.idle = nil
+	if s.outstanding.Add(-1) == 0 {
+		// A Flush waiting checked outstanding under pmu before it made idle, so it is woken.
+		s.pmu.Lock()
+		if s.idle != nil {
+			close(s.idle)
+			s.idle = nil
+		}
+		s.pmu.Unlock()
 	}
-	s.pmu.Unlock()
 }
 
 // manualPartition marks a record whose partition the row chose.
@@ -430,13 +437,17 @@ func (s *Sink) enqueue(ctx context.Context, rows []OutRow, extra *kgo.Record) er
 	if n == 0 {
 		return s.firstErr()
 	}
-	s.pmu.Lock()
-	s.outstanding += n
-	s.pmu.Unlock()
-	recs := make([]kgo.Record, len(rows)) // one allocation per call; franz-go keeps the pointers
+	s.outstanding.Add(n)
+	var recs []kgo.Record
 	for i := range rows {
 		r := &rows[i]
-		rec := &recs[i]
+		if len(recs) == 0 {
+			// Records are allocated in small slabs: fewer allocations than one per record, and
+			// unlike one slab per call no large object to clear (franz-go keeps the pointers).
+			recs = make([]kgo.Record, min(recordSlab, len(rows)-i))
+		}
+		rec := &recs[0]
+		recs = recs[1:]
 		rec.Topic = s.topic
 		if rec.Topic == "" {
 			rec.Topic = r.Topic
@@ -460,6 +471,9 @@ func (s *Sink) enqueue(ctx context.Context, rows []OutRow, extra *kgo.Record) er
 	}
 	return s.firstErr()
 }
+
+// recordSlab is how many records enqueue allocates at once (128 × ~170 bytes: a small object).
+const recordSlab = 128
 
 // firstErr is the first produce error since the last Flush, wrapped, or nil.
 func (s *Sink) firstErr() error {

@@ -72,3 +72,47 @@ func TestValidateRejects(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+// Async progress tracking: writer options taken out of the sink options, Spark's validations
+// with Spark's texts.
+func TestAsyncProgressTrackingOptions(t *testing.T) {
+	q := &Query{Sink: SinkKafka, Checkpoint: "c", SinkOptions: map[string]string{"topic": "out", OptAsyncProgressTracking: "TRUE", OptAsyncCheckpointInterval: "500"}}
+	r, err := q.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.AsyncProgressTracking || r.AsyncCheckpointIntervalMs != 500 || len(q.SinkOptions) != 1 {
+		t.Fatalf("async %v interval %d sink options %v", r.AsyncProgressTracking, r.AsyncCheckpointIntervalMs, q.SinkOptions)
+	}
+	r, err = (&Query{Sink: SinkNoop, Checkpoint: "c"}).Validate()
+	if err != nil || r.AsyncProgressTracking || r.AsyncCheckpointIntervalMs != 1000 {
+		t.Fatalf("defaults: %v %d %v", r.AsyncProgressTracking, r.AsyncCheckpointIntervalMs, err)
+	}
+	for _, tc := range []struct {
+		q    *Query
+		want string
+	}{
+		{&Query{Sink: SinkConsole, Trigger: "once"}, "Async progress tracking cannot be used with Once trigger"},
+		{&Query{Sink: SinkNoop, Trigger: "availableNow"}, "Async progress tracking cannot be used with AvailableNow trigger"},
+		{&Query{Sink: SinkJSON, SinkOptions: map[string]string{"path": "/tmp"}}, "Sink FileSink[/tmp] does not support async progress tracking"},
+	} {
+		tc.q.Checkpoint = "c"
+		if tc.q.SinkOptions == nil {
+			tc.q.SinkOptions = map[string]string{}
+		}
+		tc.q.SinkOptions[OptAsyncProgressTracking] = "true"
+		if _, err := tc.q.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.q, err, tc.want)
+		}
+		tc.q.SinkOptions = map[string]string{"path": "/tmp", OptAsyncProgressTracking: "false"}
+		if tc.q.Sink == SinkConsole || tc.q.Sink == SinkNoop {
+			delete(tc.q.SinkOptions, "path")
+		}
+		if _, err := tc.q.Validate(); err != nil {
+			t.Errorf("without async: %v", err)
+		}
+	}
+	if _, err := (&Query{Sink: SinkNoop, Checkpoint: "c", SinkOptions: map[string]string{OptAsyncCheckpointInterval: "-1"}}).Validate(); err == nil {
+		t.Error("negative interval accepted")
+	}
+}

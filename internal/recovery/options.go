@@ -48,6 +48,10 @@ type Options struct {
 	// SinkLatest is the latest batch id in the file sink's _spark_metadata
 	// log, read by the caller; nil when no file sink is given.
 	SinkLatest *int64
+	// QuerySources is the number of sources of the query that restarts, when the caller knows
+	// it (ckpt run does). 0 means unknown: ckpt then takes the query to have the sources of
+	// offsets/L, not counting empty lines.
+	QuerySources int
 }
 
 // release is a Spark major.minor version, comparable as an integer.
@@ -90,6 +94,8 @@ type config struct {
 	rel        release
 	commitFmt  int
 	sinkLatest *int64
+	// querySources is Options.QuerySources (0 = unknown).
+	querySources int
 }
 
 // OptionsError reports invalid Options (an unknown mode or release, or a
@@ -110,7 +116,7 @@ func (o Options) normalize() (config, error) {
 }
 
 func (o Options) validate() (config, error) {
-	c := config{mode: o.Mode, commitFmt: o.CommitFormatVersion, sinkLatest: o.SinkLatest}
+	c := config{mode: o.Mode, commitFmt: o.CommitFormatVersion, sinkLatest: o.SinkLatest, querySources: o.QuerySources}
 	if c.commitFmt == 0 {
 		c.commitFmt = 1
 	}

@@ -284,10 +284,16 @@ func (p *planner) readLatest() error {
 func (p *planner) checkLatestSources() error {
 	seq := p.latest
 	p.querySources = len(seq.Sources) - len(seq.BlankLines)
+	if known := p.cfg.querySources; known > 0 {
+		p.querySources = known
+	}
 	if seq.Version >= 2 || len(seq.Sources) == p.querySources {
 		return nil
 	}
 	path := p.cp.Offsets.Path(p.L)
+	if len(seq.BlankLines) == 0 {
+		return p.fail(ReasonSourceCountMismatch, path, p.sourceCountFailure(len(seq.Sources)))
+	}
 	p.warn("%s has an empty source line (line %d), which Spark reads as one more source offset: the file lists %s for a query ckpt takes to have the %s of its other lines",
 		path, seq.BlankLines[0], sourcesText(len(seq.Sources)), sourcesText(p.querySources))
 	return p.fail(ReasonSourceCountMismatch, path, p.sourceCountFailure(len(seq.Sources)))

@@ -45,6 +45,8 @@ func renderReport(r *render.Renderer, rep *doctor.Report, opts *Options) {
 
 // block prints a labelled, possibly multi-line value with its continuation lines aligned.
 func block(r *render.Renderer, label, text string) {
+	// Spark's instruction text ends with a newline and spaces: no blank line for them.
+	text = strings.TrimRight(text, " \t\n")
 	for i, line := range strings.Split(text, "\n") {
 		l := "      "
 		if i == 0 {

@@ -186,3 +186,26 @@ func TestBrokerFlags(t *testing.T) {
 		}
 	}
 }
+
+// --what-if with a broker: a re-run whose end is not known yet is checked from its start.
+func TestRunReplayBrokerWhatIf(t *testing.T) {
+	e := brokertest.New(t)
+	c, topic, _ := brokertest.Scene(e, brokertest.SceneDeleteRecords)
+	c.Commit(2) // batch 3 is next; the what-if re-runs it from offsets/2 (15, 12) to an unknown end
+	out, err := brokerRun(t, e, c, func(o *Options) { o.WhatIf = "crash-after-offsets" })
+	if err != nil {
+		t.Fatalf("exit %d (%v)\n%s", exitcode.Code(err), err, out)
+	}
+	if j := parse(t, out); j.Broker == nil || j.Outcome != "resume" || len(j.Broker.Issues) != 0 {
+		t.Fatalf("output %s", out)
+	}
+	e.DeleteRecords(topic, 0, 18)
+	out, err = brokerRun(t, e, c, func(o *Options) { o.WhatIf = "crash-after-offsets" })
+	j := parse(t, out)
+	if exitcode.Code(err) != exitcode.Findings || len(j.Broker.Issues) != 1 {
+		t.Fatalf("exit %d\n%s", exitcode.Code(err), out)
+	}
+	if is := j.Broker.Issues[0]; is.Code != brokerstate.CodeOffsetsOutOfRange || is.Batch != 3 || is.Rerun || is.File != "offsets/2" || is.Records != 3 {
+		t.Fatalf("issue %+v", is)
+	}
+}
