@@ -355,7 +355,14 @@ restarts from the nearest lower offsets file and is fine with them. The normal e
 latest offsets file is not directly preceded by its neighbour, switching async progress tracking off
 makes the next restart fail with "batch L-1 doesn't exist" (warning; when the run is already in the
 normal engine that is ` + "`missing-previous-offsets`" + `). Gaps further back only limit how far back you can
-go (info).`,
+go (info).
+
+Failure recovery time grows with the checkpoint interval: the async engine restarts from the latest
+persisted batch, so a failure replays every batch run since then, up to one interval's worth. The
+finding says what the async restart does and how many batches and Kafka records lie between the last
+two persisted offsets files, which is about what a failure just before the next persisted batch
+replays (` + "`ckpt replay --mode async`" + ` shows the restart in full). ` + "`ckpt run --async-switch-off`" + `
+performs Spark's switch-off procedure itself.`,
 		SparkError: "",
 		Fix: `Before switching async progress tracking off, run the query with
 ` + "`asyncProgressTrackingCheckpointIntervalMs=0`" + ` for at least two micro-batches (Spark's documented

@@ -352,3 +352,41 @@ func TestAsyncSwitchOff(t *testing.T) {
 		})
 	}
 }
+
+// The writer holds the write in progress plus a queue of 2 (Spark's async-log-write executor);
+// a fourth write blocks the engine until the store finishes one.
+func TestAsyncWriterQueueBlocks(t *testing.T) {
+	gate := make(chan struct{})
+	store := storage.NewFaulty(storage.NewMem()).SetHook(func(_ context.Context, op storage.Op, _ string) error {
+		if op == storage.OpWrite {
+			<-gate
+		}
+		return nil
+	})
+	w := newAsyncLogWriter(store, 100, nil, nil)
+	ctx := context.Background()
+	for id := int64(0); id < 3; id++ {
+		w.addAsync(ctx, checkpoint.DirOffsets, id, []byte("v1\n{}"), nil) // in progress, queued, queued
+	}
+	fourth := make(chan struct{})
+	go func() {
+		w.addAsync(ctx, checkpoint.DirOffsets, 3, []byte("v1\n{}"), nil)
+		close(fourth)
+	}()
+	select {
+	case <-fourth:
+		t.Fatal("a fourth write was accepted while the store had not finished any")
+	case <-time.After(100 * ms):
+	}
+	gate <- struct{}{} // the first write finishes: room for the fourth
+	select {
+	case <-fourth:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the fourth write stayed blocked after the store finished one")
+	}
+	close(gate)
+	w.Close()
+	if o, _ := logIDs(t, store); !slices.Equal(o, []int64{0, 1, 2, 3}) {
+		t.Errorf("offsets %v, written in order 0..3", o)
+	}
+}

@@ -7,7 +7,8 @@
 //
 // An Engine is a state machine driven by Run:
 //
-//	start    → write metadata if absent; recovery.Plan; refuse as Spark would
+//	start    → recovery.Plan (async mode with async progress tracking); refuse as Spark would,
+//	           naming the async switch-off trap; then write metadata if absent
 //	rerun    → (if the planner says so) batch L again with offsets/L's end offsets and timestamp
 //	trigger  → wait for the trigger (Clock); stop on once/availableNow end, limits or a signal
 //	plan     → source.Latest from the committed offsets under the read limit; no new data, no batch
@@ -15,7 +16,8 @@
 //	execute  → read every partition's range in parallel, transform, sink.AddBatch
 //	commit   → commits/N through the log writer, progress event, metrics
 //
-// The clock is injected (Clock) so processingTime cadence is testable, and every file write goes
-// through LogWriter so that asynchronous progress tracking can replace the synchronous writer
-// without touching the state machine.
+// The clock is injected (Clock) so processingTime cadence is testable, and every log write goes
+// through one ordered writer: the sync engine waits on each write; asynchronous progress tracking
+// (async.go, Spark's AsyncProgressTrackingMicroBatchExecution) issues them without waiting and
+// persists only every asyncProgressTrackingCheckpointIntervalMs, in the same state machine.
 package engine

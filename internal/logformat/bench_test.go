@@ -159,6 +159,22 @@ func BenchmarkParseOffsets(b *testing.B) {
 	}
 }
 
+func BenchmarkParseCommit(b *testing.B) {
+	path := filepath.Join(conformanceDir(b), "structured-streaming", "checkpoint-version-4.0.0-checkpoint-v2",
+		"rocksdb", "dedup", "commits", "3")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseCommit("commits/3", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkMarshalOffsets(b *testing.B) {
 	path := filepath.Join(conformanceDir(b), "structured-streaming", "checkpoint-version-4.0.0-checkpoint-v2",
 		"rocksdb", "dedup", "offsets", "3")

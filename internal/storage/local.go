@@ -124,17 +124,23 @@ func (l *Local) List(ctx context.Context, dir string) ([]Entry, error) {
 		}
 		return nil, pathErr(OpList, l.uri, c, localErr(err))
 	}
-	// Sorted names give entries sorted by path: every path is c + "/" + name.
+	// Sorted names give entries sorted by path: every path is c + "/" + name,
+	// which is Join(c, name) as c is clean and a name is never "", "." or
+	// ".." and has no "/".
 	slices.Sort(names)
+	prefix := ""
+	if c != "" {
+		prefix = c + "/"
+	}
 	out := make([]Entry, len(names))
 	gone := make([]bool, len(names)) // removed since the directory was read
 	// stat fills out[lo:hi] and returns the first error in that range.
 	stat := func(lo, hi int) (int, error) {
 		for i := lo; i < hi; i++ {
 			fp := filepath.Join(p, names[i])
-			fi, err := os.Stat(fp) // follow symlinks
+			size, mod, isDir, err := statEntry(fp, true) // follow symlinks
 			if err != nil {
-				if fi, err = os.Lstat(fp); err != nil {
+				if size, mod, isDir, err = statEntry(fp, false); err != nil {
 					if errors.Is(err, fs.ErrNotExist) {
 						gone[i] = true
 						continue
@@ -142,7 +148,10 @@ func (l *Local) List(ctx context.Context, dir string) ([]Entry, error) {
 					return i, err
 				}
 			}
-			out[i] = l.entry(Join(c, names[i]), fi)
+			out[i] = Entry{Path: prefix + names[i], ModTime: mod, IsDir: isDir}
+			if !isDir {
+				out[i].Size = size
+			}
 		}
 		return hi, nil
 	}

@@ -3,13 +3,16 @@ package storage
 import (
 	"slices"
 	"syscall"
+	"time"
 )
 
 // readFile is os.ReadFile with the same contents and errors (local.go strips
 // the *fs.PathError layer from both), minus the *os.File machinery: a plain
 // blocking descriptor skips the non-blocking mode switch and the poller
 // registration os.Open attempts for every file, which cost more than the
-// read itself for the small files of a checkpoint log.
+// read itself for the small files of a checkpoint log. A file that fits in
+// a small stack buffer is read without the fstat os.ReadFile sizes its
+// buffer with; like os.ReadFile, reading always goes on to end of file.
 func readFile(name string) ([]byte, error) {
 	var fd int
 	var err error
@@ -23,12 +26,31 @@ func readFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer syscall.Close(fd)
+
+	var small [4096]byte
+	n := 0
+	for n < len(small) {
+		m, err := syscall.Read(fd, small[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m <= 0 { // end of file
+			out := make([]byte, n) // never nil, like os.ReadFile's
+			copy(out, small[:n])
+			return out, nil
+		}
+		n += m
+	}
+
+	// A larger file: os.ReadFile's sizing and loop, starting with what was read.
 	var st syscall.Stat_t
 	var statSize int64
 	if syscall.Fstat(fd, &st) == nil {
 		statSize = st.Size
 	}
-	// From here on the same sizing and loop as os.ReadFile.
 	zeroSize := statSize == 0
 	var size int
 	if int64(int(statSize)) == statSize {
@@ -36,30 +58,48 @@ func readFile(name string) ([]byte, error) {
 	}
 	size++ // one byte for the final read at EOF
 	const minBuf = 512
-	if size < minBuf {
-		size = minBuf
-	}
+	size = max(size, n+minBuf)
 	const maxRW = 1 << 30 // as internal/poll: larger reads fail on some systems
-	data := make([]byte, 0, size)
+	data := append(make([]byte, 0, size), small[:n]...)
 	for {
-		buf := data[len(data):cap(data)]
-		if len(buf) > maxRW {
-			buf = buf[:maxRW]
-		}
-		n, err := syscall.Read(fd, buf)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return data, err
-		}
-		if n <= 0 {
-			return data, nil // EOF
-		}
-		data = data[:len(data)+n]
 		capRemain := cap(data) - len(data)
 		if capRemain == 0 || (zeroSize && capRemain < minBuf) {
 			data = slices.Grow(data, minBuf)
 		}
+		buf := data[len(data):cap(data)]
+		if len(buf) > maxRW {
+			buf = buf[:maxRW]
+		}
+		m, err := syscall.Read(fd, buf)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m <= 0 {
+			return data, nil // end of file
+		}
+		data = data[:len(data)+m]
 	}
+}
+
+// statEntry is os.Stat (follow) or os.Lstat reduced to what an Entry keeps,
+// without allocating a FileInfo.
+func statEntry(name string, follow bool) (size int64, mod time.Time, isDir bool, err error) {
+	var st syscall.Stat_t
+	for {
+		if follow {
+			err = syscall.Stat(name, &st)
+		} else {
+			err = syscall.Lstat(name, &st)
+		}
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return 0, time.Time{}, false, err
+	}
+	return st.Size, time.Unix(st.Mtim.Unix()), st.Mode&syscall.S_IFMT == syscall.S_IFDIR, nil
 }

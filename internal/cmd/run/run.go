@@ -81,6 +81,8 @@ Try it with no setup:  ckpt run --demo
 
 Triggers: default (next batch at once), an interval ("10s": processingTime), once, availableNow.
 Sinks: kafka (topic, exactlyOnce), file (path, format=json|parquet), console (numRows, truncate), noop.
+Async progress tracking (kafka, console, noop sinks): --sink-option asyncProgressTrackingEnabled=true,
+asyncProgressTrackingCheckpointIntervalMs (1000; 0 = every batch). To switch it off: --async-switch-off.
 Transform: --filter and --select take expressions over key, value, topic, partition, offset,
 timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --select 'json(value, "user") AS user'.`,
 		Example: `  ckpt run --demo
