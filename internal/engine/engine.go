@@ -236,7 +236,9 @@ func (e *Engine) start(ctx context.Context) error {
 	if e.asyncMode() {
 		mode = recovery.ModeAsync
 	}
-	ropts := recovery.Options{Mode: mode, SparkVersion: SparkVersion}
+	// The engine runs one Kafka source; telling the planner lets it apply Spark's source-count
+	// assertion against the real query instead of its model of one.
+	ropts := recovery.Options{Mode: mode, SparkVersion: SparkVersion, QuerySources: 1}
 	if fs, ok := e.sink.(interface {
 		LatestBatch(context.Context) (int64, bool, error)
 	}); ok {
@@ -302,9 +304,6 @@ func (e *Engine) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkSourceCount(seq); err != nil {
-		return err
-	}
 	// Spark's setSessionConf: the latest offsets file's conf is what later batches record.
 	e.conf = restoredConf(e.conf, seq.Metadata)
 	end, err := sourceOffsets(cp, latest, seq)
@@ -367,15 +366,6 @@ func (e *Engine) removeTemps(ctx context.Context, cp *checkpoint.Checkpoint) err
 func isNull(m json.RawMessage) bool {
 	s := strings.TrimSpace(string(m))
 	return s == "" || s == "null"
-}
-
-func checkSourceCount(seq *logformat.OffsetSeq) error {
-	if len(seq.Sources) != 1 {
-		// OffsetSeq.toStreamProgress
-		//lint:ignore ST1005 Spark's exact text
-		return fmt.Errorf("java.lang.AssertionError: assertion failed: There are [%d] sources in the checkpoint offsets and now there are [1] sources requested by the query. Cannot continue.", len(seq.Sources))
-	}
-	return nil
 }
 
 func sourceOffsets(cp *checkpoint.Checkpoint, id int64, seq *logformat.OffsetSeq) (*logformat.KafkaOffsets, error) {

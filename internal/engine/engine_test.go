@@ -347,6 +347,45 @@ func TestRefusesLikeSpark(t *testing.T) {
 	}
 }
 
+// A checkpoint written by a query with two sources is refused by the planner's source-count
+// assertion: the engine tells the planner it runs one source rather than checking by itself.
+func TestRefusesOtherSourceCount(t *testing.T) {
+	b := startBroker(t, broker.TopicSpec{Name: "g", Partitions: 1})
+	produce(t, b.Addr(), "g", 0, 0, 3)
+	q := kafkaQuery(b.Addr(), "subscribe=g")
+	q.Trigger = "availableNow"
+	store := storage.NewMem()
+	ctx := context.Background()
+	if _, err := runQuery(t, ctx, resolve(t, q), store, runOpts{sink: &collectSink{}}); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.Load(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := cp.Offsets.Latest()
+	seq, err := cp.ReadOffsets(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq.Sources = append(seq.Sources, logformat.SourceOffset{JSON: `{"logOffset":0}`})
+	if err := store.Delete(ctx, cp.Offsets.Path(l)); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.WriteFile(ctx, cp.Offsets.Path(l), seq.Marshal()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runQuery(t, ctx, resolve(t, q), store, runOpts{sink: &collectSink{}})
+	var re *RefusedError
+	if !errors.As(err, &re) {
+		t.Fatalf("err = %v, want RefusedError", err)
+	}
+	want := "There are [2] sources in the checkpoint offsets and now there are [1] sources requested by the query."
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error lacks %q:\n%s", want, err)
+	}
+}
+
 // failOnDataLoss end to end through the engine: deleted records, a recreated topic, added
 // partitions.
 func TestFailOnDataLoss(t *testing.T) {
