@@ -356,7 +356,12 @@ The example is the checkpoint of Spark's async test suite: offsets and commits 0
 		outro: `
 The gaps further back stay: they matter only for going back to those batches. A file sink cannot be
 used with async progress tracking, so with ` + "`--sink`" + ` repair never proposes Spark's procedure, and it
-never deletes offsets of a batch the sink has committed.`,
+never deletes offsets of a batch the sink has committed.
+
+When the query runs on ckpt's own engine, ` + "`ckpt run`" + ` without async on such a checkpoint stops before
+touching anything, names the cause and prints these ways out. ` + "`ckpt run --async-switch-off`" + ` performs
+Spark's procedure itself: it starts in async mode with an interval of 0, persists the offsets and commits
+of its first two batches, then carries on as the normal engine (see docs/engine.md).`,
 	},
 	kafkaDataAgedOut(),
 }
