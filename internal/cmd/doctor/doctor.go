@@ -82,7 +82,8 @@ Exit codes:
 // NewCmd builds `ckpt doctor`. runF replaces runDoctor in tests of the flag wiring.
 func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: env.IO, OpenStore: env.OpenStore, FailOnDataLoss: true}
-	var output, mode, failOn string
+	var output, failOn string
+	var restart cli.RestartFlags
 	cmd := &cobra.Command{
 		Use:   "doctor CHECKPOINT",
 		Short: "Find every known problem in a checkpoint, with Spark's error and the fix",
@@ -111,17 +112,11 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			} else {
 				opts.Checkpoint = args[0]
 			}
-			if opts.Mode, err = recovery.ParseMode(mode); err != nil {
-				return exitcode.UsageError(err)
+			ro, err := restart.Options()
+			if err != nil {
+				return err
 			}
-			if opts.SparkVersion != "" {
-				if err := recovery.ValidateSparkVersion(opts.SparkVersion); err != nil {
-					return exitcode.UsageError(err)
-				}
-			}
-			if opts.CommitFormatVersion < 0 || opts.CommitFormatVersion > 3 {
-				return exitcode.UsageError(fmt.Errorf("--commit-format-version %d: want 1, 2 or 3", opts.CommitFormatVersion))
-			}
+			opts.Mode, opts.SparkVersion, opts.CommitFormatVersion = ro.Mode, ro.SparkVersion, ro.CommitFormatVersion
 			if opts.FailOn, err = doctor.ParseSeverity(failOn); err != nil {
 				return exitcode.UsageError(fmt.Errorf("--fail-on: %w", err))
 			}
@@ -136,9 +131,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	}
 	cli.AddOutputFlag(cmd, &output)
 	fl := cmd.Flags()
-	fl.StringVar(&mode, "mode", "sync", "engine of the restart: sync, async (async progress tracking) or spark-2.1")
-	fl.StringVar(&opts.SparkVersion, "spark-version", "", "Spark release of the restart, e.g. 3.5, 4.0 (default "+recovery.DefaultSparkVersion+")")
-	fl.IntVar(&opts.CommitFormatVersion, "commit-format-version", 0, "spark.sql.streaming.stateStore.checkpointFormatVersion (Spark 4.0; default 1)")
+	restart.AddFlags(cmd)
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (holding _spark_metadata) to compare with the checkpoint")
 	fl.BoolVar(&opts.Deep, "deep", false, "read every offsets and commits file, not only those a restart reads")
 	fl.StringVar(&failOn, "fail-on", string(doctor.Error), "lowest severity that makes the exit code 3: error, warning or info")

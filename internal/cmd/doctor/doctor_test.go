@@ -25,7 +25,7 @@ func testEnv() *cli.Env {
 }
 
 func TestFlags(t *testing.T) {
-	base := Options{Checkpoint: "ck", Mode: recovery.ModeSync, FailOn: doctor.Error, Output: render.FormatTable,
+	base := Options{Checkpoint: "ck", FailOn: doctor.Error, Output: render.FormatTable,
 		Broker: brokerstate.Flags{Timeout: brokerstate.DefaultTimeout}, FailOnDataLoss: true}
 	with := func(f func(o *Options)) Options { o := base; f(&o); return o }
 	for _, tc := range []struct {

@@ -108,7 +108,8 @@ Exit codes:
 // tests of the flag wiring.
 func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: env.IO, OpenStore: env.OpenStore, Now: env.Now, Version: env.Version}
-	var output, strategy, mode string
+	var output, strategy string
+	var restart cli.RestartFlags
 	cmd := &cobra.Command{
 		Use:   "repair CHECKPOINT",
 		Short: "Plan and apply a safe repair (backup, journal, verify, undo)",
@@ -129,14 +130,11 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 			if opts.Strategy, err = repair.ParseStrategy(strategy); err != nil {
 				return exitcode.UsageError(err)
 			}
-			if opts.Mode, err = recovery.ParseMode(mode); err != nil {
-				return exitcode.UsageError(err)
+			ro, err := restart.Options()
+			if err != nil {
+				return err
 			}
-			if opts.SparkVersion != "" {
-				if err := recovery.ValidateSparkVersion(opts.SparkVersion); err != nil {
-					return exitcode.UsageError(err)
-				}
-			}
+			opts.Mode, opts.SparkVersion, opts.CommitFormatVersion = ro.Mode, ro.SparkVersion, ro.CommitFormatVersion
 			if opts.ActiveWindow < 0 {
 				return exitcode.UsageError(fmt.Errorf("--active-window %s: want 0 (no check) or more", opts.ActiveWindow))
 			}
@@ -158,9 +156,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	fl.StringVar(&opts.BackupDir, "backup-dir", "", "where to put the journal and backups (default `DIR` <checkpoint>/_ckpt/repairs)")
 	fl.DurationVar(&opts.ActiveWindow, "active-window", repair.DefaultActiveWindow, "refuse when a log file is younger than this (0: no check)")
 	fl.BoolVar(&opts.Force, "force", false, "run even if the query looks alive or another repair holds the lock")
-	fl.StringVar(&mode, "mode", "sync", "engine of the next restart: sync, async or spark-2.1")
-	fl.StringVar(&opts.SparkVersion, "spark-version", "", "Spark release of the next restart (default "+recovery.DefaultSparkVersion+")")
-	fl.IntVar(&opts.CommitFormatVersion, "commit-format-version", 0, "spark.sql.streaming.stateStore.checkpointFormatVersion (Spark 4.0; default 1)")
+	restart.AddFlags(cmd)
 	opts.Broker.AddFlags(fl)
 
 	cmd.AddCommand(newJournalCmd(env, "undo", nil), newJournalCmd(env, "resume", nil))

@@ -93,7 +93,8 @@ Exit codes:
 // wiring.
 func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: env.IO, OpenStore: env.OpenStore, FailOnDataLoss: true}
-	var output, mode string
+	var output string
+	var restart cli.RestartFlags
 	cmd := &cobra.Command{
 		Use:   "replay CHECKPOINT",
 		Short: "Predict what a restart of the query does with a checkpoint",
@@ -111,24 +112,13 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 				return err
 			}
 			opts.Output = f
-			m, err := recovery.ParseMode(mode)
+			ro, err := restart.Options()
 			if err != nil {
-				return exitcode.UsageError(err)
+				return err
 			}
-			opts.Mode = m
-			if mode == "" {
-				opts.Mode = "" // let the Spark version pick (2.1 means spark-2.1)
-			}
-			if opts.SparkVersion != "" {
-				if err := recovery.ValidateSparkVersion(opts.SparkVersion); err != nil {
-					return exitcode.UsageError(err)
-				}
-			}
+			opts.Mode, opts.SparkVersion, opts.CommitFormatVersion = ro.Mode, ro.SparkVersion, ro.CommitFormatVersion
 			if opts.WhatIf != "" && !validPoint(opts.WhatIf) {
 				return exitcode.UsageError(fmt.Errorf("invalid --what-if %q: want %s", opts.WhatIf, strings.Join(recovery.WhatIfPoints, ", ")))
-			}
-			if c := opts.CommitFormatVersion; c < 0 || c > 3 {
-				return exitcode.UsageError(fmt.Errorf("invalid --commit-format-version %d: want 1, 2 or 3", c))
 			}
 			if !opts.Broker.Enabled() && (opts.Exact || cmd.Flags().Changed("fail-on-data-loss")) {
 				return exitcode.UsageError(errors.New("--exact and --fail-on-data-loss need the broker: give --bootstrap-server too"))
@@ -140,16 +130,12 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 		},
 	}
 	cli.AddOutputFlag(cmd, &output)
-	cmd.Flags().StringVar(&mode, "mode", "", "engine: sync, async or spark-2.1 (default sync)")
-	cmd.Flags().StringVar(&opts.SparkVersion, "spark-version", "", "Spark release that restarts the query: 2.1 … 3.5, 4.0, 4.1 (default 3.5)")
-	cmd.Flags().IntVar(&opts.CommitFormatVersion, "commit-format-version", 0, "spark.sql.streaming.stateStore.checkpointFormatVersion, which Spark 4.0 requires commit files to match (default 1)")
+	restart.AddFlags(cmd)
 	cmd.Flags().StringVar(&opts.Sink, "sink", "", "a file sink's output `DIR` (or its _spark_metadata)")
 	cmd.Flags().StringVar(&opts.WhatIf, "what-if", "", "predict the restart after a crash at `POINT` of the next batch: "+strings.Join(recovery.WhatIfPoints, ", "))
 	opts.Broker.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.FailOnDataLoss, "fail-on-data-loss", true, "with --bootstrap-server: the Kafka source option failOnDataLoss the query runs with (--fail-on-data-loss=false)")
 	cmd.Flags().BoolVar(&opts.Exact, "exact", false, "with --bootstrap-server: count the re-run's data records by reading them (slow on large ranges)")
-	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"sync", "async", "spark-2.1"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("spark-version", cobra.FixedCompletions(recovery.SparkVersions, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("what-if", cobra.FixedCompletions(recovery.WhatIfPoints, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
