@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -168,29 +167,17 @@ func (k *KafkaSink) AddBatch(ctx context.Context, b *Batch) error {
 // Streams is true for the at-least-once sink: records are produced while the batch is read.
 func (k *KafkaSink) Streams() bool { return !k.exactlyOnce }
 
-// WritePart starts producing one chunk of the batch (kafka.Sink.Produce, which does not wait for
-// the acknowledgements); FinishBatch waits for them. Reading goes on meanwhile. The first
+// WritePart starts producing one chunk of the batch (kafka.Sink.ProduceFunc, which does not wait
+// for the acknowledgements, with the rows made on demand); FinishBatch waits for them. Reading goes on meanwhile. The first
 // non-empty chunk of a batch armed with SetMidSink is flushed before the hook runs, so the crash
 // comes with part of the batch durable.
 func (k *KafkaSink) WritePart(ctx context.Context, id int64, cols []transform.Column, p *Part) error {
-	buf, _ := outRowsPool.Get().(*[]kafka.OutRow)
-	if buf == nil {
-		buf = new([]kafka.OutRow)
-	}
-	defer outRowsPool.Put(buf)
-	rows, err := appendKafkaOutRows((*buf)[:0], &Batch{ID: id, Columns: cols, Parts: []Part{*p}, NumRows: int64(p.Len())})
-	*buf = rows
-	if err != nil {
+	n := p.Len()
+	atomic.AddInt64(&k.rows, int64(n))
+	if err := k.s.ProduceFunc(ctx, n, outRow(cols, p)); err != nil {
 		return err
 	}
-	atomic.AddInt64(&k.rows, int64(len(rows)))
-	// Produce keeps no reference to the OutRow slice (only to the rows' bytes), so it is reused.
-	err = k.s.Produce(ctx, rows)
-	clear(rows)
-	if err != nil {
-		return err
-	}
-	if len(rows) == 0 {
+	if n == 0 {
 		return nil
 	}
 	k.midMu.Lock()
@@ -218,18 +205,73 @@ func (k *KafkaSink) FinishBatch(ctx context.Context, id int64) error {
 // OutputRows is the number of records the last batch produced.
 func (k *KafkaSink) OutputRows(*Batch) int64 { return atomic.SwapInt64(&k.rows, 0) }
 
-// outRowsPool holds WritePart's OutRow buffers.
-var outRowsPool sync.Pool
-
 func kafkaOutRows(b *Batch) ([]kafka.OutRow, error) {
-	return appendKafkaOutRows(make([]kafka.OutRow, 0, b.NumRows), b)
+	out := make([]kafka.OutRow, 0, b.NumRows)
+	for pi := range b.Parts {
+		p := &b.Parts[pi]
+		row := outRow(b.Columns, p)
+		for i := range p.Len() {
+			out = append(out, row(i))
+		}
+	}
+	return out, nil
 }
 
-// appendKafkaOutRows appends b's rows as Kafka sink rows to out.
-func appendKafkaOutRows(out []kafka.OutRow, b *Batch) ([]kafka.OutRow, error) {
-	out = slices.Grow(out, int(b.NumRows))
+// outRow returns the function that makes row i of p a Kafka sink row. Rows are made on demand, so
+// that the streaming sink produces them without building a slice first.
+func outRow(cols []transform.Column, p *Part) func(i int) kafka.OutRow {
+	if p.Values == nil && p.Select == nil {
+		return func(i int) kafka.OutRow {
+			r := &p.Rows[i]
+			part := r.Partition
+			o := kafka.OutRow{Key: r.Key, Value: r.Value, Topic: r.Topic, Partition: &part}
+			if r.Headers != nil {
+				o.Headers = kafkaHeaders(r.Headers)
+			}
+			return o
+		}
+	}
+	if p.Values == nil {
+		// A selection of Kafka columns: map output names to the rows' fields unboxed.
+		src := struct{ key, value, topic, partition, headers int }{-1, -1, -1, -1, -1}
+		for i, c := range cols {
+			switch c.Name {
+			case "key":
+				src.key = p.Select[i]
+			case "value":
+				src.value = p.Select[i]
+			case "topic":
+				src.topic = p.Select[i]
+			case "partition":
+				src.partition = p.Select[i]
+			case "headers":
+				src.headers = p.Select[i]
+			}
+		}
+		return func(i int) kafka.OutRow {
+			r := &p.Rows[i]
+			var o kafka.OutRow
+			if src.key >= 0 {
+				o.Key = rowBytes(r, src.key)
+			}
+			if src.value >= 0 {
+				o.Value = rowBytes(r, src.value)
+			}
+			if src.topic >= 0 {
+				o.Topic = fmt.Sprint(transform.KafkaValue(r, src.topic))
+			}
+			if src.partition == 3 {
+				part := r.Partition
+				o.Partition = &part
+			}
+			if src.headers == 7 && r.Headers != nil {
+				o.Headers = kafkaHeaders(r.Headers)
+			}
+			return o
+		}
+	}
 	ix := struct{ key, value, topic, partition, headers int }{-1, -1, -1, -1, -1}
-	for i, c := range b.Columns {
+	for i, c := range cols {
 		switch c.Name {
 		case "key":
 			ix.key = i
@@ -243,96 +285,39 @@ func appendKafkaOutRows(out []kafka.OutRow, b *Batch) ([]kafka.OutRow, error) {
 			ix.headers = i
 		}
 	}
-	var buf []any
-	for pi := range b.Parts {
-		p := &b.Parts[pi]
-		if p.Values == nil && p.Select == nil {
-			for i := range p.Rows {
-				r := &p.Rows[i]
-				part := r.Partition
-				o := kafka.OutRow{Key: r.Key, Value: r.Value, Topic: r.Topic, Partition: &part}
-				if r.Headers != nil {
-					o.Headers = kafkaHeaders(r.Headers)
-				}
-				out = append(out, o)
-			}
-			continue
+	return func(i int) kafka.OutRow {
+		v := p.Values[i]
+		var o kafka.OutRow
+		if ix.key >= 0 {
+			o.Key = asBytes(v[ix.key])
 		}
-		if p.Values == nil {
-			// A selection of Kafka columns: map output names to the rows' fields unboxed.
-			src := struct{ key, value, topic, partition, headers int }{-1, -1, -1, -1, -1}
-			for i, c := range b.Columns {
-				switch c.Name {
-				case "key":
-					src.key = p.Select[i]
-				case "value":
-					src.value = p.Select[i]
-				case "topic":
-					src.topic = p.Select[i]
-				case "partition":
-					src.partition = p.Select[i]
-				case "headers":
-					src.headers = p.Select[i]
-				}
-			}
-			for i := range p.Rows {
-				r := &p.Rows[i]
-				var o kafka.OutRow
-				if src.key >= 0 {
-					o.Key = rowBytes(r, src.key)
-				}
-				if src.value >= 0 {
-					o.Value = rowBytes(r, src.value)
-				}
-				if src.topic >= 0 {
-					o.Topic = fmt.Sprint(transform.KafkaValue(r, src.topic))
-				}
-				if src.partition == 3 {
-					part := r.Partition
-					o.Partition = &part
-				}
-				if src.headers == 7 && r.Headers != nil {
-					o.Headers = kafkaHeaders(r.Headers)
-				}
-				out = append(out, o)
-			}
-			continue
+		if ix.value >= 0 {
+			o.Value = asBytes(v[ix.value])
 		}
-		for i := range p.Values {
-			buf = p.Row(i, buf[:0])
-			var o kafka.OutRow
-			if ix.key >= 0 {
-				o.Key = asBytes(buf[ix.key])
-			}
-			if ix.value >= 0 {
-				o.Value = asBytes(buf[ix.value])
-			}
-			if ix.topic >= 0 && buf[ix.topic] != nil {
-				o.Topic = fmt.Sprint(buf[ix.topic])
-			}
-			if ix.partition >= 0 {
-				switch x := buf[ix.partition].(type) {
-				case int32:
-					o.Partition = &x
-				case int:
-					p := int32(x)
-					o.Partition = &p
-				case int64:
-					p := int32(x)
-					o.Partition = &p
-				}
-			}
-			if ix.headers >= 0 {
-				if hs, ok := buf[ix.headers].([]transform.Header); ok {
-					for _, h := range hs {
-						o.Headers = append(o.Headers, kafka.Header{Key: h.Key, Value: h.Value})
-					}
-				}
-			}
-			out = append(out, o)
+		if ix.topic >= 0 && v[ix.topic] != nil {
+			o.Topic = fmt.Sprint(v[ix.topic])
 		}
+		if ix.partition >= 0 {
+			switch x := v[ix.partition].(type) {
+			case int32:
+				o.Partition = &x
+			case int:
+				p := int32(x)
+				o.Partition = &p
+			case int64:
+				p := int32(x)
+				o.Partition = &p
+			}
+		}
+		if ix.headers >= 0 {
+			if hs, ok := v[ix.headers].([]transform.Header); ok {
+				for _, h := range hs {
+					o.Headers = append(o.Headers, kafka.Header{Key: h.Key, Value: h.Value})
+				}
+			}
+		}
+		return o
 	}
-	return out, nil
 }
 
 func rowBytes(r *transform.Row, ix int) []byte {

@@ -258,3 +258,33 @@ func recordsOf(rowss ...[]OutRow) []*kgo.Record {
 	}
 	return out
 }
+
+// ProduceFunc produces rows made on demand, like Produce, and checks the topics first.
+func TestSinkProduceFunc(t *testing.T) {
+	topic := newTopic(t, 2)
+	ctx := testCtx(t)
+	s := newSink(t, nil, "q")
+	rows := rowsOfTopic(topic, "f", 30)
+	if err := s.ProduceFunc(ctx, len(rows), func(i int) OutRow { return rows[i] }); err != nil {
+		t.Fatal(err)
+	}
+	bad := func(i int) OutRow {
+		if i == 2 {
+			return OutRow{Value: []byte("no topic")}
+		}
+		return rows[i]
+	}
+	if err := s.ProduceFunc(ctx, 3, bad); err == nil || !strings.Contains(err.Error(), "null topic present in the data") {
+		t.Fatalf("ProduceFunc without a topic = %v", err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := values(consumeAll(t, topic, false)); got != values(recordsOf(rows)) {
+		t.Errorf("got %s", got)
+	}
+	eo := newSink(t, map[string]string{"topic": topic, "exactlyOnce": "true"}, "q-func")
+	if err := eo.ProduceFunc(ctx, 1, func(int) OutRow { return rows[0] }); err == nil {
+		t.Error("the exactly-once sink accepted ProduceFunc")
+	}
+}

@@ -42,7 +42,8 @@ var sinkOptionNames = []string{"topic", "exactlyOnce", "checkpointLocation"}
 
 // Sink is the Kafka sink. By default it is at least once, like Spark's: AddBatch returns once
 // every record is acknowledged (idempotent producer, acks=all), and a re-run batch writes its
-// records again. With exactlyOnce=true each batch is one Kafka transaction that also writes a
+// records again; a streaming writer calls Produce per chunk and Flush once per batch instead.
+// With exactlyOnce=true each batch is one Kafka transaction that also writes a
 // marker naming the batch, so a batch that already committed is skipped when it is re-run; see
 // docs/kafka.md for the design and its limits.
 type Sink struct {
@@ -348,7 +349,16 @@ func (s *Sink) Produce(ctx context.Context, rows []OutRow) error {
 	if s.exactlyOnce {
 		return errors.New("kafka: Produce is for the at-least-once sink; the exactly-once sink writes whole batches with AddBatch")
 	}
-	return s.enqueue(ctx, rows, nil)
+	return s.enqueue(ctx, len(rows), func(i int) OutRow { return rows[i] }, nil)
+}
+
+// ProduceFunc is Produce for the n rows row(0) … row(n-1), made on demand: a writer that converts
+// its own rows need not build a slice of them first. row may be called more than once per row.
+func (s *Sink) ProduceFunc(ctx context.Context, n int, row func(i int) OutRow) error {
+	if s.exactlyOnce {
+		return errors.New("kafka: Produce is for the at-least-once sink; the exactly-once sink writes whole batches with AddBatch")
+	}
+	return s.enqueue(ctx, n, row, nil)
 }
 
 // Flush waits until every record produced so far is acknowledged or failed and returns the first
@@ -409,7 +419,7 @@ var manualCtx = context.WithValue(context.Background(), manualPartitionKey{}, tr
 // produceAll produces rows (and extra, if any) and waits for every acknowledgement, returning the
 // first error.
 func (s *Sink) produceAll(ctx context.Context, rows []OutRow, extra *kgo.Record) error {
-	if err := s.enqueue(ctx, rows, extra); err != nil {
+	if err := s.enqueue(ctx, len(rows), func(i int) OutRow { return rows[i] }, extra); err != nil {
 		// Wait for what was produced, so that no record of this call outlives it; the error
 		// Flush returns is err or a later one.
 		_ = s.Flush(ctx)
@@ -418,19 +428,19 @@ func (s *Sink) produceAll(ctx context.Context, rows []OutRow, extra *kgo.Record)
 	return s.Flush(ctx)
 }
 
-// enqueue produces rows (and extra, if any) without waiting; it returns the first error recorded
-// since the last Flush.
-func (s *Sink) enqueue(ctx context.Context, rows []OutRow, extra *kgo.Record) error {
+// enqueue produces the rows row(0) … row(count-1) (and extra, if any) without waiting; it returns
+// the first error recorded since the last Flush.
+func (s *Sink) enqueue(ctx context.Context, count int, row func(i int) OutRow, extra *kgo.Record) error {
 	if s.topic == "" {
-		for i := range rows {
-			if rows[i].Topic == "" {
+		for i := range count {
+			if row(i).Topic == "" {
 				// Spark's KafkaWriteTask text; checked before anything is produced.
 				//lint:ignore ST1005 Spark's exact text ends with a period
 				return errors.New("null topic present in the data. Use the topic option for setting a topic.")
 			}
 		}
 	}
-	n := int64(len(rows))
+	n := int64(count)
 	if extra != nil {
 		n++
 	}
@@ -439,12 +449,12 @@ func (s *Sink) enqueue(ctx context.Context, rows []OutRow, extra *kgo.Record) er
 	}
 	s.outstanding.Add(n)
 	var recs []kgo.Record
-	for i := range rows {
-		r := &rows[i]
+	for i := range count {
+		r := row(i)
 		if len(recs) == 0 {
 			// Records are allocated in small slabs: fewer allocations than one per record, and
 			// unlike one slab per call no large object to clear (franz-go keeps the pointers).
-			recs = make([]kgo.Record, min(recordSlab, len(rows)-i))
+			recs = make([]kgo.Record, min(recordSlab, count-i))
 		}
 		rec := &recs[0]
 		recs = recs[1:]
