@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ckpt-dev/ckpt/internal/broker"
+	kafkatest "github.com/ckpt-dev/ckpt/internal/broker/brokertest"
 	"github.com/ckpt-dev/ckpt/internal/brokerstate/brokertest"
 )
 
@@ -77,7 +78,7 @@ func stageAgedOut(dir string) func(sc *rbScene) {
 			t.Fatal(err)
 		}
 		t.Cleanup(cl.Close)
-		env := &brokertest.Env{T: t, Ctx: ctx, B: b, Adm: kadm.NewClient(cl), Addr: b.Addr()}
+		env := &brokertest.Env{Env: &kafkatest.Env{T: t, Ctx: ctx, B: b, Adm: kadm.NewClient(cl), Addr: b.Addr()}}
 		for p := range parts {
 			recs := make([]*kgo.Record, agedOut.produced)
 			for o := range recs {

@@ -20,10 +20,10 @@ func codes(issues []Issue) []string {
 func TestReadOffsets(t *testing.T) {
 	tb := newBroker(t)
 	topic, missing := uniqueTopic(t, "a"), uniqueTopic(t, "nope")
-	tb.createTopic(topic, 3)
+	tb.CreateTopic(topic, 3)
 	tb.produce(topic, 0, 10, nil)
 	tb.produce(topic, 2, 4, nil)
-	tb.deleteRecords(topic, 0, 6)
+	tb.DeleteRecords(topic, 0, 6)
 	st := tb.read(topic, missing, topic)
 	if len(st.Topics) != 1 || st.Topics[0].Topic != topic || !slices.Equal(st.Missing, []string{missing}) || !st.IsMissing(missing) {
 		t.Fatalf("state %+v", st)
@@ -52,11 +52,11 @@ func TestReadOffsets(t *testing.T) {
 func TestCheckOffsetsOutOfRange(t *testing.T) {
 	tb := newBroker(t)
 	topic := uniqueTopic(t, "in")
-	tb.createTopic(topic, 2)
+	tb.CreateTopic(topic, 2)
 	tb.produce(topic, 0, 20, nil)
 	tb.produce(topic, 1, 20, nil)
-	tb.deleteRecords(topic, 0, 12) // the checkpoint is at 5: 7 records gone
-	tb.deleteRecords(topic, 1, 8)  // the checkpoint is at 8: nothing lost
+	tb.DeleteRecords(topic, 0, 12) // the checkpoint is at 5: 7 records gone
+	tb.DeleteRecords(topic, 1, 8)  // the checkpoint is at 8: nothing lost
 	st := tb.read(topic)
 	ck := offsets(topic+":0=5", topic+":1=8")
 
@@ -95,7 +95,7 @@ func TestCheckOffsetsOutOfRange(t *testing.T) {
 func TestCheckTopicRecreated(t *testing.T) {
 	tb := newBroker(t)
 	topic := uniqueTopic(t, "in")
-	tb.createTopic(topic, 3)
+	tb.CreateTopic(topic, 3)
 	for p := range int32(3) {
 		tb.produce(topic, p, 10, nil)
 	}
@@ -103,8 +103,8 @@ func TestCheckTopicRecreated(t *testing.T) {
 	if issues := Check(ck, tb.read(topic), true); len(issues) != 0 {
 		t.Fatalf("before: %v", codes(issues))
 	}
-	tb.deleteTopic(topic)
-	tb.createTopic(topic, 2)
+	tb.DeleteTopic(topic)
+	tb.CreateTopic(topic, 2)
 	tb.produce(topic, 0, 3, nil) // 10 > 3: the offset went back
 	tb.produce(topic, 1, 8, nil) // 6 <= 8: indistinguishable from progress, not flagged
 	st := tb.read(topic)
@@ -132,13 +132,13 @@ func TestCheckTopicRecreated(t *testing.T) {
 func TestCheckPartitionsAdded(t *testing.T) {
 	tb := newBroker(t)
 	topic := uniqueTopic(t, "in")
-	tb.createTopic(topic, 1)
+	tb.CreateTopic(topic, 1)
 	tb.produce(topic, 0, 5, nil)
 	ck := offsets(topic + ":0=5")
-	tb.addPartitions(topic, 2) // partitions 1 and 2
+	tb.AddPartitions(topic, 2) // partitions 1 and 2
 	tb.produce(topic, 1, 4, nil)
 	tb.produce(topic, 2, 9, nil)
-	tb.deleteRecords(topic, 2, 3)
+	tb.DeleteRecords(topic, 2, 3)
 	st := tb.read(topic)
 	issues := Check(ck, st, true)
 	if got := codes(issues); !slices.Equal(got, []string{CodePartitionsAdded + " " + topic + "-1", CodePartitionsAdded + " " + topic + "-2"}) {
@@ -163,10 +163,10 @@ func TestCheckPartitionsAdded(t *testing.T) {
 func TestCheckTopicMissing(t *testing.T) {
 	tb := newBroker(t)
 	topic, other := uniqueTopic(t, "gone"), uniqueTopic(t, "kept")
-	tb.createTopic(topic, 2)
-	tb.createTopic(other, 1)
+	tb.CreateTopic(topic, 2)
+	tb.CreateTopic(other, 1)
 	tb.produce(other, 0, 2, nil)
-	tb.deleteTopic(topic)
+	tb.DeleteTopic(topic)
 	st := tb.read(topic, other)
 	if !st.IsMissing(topic) || st.Topic(topic) != nil {
 		t.Fatalf("state %+v", st)

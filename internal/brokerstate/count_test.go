@@ -13,13 +13,13 @@ import (
 func TestCountRange(t *testing.T) {
 	tb := newBroker(t)
 	topic := uniqueTopic(t, "in")
-	tb.createTopic(topic, 4)
+	tb.CreateTopic(topic, 4)
 	tb.produce(topic, 0, 20, nil)
 	tb.produce(topic, 1, 20, nil)
 	tb.produce(topic, 2, 6, nil)
 	tb.produce(topic, 3, 9, nil)
-	tb.deleteRecords(topic, 0, 5) // the range starts at 2: 3 offsets aged out
-	tb.deleteRecords(topic, 3, 4) // not in the start offsets: read from 4
+	tb.DeleteRecords(topic, 0, 5) // the range starts at 2: 3 offsets aged out
+	tb.DeleteRecords(topic, 3, 4) // not in the start offsets: read from 4
 	st := tb.read(topic)
 	start := offsets(topic+":0=2", topic+":1=10", topic+":2=4", topic+":9=0")
 	end := offsets(topic+":0=12", topic+":1=15", topic+":2=10", topic+":3=9")
@@ -59,7 +59,7 @@ func TestCountRange(t *testing.T) {
 func TestCountExactTransactional(t *testing.T) {
 	tb := newBroker(t)
 	topic := uniqueTopic(t, "txn")
-	tb.createTopic(topic, 1)
+	tb.CreateTopic(topic, 1)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.addr), kgo.TransactionalID(topic), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestCountExactTransactional(t *testing.T) {
 func TestRecordTimestamps(t *testing.T) {
 	tb := newBroker(t)
 	topic := uniqueTopic(t, "ts")
-	tb.createTopic(topic, 2)
+	tb.CreateTopic(topic, 2)
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	tb.produce(topic, 0, 10, func(i int) time.Time { return base.Add(time.Duration(i) * time.Second) })
 	tb.produce(topic, 1, 3, func(i int) time.Time { return base.Add(time.Hour + time.Duration(i)*time.Minute) })

@@ -202,14 +202,14 @@ func TestPlanRestart(t *testing.T) {
 func TestRestartAgainstBroker(t *testing.T) {
 	tb := newBroker(t)
 	topic := uniqueTopic(t, "in")
-	tb.createTopic(topic, 2)
+	tb.CreateTopic(topic, 2)
 	tb.produce(topic, 0, 20, nil)
 	tb.produce(topic, 1, 4, nil)
 	m := newMemCheckpoint(t).
 		offsets(0, fmt.Sprintf(`{%q:{"0":0,"1":0}}`, topic)).commit(0).
 		offsets(1, fmt.Sprintf(`{%q:{"0":5,"1":4}}`, topic)).commit(1).
 		offsets(2, fmt.Sprintf(`{%q:{"0":15,"1":4}}`, topic))
-	tb.deleteRecords(topic, 0, 8)
+	tb.DeleteRecords(topic, 0, 8)
 	_, res, r := m.restart()
 	st := tb.read(r.Topics()...)
 
@@ -250,7 +250,7 @@ func TestRestartAgainstBroker(t *testing.T) {
 
 	// The topic is gone: the batch after the re-run cannot list it, and it fails whatever
 	// failOnDataLoss says.
-	tb.deleteTopic(topic)
+	tb.DeleteTopic(topic)
 	st = tb.read(r.Topics()...)
 	gone := r.Check(st, false)
 	if len(gone) != 1 || gone[0].Code != CodeTopicMissing || gone[0].Batch != 3 || gone[0].Rerun || !gone[0].Fails {

@@ -2,10 +2,7 @@ package doctor_test
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -14,51 +11,24 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
-const benchBatches = 100_000
+// big is a committed 100k-batch checkpoint in a temporary directory, written once per test
+// binary.
+var big = &scenario.BenchCheckpoint{
+	Linear: scenario.Linear{Name: "bench", Batches: 100_000, Committed: 100_000, Initial: true},
+	Prefix: "ckpt-doctor-bench-",
+}
 
-var (
-	bigOnce sync.Once
-	bigDir  string
-	bigErr  error
-)
-
-// bigCheckpoint writes a committed 100k-batch checkpoint to a temporary directory once per test
-// binary. Files are written directly (no atomic rename, no fsync): only their listing matters.
 func bigCheckpoint(b *testing.B) string {
-	bigOnce.Do(func() {
-		bigDir, bigErr = os.MkdirTemp("", "ckpt-doctor-bench-")
-		if bigErr != nil {
-			return
-		}
-		sb := scenario.NewBuilder("bench")
-		for _, d := range []string{"offsets", "commits", "sources/0"} {
-			if bigErr = os.MkdirAll(filepath.Join(bigDir, d), 0o755); bigErr != nil {
-				return
-			}
-		}
-		write := func(rel, data string) {
-			if bigErr == nil {
-				bigErr = os.WriteFile(filepath.Join(bigDir, rel), []byte(data), 0o644)
-			}
-		}
-		write("metadata", `{"id":"`+sb.QueryID()+`"}`)
-		write("sources/0/0", "\x00v1\n"+scenario.KafkaOffsets("events", 0, 0, 0))
-		for id := int64(0); id < benchBatches && bigErr == nil; id++ {
-			write(fmt.Sprintf("offsets/%d", id), sb.OffsetsJSON(id, scenario.Kafka("events", id, 3)))
-			write(fmt.Sprintf("commits/%d", id), "v1\n{\"nextBatchWatermarkMs\":0}")
-		}
-	})
-	if bigErr != nil {
-		b.Fatal(bigErr)
+	dir, err := big.Dir()
+	if err != nil {
+		b.Fatal(err)
 	}
-	return bigDir
+	return dir
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bigDir != "" {
-		_ = os.RemoveAll(bigDir)
-	}
+	big.Remove()
 	os.Exit(code)
 }
 

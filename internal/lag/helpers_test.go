@@ -12,12 +12,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ckpt-dev/ckpt/internal/broker"
+	"github.com/ckpt-dev/ckpt/internal/broker/brokertest"
 	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
-// env is an embedded broker plus in-memory checkpoints (mem://<test>/<name>).
+// env is an embedded broker (internal/broker/brokertest) plus in-memory checkpoints
+// (mem://<test>/<name>).
 type env struct {
+	*brokertest.Env
 	t   *testing.T
 	ctx context.Context
 	b   *broker.Broker
@@ -27,58 +30,26 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	b, err := broker.Start(ctx, broker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(admCl.Close)
-	f := &brokerstate.Flags{BootstrapServers: b.Addr(), Timeout: 20 * time.Second}
-	cl, err := f.KgoClient(ctx)
+	be := brokertest.New(t)
+	f := &brokerstate.Flags{BootstrapServers: be.Addr, Timeout: 20 * time.Second}
+	cl, err := f.KgoClient(be.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return &env{t: t, ctx: ctx, b: b, adm: kadm.NewClient(admCl), cl: cl}
+	return &env{Env: be, t: t, ctx: be.Ctx, b: be.B, adm: be.Adm, cl: cl}
 }
 
+// topic creates a topic unique to the test and returns its name.
 func (e *env) topic(suffix string, partitions int32) string {
 	e.t.Helper()
-	name := strings.NewReplacer("/", "-").Replace(e.t.Name() + "-" + suffix)
-	resp, err := e.adm.CreateTopic(e.ctx, partitions, 1, nil, name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return name
+	return e.Topic(suffix, partitions)
 }
 
 // produce writes n records to a partition; record i is stamped ts(i).
 func (e *env) produce(topic string, partition int32, n int, ts func(i int) time.Time) {
 	e.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer cl.Close()
-	recs := make([]*kgo.Record, n)
-	for i := range recs {
-		recs[i] = &kgo.Record{Topic: topic, Partition: partition, Value: []byte(strconv.Itoa(i))}
-		if ts != nil {
-			recs[i].Timestamp = ts(i)
-		}
-	}
-	if err := cl.ProduceSync(e.ctx, recs...).FirstErr(); err != nil {
-		e.t.Fatal(err)
-	}
+	e.Produce(topic, partition, n, ts)
 }
 
 func (e *env) collector(locations ...string) *Collector {

@@ -2,10 +2,7 @@ package recovery_test
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -14,64 +11,25 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
-var (
-	bigOnce sync.Once
-	bigDir  string
-	bigKeep bool // CKPT_BENCH_DIR: reuse a generated tree across runs
-	bigErr  error
-)
+// big is a local checkpoint with offsets and commits 0..99999 (batch 99999 not committed),
+// generated once per test binary; CKPT_BENCH_DIR reuses a generated tree across runs.
+var big = &scenario.BenchCheckpoint{
+	Linear: scenario.Linear{Name: "bench-100k", Batches: 100_000, Committed: 99_999},
+	Prefix: "ckpt-bench-100k-",
+	Reuse:  true,
+}
 
-// big100k is a local checkpoint with offsets and commits 0..99999 (batch
-// 99999 not committed), generated once per test binary.
 func big100k(b *testing.B) string {
-	bigOnce.Do(func() {
-		if d := os.Getenv("CKPT_BENCH_DIR"); d != "" {
-			bigDir, bigKeep = d, true
-			if _, err := os.Stat(filepath.Join(d, "offsets", "99999")); err == nil {
-				return
-			}
-		} else {
-			d, err := os.MkdirTemp("", "ckpt-bench-100k-")
-			if err != nil {
-				bigErr = err
-				return
-			}
-			bigDir = d
-		}
-		dir := bigDir
-		sb := scenario.NewBuilder("bench-100k")
-		for _, d := range []string{"offsets", "commits", "sources/0"} {
-			if bigErr = os.MkdirAll(filepath.Join(dir, d), 0o755); bigErr != nil {
-				return
-			}
-		}
-		if bigErr = os.WriteFile(filepath.Join(dir, "metadata"), []byte(`{"id":"`+sb.QueryID()+`"}`), 0o644); bigErr != nil {
-			return
-		}
-		for id := int64(0); id < 100000; id++ {
-			off := sb.OffsetsJSON(id, scenario.Kafka("events", id, 3))
-			if bigErr = os.WriteFile(filepath.Join(dir, "offsets", fmt.Sprint(id)), []byte(off), 0o644); bigErr != nil {
-				return
-			}
-			if id == 99999 {
-				continue
-			}
-			if bigErr = os.WriteFile(filepath.Join(dir, "commits", fmt.Sprint(id)), []byte(`v1`+"\n"+`{"nextBatchWatermarkMs":0}`), 0o644); bigErr != nil {
-				return
-			}
-		}
-	})
-	if bigErr != nil {
-		b.Fatal(bigErr)
+	dir, err := big.Dir()
+	if err != nil {
+		b.Fatal(err)
 	}
-	return bigDir
+	return dir
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bigDir != "" && !bigKeep {
-		os.RemoveAll(bigDir)
-	}
+	big.Remove()
 	os.Exit(code)
 }
 

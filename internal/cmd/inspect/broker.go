@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	lagcmd "github.com/ckpt-dev/ckpt/internal/cmd/lag"
 	"github.com/ckpt-dev/ckpt/internal/inspect"
 	"github.com/ckpt-dev/ckpt/internal/lag"
 	"github.com/ckpt-dev/ckpt/internal/render"
@@ -72,39 +72,14 @@ func renderBroker(r *render.Renderer, b *brokerView) {
 	}
 	t := render.Table{Title: title, Headers: []string{"source", "topic", "partition", "committed", "in-flight", "log start", "latest", "lag", "status"}}
 	for _, p := range b.Partitions {
-		status := p.Status
-		switch status {
-		case lag.StatusOK:
-			status = r.Good(status)
-		case lag.StatusNoCommit, "partitions-added":
-			status = r.Warn(status)
-		default:
-			status = r.Bad(status)
-		}
 		t.Rows = append(t.Rows, []string{strconv.Itoa(p.Source), p.Topic, strconv.Itoa(int(p.Partition)),
-			optOffset(p.Committed), optOffset(p.InFlight), optOffset(p.LogStart), optOffset(p.Latest), optOffset(p.LagRecords), status})
+			lagcmd.Offset(p.Committed), lagcmd.Offset(p.InFlight), lagcmd.Offset(p.LogStart), lagcmd.Offset(p.Latest), lagcmd.Offset(p.LagRecords),
+			lagcmd.Status(r, p.Status)})
 	}
 	r.Table(t)
 	r.Printf("lag: %d records\n", b.LagRecords)
-	for _, is := range b.Issues {
-		mark := r.Warn("!")
-		if is.DataLoss || is.Fails {
-			mark = r.Bad("!")
-		}
-		r.Printf("%s %s: %s\n", mark, is.Code, is.Message)
-		if is.SparkMessage != "" {
-			first, _, _ := strings.Cut(is.SparkMessage, "\n")
-			r.Printf("  %s %s\n", r.Faint("Spark:"), strings.TrimSpace(first))
-		}
-	}
+	lagcmd.PrintIssues(r, b.Issues)
 	if len(b.Issues) > 0 {
 		r.Println(r.Faint(fmt.Sprintf("What the restart meets and what to do: ckpt doctor %s --bootstrap-server %s", b.Checkpoint, b.BootstrapServers)))
 	}
-}
-
-func optOffset(v *int64) string {
-	if v == nil {
-		return "-"
-	}
-	return strconv.FormatInt(*v, 10)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/lag"
 	"github.com/ckpt-dev/ckpt/internal/render"
 )
@@ -60,24 +61,34 @@ func printCheckpoint(r *render.Renderer, c lag.CheckpointLag) {
 	}
 	t := render.Table{Title: title, Headers: []string{"source", "topic", "partition", "committed", "in-flight", "latest", "lag", "lag-time", "status"}}
 	for _, p := range c.Partitions {
-		status := p.Status
-		switch status {
-		case lag.StatusOK:
-			status = r.Good(status)
-		case lag.StatusNoCommit, "partitions-added":
-			status = r.Warn(status)
-		default:
-			status = r.Bad(status)
-		}
 		lt := "-"
 		if p.LagSeconds != nil {
 			lt = seconds(*p.LagSeconds)
 		}
 		t.Rows = append(t.Rows, []string{strconv.Itoa(p.Source), p.Topic, strconv.Itoa(int(p.Partition)),
-			num(p.Committed), num(p.InFlight), num(p.Latest), num(p.LagRecords), lt, status})
+			Offset(p.Committed), Offset(p.InFlight), Offset(p.Latest), Offset(p.LagRecords), lt, Status(r, p.Status)})
 	}
 	r.Table(t)
-	for _, is := range c.Issues {
+	PrintIssues(r, c.Issues)
+}
+
+// Status styles a partition's lag status (lag.PartitionLag.Status): ok as good, no-commit and
+// partitions-added as warnings, any other as bad. ckpt inspect's broker table shares it.
+func Status(r *render.Renderer, status string) string {
+	switch status {
+	case lag.StatusOK:
+		return r.Good(status)
+	case lag.StatusNoCommit, "partitions-added":
+		return r.Warn(status)
+	default:
+		return r.Bad(status)
+	}
+}
+
+// PrintIssues prints the broker's problems below a partition table, one line each ("!" code:
+// message), with the first line of Spark's exception under it. ckpt inspect shares it.
+func PrintIssues(r *render.Renderer, issues []brokerstate.Issue) {
+	for _, is := range issues {
 		mark := r.Warn("!")
 		if is.DataLoss || is.Fails {
 			mark = r.Bad("!")
@@ -90,7 +101,8 @@ func printCheckpoint(r *render.Renderer, c lag.CheckpointLag) {
 	}
 }
 
-func num(v *int64) string {
+// Offset renders an optional offset or count: "-" when unknown.
+func Offset(v *int64) string {
 	if v == nil {
 		return "-"
 	}
