@@ -146,7 +146,7 @@ func asyncGaps(ctx context.Context, cp *checkpoint.Checkpoint, syncPlan *recover
 		noSwitchOff = "Async progress tracking cannot be used with AvailableNow trigger: run it once with a processing-time trigger"
 	}
 	L, ok := cp.Offsets.Latest()
-	if !ok || L == 0 || cp.Offsets.Has(L-1) || syncPlan.Error == nil || *syncPlan.Error != fmt.Sprintf("batch %d doesn't exist", L-1) {
+	if !ok || L == 0 || syncPlan.Reason != recovery.ReasonMissingPreviousOffsets {
 		return nil, nil
 	}
 	ropts.Mode = recovery.ModeAsync
