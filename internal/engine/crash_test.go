@@ -327,18 +327,23 @@ func readTopic(t *testing.T, addr, topic string, committed bool) map[string]int 
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	// Every topic read here holds records. A new client on a loaded machine can take seconds
+	// before its first fetch returns data, so quiet polls count only once data has arrived;
+	// the deadline bounds a topic that stays empty.
 	counts := map[string]int{}
 	idle := 0
-	for idle < 3 {
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	deadline := time.Now().Add(90 * time.Second)
+	for idle < 3 && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		fs := cl.PollFetches(ctx)
 		cancel()
 		n := 0
 		fs.EachRecord(func(r *kgo.Record) { counts[string(r.Value)]++; n++ })
-		if n == 0 {
-			idle++
-		} else {
+		switch {
+		case n > 0:
 			idle = 0
+		case len(counts) > 0:
+			idle++
 		}
 	}
 	return counts
