@@ -158,7 +158,18 @@ func readOffsets(ctx context.Context, store storage.Store, cp *checkpoint.Checkp
 		paths[i] = cp.Offsets.Path(id)
 	}
 	data, err := storage.ReadMany(ctx, store, paths, parallelism)
-	if err != nil {
+	var readErrs []error
+	if errors.Is(err, fs.ErrNotExist) {
+		// A running query purges old batches under us: a file gone since the listing is a
+		// problem of that batch, not a reason to show nothing. Read this chunk one by one.
+		data, readErrs = make([][]byte, len(paths)), make([]error, len(paths))
+		for i, p := range paths {
+			data[i], readErrs[i] = store.ReadFile(ctx, p)
+			if readErrs[i] != nil && !errors.Is(readErrs[i], fs.ErrNotExist) {
+				return nil, readErrs[i]
+			}
+		}
+	} else if err != nil {
 		return nil, err
 	}
 	out = slices.Grow(out, len(ids))[:len(ids)]
@@ -174,6 +185,10 @@ func readOffsets(ctx context.Context, store storage.Store, cp *checkpoint.Checkp
 		go func(lo, hi int) {
 			defer wg.Done()
 			for i := lo; i < hi; i++ {
+				if readErrs != nil && readErrs[i] != nil {
+					out[i] = parsedOffsets{id: ids[i], err: readErrs[i]}
+					continue
+				}
 				// The rows never show the conf: validate it, don't copy it.
 				seq, err := logformat.ParseOffsetsWithoutConf(paths[i], data[i])
 				out[i] = parsedOffsets{id: ids[i], seq: seq, err: err}
