@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real S3 for tests: versitygw (posix backend) on 127.0.0.1, with SigV4 and
 # atomic conditional writes (If-None-Match), as measured in
-# ../shared/research/ci-infra.md §2.
+# docs/ci-infra.md §2.
 #
 #   eval "$(.ci/s3.sh start)"   # builds versitygw if needed, starts it, prints exports
 #   go test ./...               # tests read CKPT_TEST_S3_* and make their own buckets

@@ -26,12 +26,10 @@ func TestMain(m *testing.M) {
 // TestScript runs the end-to-end CLI tests in testdata/script: each .txtar file is a shell-like
 // script with golden output. UPDATE_SCRIPTS=1 rewrites the golden sections after a reviewed change.
 func TestScript(t *testing.T) {
-	conformance, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "conformance", "spark"))
+	// The real Spark files saved in the repository (testdata/spark/README.md).
+	conformance, err := filepath.Abs(filepath.Join("..", "..", "testdata", "spark"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if d := os.Getenv("CKPT_CONFORMANCE_DIR"); d != "" {
-		conformance = d
 	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("..", "..", "testdata", "script"),

@@ -6,7 +6,7 @@
 //
 // The broker is only read. Everything here returns plain data with JSON tags; nothing prints.
 // Spark's rules and texts come from KafkaMicroBatchStream and KafkaOffsetReaderAdmin (see
-// ../shared/research/spark-semantics.md §7).
+// docs/spark-semantics.md §7).
 package brokerstate
 
 import (

@@ -12,10 +12,10 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
-// conformanceDir is Spark's own test checkpoints, saved byte-exact in the shared tree.
+// conformanceDir is Spark's own test checkpoints, saved byte-exact in testdata/spark.
 func conformanceDir(t *testing.T, rel string) string {
 	t.Helper()
-	d := filepath.Join("..", "..", "..", "shared", "conformance", "spark", "structured-streaming", rel)
+	d := filepath.Join("..", "..", "testdata", "spark", "structured-streaming", rel)
 	if _, err := os.Stat(d); err != nil {
 		t.Fatalf("conformance fixture missing: %v", err)
 	}

@@ -236,14 +236,15 @@ func TestAsyncWriteErrorFailsNextBatch(t *testing.T) {
 	})
 	s.store = faulty
 	var batches []int64
+	var e *Engine
 	sink := &collectSinkHook{}
 	sink.after = func(id int64) {
 		batches = append(batches, id)
 		produce(t, s.b.Addr(), "a", 0, s.next, 1)
 		s.next++
 		if id == 1 {
-			// let the writer fail offsets/1 before batch 2 is planned
-			time.Sleep(50 * ms)
+			// the writer fails offsets/1 before batch 2 is planned
+			e.async.w.flush()
 		}
 	}
 	e, err := New(context.Background(), Options{Query: resolve(t, asyncQuery(s.b.Addr(), "a", "0")), Store: faulty, Sink: sink, Clock: s.clock,

@@ -61,6 +61,8 @@ type logOp struct {
 	// after, when set, runs on the writer goroutine with the result, before done is answered
 	// (the asynchronous engine's thenApply / exceptionally).
 	after func(error)
+	// barrier does nothing: its future answers once every operation queued before it is applied.
+	barrier bool
 }
 
 // syncLogWriter is the synchronous engine's writer: one goroutine applies operations in FIFO
@@ -113,6 +115,7 @@ func (w *syncLogWriter) loop() {
 	for op := range w.ops {
 		var err error
 		switch {
+		case op.barrier:
 		case op.purge && w.async != nil:
 			err = w.purgeAsync(op.ctx)
 		case op.purge:
@@ -195,6 +198,11 @@ func (w *syncLogWriter) purgeAsyncOp(ctx context.Context, after func(error)) {
 
 func (w *syncLogWriter) Purge(ctx context.Context, threshold int64) Future {
 	return w.submit(logOp{ctx: ctx, purge: true, threshold: threshold})
+}
+
+// flush waits until every operation queued before it has been applied.
+func (w *syncLogWriter) flush() {
+	<-w.submit(logOp{barrier: true})
 }
 
 func (w *syncLogWriter) Close() error {

@@ -120,16 +120,13 @@ func eq(t testing.TB, what string, got, want any) {
 	}
 }
 
-// conformanceDir is the saved Spark fixtures: ../../../shared/conformance/spark, or
-// CKPT_CONFORMANCE_DIR. Tests fail rather than skip when it is missing: they are the ground truth.
+// conformanceDir is the saved Spark fixtures in testdata/spark. Tests fail rather than skip when
+// it is missing: they are the ground truth.
 func conformanceDir(t testing.TB) string {
 	t.Helper()
-	d := os.Getenv("CKPT_CONFORMANCE_DIR")
-	if d == "" {
-		d = filepath.Join("..", "..", "..", "shared", "conformance", "spark")
-	}
+	d := filepath.Join("..", "..", "testdata", "spark")
 	if _, err := os.Stat(d); err != nil {
-		t.Fatalf("conformance fixtures missing (%v): set CKPT_CONFORMANCE_DIR", err)
+		t.Fatalf("conformance fixtures missing: %v", err)
 	}
 	return d
 }

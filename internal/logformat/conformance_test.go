@@ -17,19 +17,16 @@ import (
 // (never skip) when it is missing, because they are the ground truth.
 func conformanceDir(tb testing.TB) string {
 	tb.Helper()
-	dir := os.Getenv("CKPT_CONFORMANCE_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "conformance", "spark")
-	}
+	dir := filepath.Join("..", "..", "testdata", "spark")
 	st, err := os.Stat(dir)
 	if err != nil || !st.IsDir() {
-		tb.Fatalf("conformance directory %s is missing (set CKPT_CONFORMANCE_DIR): %v", dir, err)
+		tb.Fatalf("conformance directory %s is missing: %v", dir, err)
 	}
 	return dir
 }
 
 // minConformanceFiles is the number of files saved in
-// shared/conformance/spark (the 23 listed in spark-semantics.md §10.3); a
+// testdata/spark (the 23 listed in docs/spark-semantics.md §10.3); a
 // smaller count means files went missing.
 const minConformanceFiles = 23
 
@@ -43,7 +40,7 @@ func conformanceFiles(tb testing.TB) []conformanceFile {
 	dir := conformanceDir(tb)
 	var out []conformanceFile
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || d.IsDir() || d.Name() == "README.md" {
 			return err
 		}
 		data, err := os.ReadFile(p)

@@ -5,7 +5,7 @@
 // restart rules (docs/design.md).
 //
 // The rules follow MicroBatchExecution.populateStartOffsets and its async
-// override (see ../../../shared/research/spark-semantics.md §5, §6). Plan
+// override (see docs/spark-semantics.md §5, §6). Plan
 // reads O(1) files: the latest offsets file, the one before it, the latest
 // commit, the metadata file, and, for a Kafka source that restarts from its
 // initial offsets, sources/<i>/0.

@@ -19,13 +19,9 @@ import (
 
 func conformanceDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "conformance", "spark")
-	if d := os.Getenv("CKPT_CONFORMANCE_DIR"); d != "" {
-		dir = d
-	}
-	dir = filepath.Join(dir, "structured-streaming", "checkpoint-test-offsetId-commitId-inconsistent")
+	dir := filepath.Join("..", "..", "testdata", "spark", "structured-streaming", "checkpoint-test-offsetId-commitId-inconsistent")
 	if _, err := os.Stat(filepath.Join(dir, "offsets", "4")); err != nil {
-		t.Fatalf("conformance fixture missing (set CKPT_CONFORMANCE_DIR): %v", err)
+		t.Fatalf("conformance fixture missing: %v", err)
 	}
 	return dir
 }

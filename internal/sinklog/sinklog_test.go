@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -182,10 +181,7 @@ func TestSummarizeEmpty(t *testing.T) {
 }
 
 func TestSummarizeFixture(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "conformance", "spark")
-	if d := os.Getenv("CKPT_CONFORMANCE_DIR"); d != "" {
-		dir = d
-	}
+	dir := filepath.Join("..", "..", "testdata", "spark")
 	s, err := storage.NewLocal(filepath.Join(dir, "structured-streaming", "file-sink-log-version-2.1.0"))
 	if err != nil {
 		t.Fatal(err)
