@@ -216,3 +216,24 @@ func TestFindingsWellFormed(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitsAheadWording pins the plural of "commit" in the commits-ahead message (it once read
+// "commites 6, 7 have").
+func TestCommitsAheadWording(t *testing.T) {
+	for _, s := range scenario.All() {
+		if s.Name != "commits-ahead" {
+			continue
+		}
+		rep := diagnose(t, s, doctor.Options{})
+		for _, f := range rep.Findings {
+			if f.Code == doctor.CodeCommitsAhead {
+				if !strings.Contains(f.Message, "commits 6, 7 have no offsets") {
+					t.Errorf("message = %q, want \"commits 6, 7 have no offsets\"", f.Message)
+				}
+				return
+			}
+		}
+		t.Fatalf("no %s finding: %+v", doctor.CodeCommitsAhead, rep.Findings)
+	}
+	t.Fatal("scenario commits-ahead missing")
+}

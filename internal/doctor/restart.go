@@ -282,6 +282,14 @@ func (r *runner) missingPrevious() {
 	r.add(f)
 }
 
+// commitsHave renders "commit 6 has" or "commits 6, 7 have".
+func commitsHave(list []int64) string {
+	if len(list) == 1 {
+		return fmt.Sprintf("commit %d has", list[0])
+	}
+	return "commits " + ids(list) + " have"
+}
+
 // commitsAhead reports commits beyond the latest offsets.
 func (r *runner) commitsAhead(sev Severity) {
 	var ahead []int64
@@ -295,7 +303,7 @@ func (r *runner) commitsAhead(sev Severity) {
 	files, more := capList(files)
 	f := Finding{
 		Code: CodeCommitsAhead, Severity: sev, Batch: ptr(ahead[0]), Path: r.cp.Commits.Path(ahead[0]), Files: files,
-		Message: fmt.Sprintf("commits/ reaches batch %d but offsets/ only %d: %s no offsets%s", r.C, r.L, strings.Replace(batchesHave(ahead), "batch", "commit", 1), more),
+		Message: fmt.Sprintf("commits/ reaches batch %d but offsets/ only %d: %s no offsets%s", r.C, r.L, commitsHave(ahead), more),
 		Explanation: "Spark writes offsets/N before running batch N and commits/N after it, so a commit ahead of the offsets means offsets " +
 			"were deleted by hand without their commits, or a second query writes this checkpoint. Batch " + fmt.Sprint(r.L) +
 			" re-runs, and writing its commit (or a later one) finds the file already there.",
