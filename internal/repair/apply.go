@@ -2,6 +2,7 @@ package repair
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -70,10 +71,14 @@ func (e *HalfwayError) Error() string {
 // Unwrap returns the error that stopped the run.
 func (e *HalfwayError) Unwrap() error { return e.Err }
 
-// NewID names a repair: the UTC time and a hash of what it changes, so that ids sort by time, a
-// person can tell them apart, and tests with a fixed clock get fixed ids.
+// NewID names a repair: the UTC time and a hash of what it changes and of random bits, so that ids
+// sort by time, a person can tell them apart, and two runs of the same plan in the same second
+// (two processes, or one process twice) never share an id, a journal directory or a lock.
 func NewID(now time.Time, checkpointURI string, actions []Action) string {
 	h := sha256.New()
+	var nonce [16]byte
+	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails (Go 1.24+)
+	h.Write(nonce[:])
 	h.Write([]byte(checkpointURI))
 	for _, a := range actions {
 		fmt.Fprintf(h, "\x00%s\x00%s\x00%s\x00%s", a.Op, a.Path, a.From, a.Before)
@@ -116,7 +121,7 @@ func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*
 		return nil, err
 	}
 	var warnings []string
-	if err := CheckIdle(cp, now, opts.ActiveWindow, nil); err != nil {
+	if err := checkIdleOwn(ctx, s, cp, now, opts.ActiveWindow, opts.BackupRoot); err != nil {
 		if !opts.Force {
 			return nil, err
 		}
@@ -146,7 +151,9 @@ func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*
 		j.Actions = append(j.Actions, ja)
 	}
 
-	warn, err := acquireLock(ctx, s, lockFor(j, "repair", now), opts.Force)
+	// A new repair never takes a lock over, not even one with its own id.
+	j.lock = lockFor(j, "repair", now)
+	warn, _, err := acquireLock(ctx, s, j.lock, opts.Force, false)
 	if err != nil {
 		return nil, err
 	}
@@ -161,13 +168,13 @@ func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*
 			err = fmt.Errorf("%w: %s is now %s, the plan saw %s; plan again", ErrChanged, a.Path, d.Short(), a.Before.Short())
 		}
 		if err != nil {
-			_ = releaseLock(context.WithoutCancel(ctx), s, id)
+			_ = releaseLock(context.WithoutCancel(ctx), s, j.lock)
 			return nil, err
 		}
 	}
 	opts.progress("journal: %s", loc.URI())
 	if err := j.write(ctx, loc, now); err != nil {
-		_ = releaseLock(context.WithoutCancel(ctx), s, id)
+		_ = releaseLock(context.WithoutCancel(ctx), s, j.lock)
 		return nil, err
 	}
 	return j, apply(ctx, s, loc, j, &opts, "repair")
@@ -185,7 +192,7 @@ func Resume(ctx context.Context, s storage.Store, loc Location, opts ExecOptions
 	case StateUndone, StateUndoing:
 		return j, fmt.Errorf("repair %s was undone (or is being undone); plan a new repair with `ckpt repair %s`", j.ID, j.Checkpoint)
 	}
-	if err := guard(ctx, s, j, &opts, "resume"); err != nil {
+	if _, err := guard(ctx, s, j, &opts, "resume"); err != nil {
 		return j, err
 	}
 	return j, apply(ctx, s, loc, j, &opts, "resume")
@@ -212,11 +219,12 @@ func openJournal(ctx context.Context, s storage.Store, loc Location) (*Journal, 
 }
 
 // guard runs the liveness check and takes the lock for resume and undo. The files the repair itself
-// created do not count as signs of life.
-func guard(ctx context.Context, s storage.Store, j *Journal, opts *ExecOptions, op string) error {
+// created do not count as signs of life. It returns the lock it took over (the same repair's,
+// left by a run that stopped half-way), nil when there was none.
+func guard(ctx context.Context, s storage.Store, j *Journal, opts *ExecOptions, op string) (*Lock, error) {
 	cp, err := checkpoint.Load(ctx, s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ignore := map[string]bool{}
 	for _, a := range j.Actions {
@@ -225,22 +233,23 @@ func guard(ctx context.Context, s storage.Store, j *Journal, opts *ExecOptions, 
 	now := opts.now()
 	if err := CheckIdle(cp, now, opts.ActiveWindow, ignore); err != nil {
 		if !opts.Force {
-			return err
+			return nil, err
 		}
 		j.Warnings = append(j.Warnings, "--force: "+firstLine(err.Error()))
 	}
-	warn, err := acquireLock(ctx, s, lockFor(j, op, now), opts.Force)
+	j.lock = lockFor(j, op, now)
+	warn, prev, err := acquireLock(ctx, s, j.lock, opts.Force, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if warn != "" {
 		j.Warnings = append(j.Warnings, warn)
 	}
-	return nil
+	return prev, nil
 }
 
 func lockFor(j *Journal, op string, now time.Time) Lock {
-	return Lock{ID: j.ID, Journal: j.Location, Op: op, Host: hostname(), PID: os.Getpid(), Acquired: now.UTC(), Tool: j.Tool}
+	return Lock{ID: j.ID, Journal: j.Location, Op: op, Host: hostname(), PID: os.Getpid(), Acquired: now.UTC(), Tool: j.Tool, Owner: newOwner()}
 }
 
 // checkAction confines both files an action names.
@@ -366,6 +375,9 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 			return fmt.Errorf("%s %s: %w", ja.Op, ja.Path, err)
 		}
 		ja.State = ActionDone
+		if ja.Op == OpCopy {
+			ja.Written = writtenTime(ctx, s, ja.Path)
+		}
 		opts.progress("%s %s", ja.Op, ja.Path)
 	}
 	if j.State != StateApplied && j.State != StateDone {
@@ -396,7 +408,7 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 // run: the checkpoint is as it should be, and the next resume or undo of this journal takes the
 // lock over anyway.
 func unlock(ctx context.Context, s storage.Store, j *Journal) {
-	if err := releaseLock(ctx, s, j.ID); err != nil {
+	if err := releaseLock(ctx, s, j.lock); err != nil {
 		j.Warnings = append(j.Warnings, fmt.Sprintf("the repair is complete but its lock %s could not be removed (%v): remove it by hand, or run resume or undo of this journal, which take it over", LockPath, err))
 	}
 }
@@ -412,7 +424,7 @@ func stopped(ctx context.Context, s storage.Store, loc Location, j *Journal, opt
 	if anyApplied(bg, s, j) {
 		return &HalfwayError{Journal: loc.URI(), Op: op, Err: err}
 	}
-	_ = releaseLock(bg, s, j.ID)
+	_ = releaseLock(bg, s, j.lock)
 	if op == "undo" {
 		return fmt.Errorf("undo: every file the repair touched has its original bytes, but the undo did not finish cleanly (journal %s): %w", loc.URI(), err)
 	}
@@ -500,13 +512,22 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 	if err != nil {
 		return nil, err
 	}
-	if err := guard(ctx, s, j, &opts, "undo"); err != nil {
+	prev, err := guard(ctx, s, j, &opts, "undo")
+	if err != nil {
 		return j, err
 	}
+	changed := false // whether this undo has started restoring files
 	defer func() {
-		if err != nil {
-			err = stopped(ctx, s, loc, j, &opts, "undo", err)
+		if err == nil {
+			return
 		}
+		if !changed {
+			// Refused before touching the checkpoint: the lock goes back to what it was (none,
+			// or the lock of the repair that stopped half-way), and the error stands as is.
+			restoreLock(context.WithoutCancel(ctx), s, j.lock, prev)
+			return
+		}
+		err = stopped(ctx, s, loc, j, &opts, "undo", err)
 	}()
 
 	type restore struct {
@@ -515,6 +536,7 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 	}
 	var work []restore
 	var conflicts []string
+	var lost []LostFile
 	for i := len(j.Actions) - 1; i >= 0; i-- {
 		a := j.Actions[i]
 		_, d, err := readDigest(ctx, s, a.Path)
@@ -531,12 +553,14 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 		}
 		var data []byte
 		if !a.Before.Absent() {
-			b, bd, err := readDigest(ctx, loc.Store, storage.Join(loc.Dir, a.Backup))
+			backup := storage.Join(loc.Dir, a.Backup)
+			b, bd, err := readDigest(ctx, loc.Store, backup)
 			if err != nil {
 				return j, fmt.Errorf("read the backup of %s: %w", a.Path, err)
 			}
 			if bd != a.Before {
-				return j, fmt.Errorf("the backup %s/%s is %s, not the original %s; cannot restore %s", loc.URI(), a.Backup, bd.Short(), a.Before.Short(), a.Path)
+				lost = append(lost, LostFile{Path: a.Path, Digest: a.Before, Backup: storage.Join(loc.URI(), a.Backup), BackupDigest: bd})
+				continue
 			}
 			data = b
 		}
@@ -545,12 +569,16 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 	if len(conflicts) > 0 {
 		return j, fmt.Errorf("%w after the repair; undo would destroy that change:\n  %s", ErrChanged, strings.Join(conflicts, "\n  "))
 	}
+	if len(lost) > 0 {
+		return j, &BackupLostError{Repair: j.ID, Lost: lost}
+	}
 	j.State = StateUndoing
 	if err := j.write(ctx, loc, opts.now()); err != nil {
 		return j, err
 	}
 	for _, w := range work {
 		a := &j.Actions[w.i]
+		changed = true
 		var err error
 		if a.Before.Absent() {
 			err = del(ctx, s, a.Path)
@@ -563,6 +591,10 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 			return j, fmt.Errorf("restore %s: %w", a.Path, err)
 		}
 		a.State = ActionUndone
+		a.Written = nil
+		if !a.Before.Absent() {
+			a.Written = writtenTime(ctx, s, a.Path)
+		}
 		opts.progress("restored %s", a.Path)
 	}
 	j.State = StateUndone
@@ -572,6 +604,60 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 	}
 	unlock(ctx, s, j)
 	return j, nil
+}
+
+// LostFile is an original that undo cannot restore: its backup is gone or holds other bytes.
+type LostFile struct {
+	// Path is the checkpoint file and Digest the original bytes' hash.
+	Path   string
+	Digest Digest
+	// Backup is where the backup should be, and BackupDigest what it holds (absent: gone).
+	Backup       string
+	BackupDigest Digest
+}
+
+// BackupLostError is returned by Undo when a backup it needs is gone or damaged. Undo then
+// changes nothing (a partial undo would leave a checkpoint that neither the repair nor the
+// original explains) and releases its lock.
+type BackupLostError struct {
+	Repair string
+	Lost   []LostFile
+}
+
+// Error says, in one sentence, which originals are lost and why, and that nothing changed.
+func (e *BackupLostError) Error() string {
+	parts := make([]string, len(e.Lost))
+	for i, l := range e.Lost {
+		why := "is gone"
+		if !l.BackupDigest.Absent() {
+			why = "holds other bytes (" + l.BackupDigest.Short() + ")"
+		}
+		parts[i] = fmt.Sprintf("%s (%s; its backup %s %s)", l.Path, l.Digest.Short(), l.Backup, why)
+	}
+	verb := "is"
+	if len(parts) > 1 {
+		verb = "are"
+	}
+	return fmt.Sprintf("cannot undo repair %s: the original bytes of %s %s lost, so nothing was changed and the checkpoint stays as the repair left it",
+		e.Repair, joinAnd(parts), verb)
+}
+
+func joinAnd(parts []string) string {
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// writtenTime is the modification time the store gives p now (nil when it cannot tell), recorded
+// right after ckpt wrote p.
+func writtenTime(ctx context.Context, s storage.Store, p string) *time.Time {
+	e, err := s.Stat(ctx, p)
+	if err != nil || e.ModTime.IsZero() {
+		return nil
+	}
+	t := e.ModTime
+	return &t
 }
 
 func isExist(err error) bool { return errors.Is(err, os.ErrExist) }

@@ -112,6 +112,9 @@ type Journal struct {
 	// Warnings were given while it ran (--force overrides, a verified restart that differs from
 	// the prediction).
 	Warnings []string `json:"warnings,omitempty"`
+
+	// lock is the repair lock this run holds (not recorded: it belongs to the process).
+	lock Lock
 }
 
 // JournalAction is an Action with its backup and progress.
@@ -121,6 +124,10 @@ type JournalAction struct {
 	// ("files/offsets/21"); empty when the action creates a file that did not exist.
 	Backup string      `json:"backup,omitempty"`
 	State  ActionState `json:"state"`
+	// Written is the modification time the store gave Path when ckpt last wrote it (a copy, or a
+	// restore by undo), so the liveness check of a later repair knows the file for ckpt's own
+	// and not a sign of a running query. nil when ckpt has not written Path.
+	Written *time.Time `json:"written,omitempty"`
 }
 
 // snapshotName is the file of snapshot seq; fixed width, so listings sort numerically.

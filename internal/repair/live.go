@@ -1,6 +1,8 @@
 package repair
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -69,4 +71,77 @@ func CheckIdle(cp *checkpoint.Checkpoint, now time.Time, window time.Duration, i
 		return &LiveError{Path: newest.Path, Age: max(age, 0), Window: window}
 	}
 	return nil
+}
+
+// checkIdleOwn is CheckIdle for a new repair, which knows ckpt's own writes: a file a journal says
+// ckpt wrote (a copy, or a restore by undo), still with the modification time it had then, is not a
+// sign of a running query. Journals are read only when the plain check fails, from the checkpoint's
+// _ckpt/repairs and from backupRoot (--backup-dir) when set; a journal elsewhere is not seen.
+func checkIdleOwn(ctx context.Context, s storage.Store, cp *checkpoint.Checkpoint, now time.Time, window time.Duration, backupRoot *Location) error {
+	err := CheckIdle(cp, now, window, nil)
+	var live *LiveError
+	if !errors.As(err, &live) {
+		return err
+	}
+	own := ownWrites(ctx, s, backupRoot)
+	if len(own) == 0 {
+		return err
+	}
+	ignore := map[string]bool{}
+	mark := func(es ...storage.Entry) {
+		for _, e := range es {
+			if own[writeKey{e.Path, e.ModTime.UnixNano()}] {
+				ignore[e.Path] = true
+			}
+		}
+	}
+	for _, l := range []*checkpoint.Log{cp.Offsets, cp.Commits} {
+		if l == nil {
+			continue
+		}
+		for _, e := range l.Files {
+			mark(e)
+		}
+		mark(l.Temps...)
+		mark(l.Checksums...)
+	}
+	mark(cp.Root...)
+	return CheckIdle(cp, now, window, ignore)
+}
+
+type writeKey struct {
+	path string
+	mod  int64 // UnixNano
+}
+
+// ownWrites lists the files the journals of this checkpoint say ckpt wrote, with the modification
+// time each had right after. Unreadable journals are skipped: at worst the check stays strict.
+func ownWrites(ctx context.Context, s storage.Store, backupRoot *Location) map[writeKey]bool {
+	roots := []Location{{Store: s, Dir: RepairsDir}}
+	if backupRoot != nil {
+		roots = append(roots, *backupRoot)
+	}
+	me := absoluteURI(s)
+	out := map[writeKey]bool{}
+	for _, root := range roots {
+		dirs, err := root.Store.List(ctx, root.Dir)
+		if err != nil {
+			continue
+		}
+		for _, d := range dirs {
+			if !d.IsDir {
+				continue
+			}
+			j, err := ReadJournal(ctx, Location{Store: root.Store, Dir: d.Path})
+			if err != nil || j.Checkpoint != me {
+				continue
+			}
+			for _, a := range j.Actions {
+				if a.Written != nil {
+					out[writeKey{a.Path, a.Written.UnixNano()}] = true
+				}
+			}
+		}
+	}
+	return out
 }

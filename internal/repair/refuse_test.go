@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,23 +106,93 @@ func TestRefuseLockHeld(t *testing.T) {
 func TestLockIsExclusive(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
-	a := Lock{ID: "a", Op: "repair"}
-	b := Lock{ID: "b", Op: "repair"}
-	if _, err := acquireLock(ctx, m, a, false); err != nil {
+	a := Lock{ID: "a", Op: "repair", Owner: newOwner()}
+	b := Lock{ID: "b", Op: "repair", Owner: newOwner()}
+	if _, _, err := acquireLock(ctx, m, a, false, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acquireLock(ctx, m, b, false); err == nil {
+	if _, _, err := acquireLock(ctx, m, b, false, true); err == nil {
 		t.Fatal("second lock acquired")
 	}
-	// The same repair (resume, undo) takes its own lock over.
-	if _, err := acquireLock(ctx, m, a, false); err != nil {
+	// The same repair (resume, undo) takes its own lock over, and then owns it.
+	a2 := Lock{ID: "a", Op: "resume", Owner: newOwner()}
+	_, prev, err := acquireLock(ctx, m, a2, false, true)
+	if err != nil {
 		t.Fatalf("own lock: %v", err)
 	}
-	if err := releaseLock(ctx, m, "b"); err != nil {
+	if prev == nil || prev.Owner != a.Owner {
+		t.Errorf("the lock taken over = %+v, want a's", prev)
+	}
+	for _, other := range []Lock{b, a} { // another id; the same id, another owner
+		if err := releaseLock(ctx, m, other); err != nil {
+			t.Fatal(err)
+		}
+		if l, _ := ReadLock(ctx, m); l == nil || l.Owner != a2.Owner {
+			t.Fatalf("releasing %+v removed the lock of %+v: %+v", other, a2, l)
+		}
+	}
+	// A new repair never takes over a lock, not even one with its own id.
+	if _, _, err := acquireLock(ctx, m, Lock{ID: "a", Op: "repair", Owner: newOwner()}, false, false); err == nil {
+		t.Fatal("a repair with the same id took the lock over")
+	}
+	if err := releaseLock(ctx, m, a2); err != nil {
 		t.Fatal(err)
 	}
-	if l, _ := ReadLock(ctx, m); l == nil || l.ID != "a" {
-		t.Fatalf("releasing someone else's lock removed it: %+v", l)
+	if l, _ := ReadLock(ctx, m); l != nil {
+		t.Fatalf("the owner's release left %+v", l)
+	}
+}
+
+// Two `repair --execute` of the same plan in the same second (the same clock here): they get
+// different ids; while the first holds the lock the second is refused and leaves that lock in
+// place, so a third is refused too.
+func TestSamePlanSameSecond(t *testing.T) {
+	ctx := context.Background()
+	m := storage.NewMem()
+	buildScenario(t, "commits-ahead", m)
+	p, err := NewPlan(ctx, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := NewID(testNow, m.URI(), p.Actions), NewID(testNow, m.URI(), p.Actions); a == b {
+		t.Fatalf("two ids of the same plan in the same second: %s", a)
+	}
+	// The first repair stops inside its run (blocked on its first journal write) holding the lock.
+	f := storage.NewFaulty(m)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	f.SetHook(func(_ context.Context, op storage.Op, path string) error {
+		if op == storage.OpWrite && strings.Contains(path, "/journal/") {
+			once.Do(func() { close(entered); <-release })
+		}
+		return nil
+	})
+	first := make(chan error, 1)
+	go func() {
+		_, err := Execute(ctx, f, p, execOpts())
+		first <- err
+	}()
+	<-entered
+	held, _ := ReadLock(ctx, m)
+	if held == nil {
+		t.Fatal("the first repair holds no lock")
+	}
+	for i := range 2 {
+		_, err := Execute(ctx, m, p, execOpts())
+		var locked *LockedError
+		if !errors.As(err, &locked) {
+			t.Fatalf("repair %d alongside the first: %v, want a LockedError", i+2, err)
+		}
+		if l, _ := ReadLock(ctx, m); l == nil || l.Owner != held.Owner {
+			t.Fatalf("repair %d changed the first repair's lock: %+v", i+2, l)
+		}
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("the first repair: %v", err)
+	}
+	if l, _ := ReadLock(ctx, m); l != nil {
+		t.Errorf("lock left after the first repair finished: %+v", l)
 	}
 }
 
