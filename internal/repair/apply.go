@@ -108,6 +108,9 @@ func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*
 			return nil, err
 		}
 	}
+	if err := checkBackupRoot(s, opts.BackupRoot); err != nil {
+		return nil, err
+	}
 	now := opts.now()
 	id := NewID(now, s.URI(), p.Actions)
 	root := Location{Store: s, Dir: RepairsDir}

@@ -128,3 +128,87 @@ func confineLocal(root, p string) error {
 	}
 	return nil
 }
+
+// logNames are the names in a checkpoint root (and a file sink's output directory) whose contents
+// Spark lists, reads or purges: a backup directory inside one of them would be read as log files.
+var logNames = []string{"offsets", "commits", "sources", "state", checkpoint.FileMetadata, "_spark_metadata"}
+
+// BackupInsideError refuses a --backup-dir inside the checkpoint's own log directories.
+type BackupInsideError struct {
+	BackupDir, Checkpoint string
+	// Name is the log directory (or file) of the checkpoint that would contain the backups.
+	Name string
+}
+
+func (e *BackupInsideError) Error() string {
+	name := e.Name
+	if name != checkpoint.FileMetadata {
+		name += "/"
+	}
+	return fmt.Sprintf("--backup-dir %s is inside %s of the checkpoint %s, which Spark lists, reads and purges: choose a directory outside offsets/, commits/, sources/, state/, metadata and _spark_metadata (the default, <checkpoint>/_ckpt/repairs, is safe)",
+		e.BackupDir, name, e.Checkpoint)
+}
+
+// checkBackupRoot refuses a backup root inside one of the checkpoint's log directories. Local
+// paths are compared after resolving symbolic links (of the part that exists); other stores by
+// their URIs (s3a:// and s3n:// are s3://).
+func checkBackupRoot(s storage.Store, root *Location) error {
+	if root == nil {
+		return nil
+	}
+	var rel string
+	cpRoot, cpLocal := localRoot(s)
+	bkRoot, bkLocal := localRoot(root.Store)
+	switch {
+	case cpLocal && bkLocal:
+		cp, bk := realPath(cpRoot), realPath(filepath.Join(bkRoot, filepath.FromSlash(root.Dir)))
+		r, err := filepath.Rel(cp, bk)
+		if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
+			return nil
+		}
+		rel = filepath.ToSlash(r)
+	case !cpLocal && !bkLocal:
+		cp, bk := normURI(s.URI()), normURI(root.URI())
+		r, ok := strings.CutPrefix(bk, cp+"/")
+		if !ok {
+			return nil
+		}
+		rel = r
+	default:
+		return nil
+	}
+	first, _, _ := strings.Cut(rel, "/")
+	for _, n := range logNames {
+		if first == n {
+			return &BackupInsideError{BackupDir: root.URI(), Checkpoint: s.URI(), Name: n}
+		}
+	}
+	return nil
+}
+
+// realPath resolves the symbolic links of the longest existing prefix of p (the rest may not exist
+// yet) and returns an absolute path.
+func realPath(p string) string {
+	p, _ = filepath.Abs(p)
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+}
+
+func normURI(u string) string {
+	for _, s := range []string{"s3a://", "s3n://"} {
+		if strings.HasPrefix(u, s) {
+			u = "s3://" + u[len(s):]
+		}
+	}
+	return strings.TrimRight(u, "/")
+}
