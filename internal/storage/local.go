@@ -310,13 +310,17 @@ func (l *Local) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, pathErr(OpOpen, l.uri, c, err)
 	}
-	f, err := os.Open(p)
+	// O_NONBLOCK: opening a named pipe must not wait for a writer; the mode check refuses it.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, pathErr(OpOpen, l.uri, c, localErr(err))
 	}
 	if fi, err := f.Stat(); err == nil && fi.IsDir() {
 		f.Close()
 		return nil, pathErr(OpOpen, l.uri, c, errors.New("is a directory"))
+	} else if err == nil && specialKind(fi.Mode()) != "" {
+		f.Close()
+		return nil, pathErr(OpOpen, l.uri, c, notRegular(specialKind(fi.Mode())))
 	}
 	return f, nil
 }

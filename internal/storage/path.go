@@ -14,6 +14,34 @@ import (
 // symlink whose target lies outside the root. It also matches fs.ErrInvalid.
 var ErrInvalidPath = fmt.Errorf("invalid path: %w", fs.ErrInvalid)
 
+// ErrNotRegular is wrapped when a local path holds a named pipe, a device or a socket (itself or
+// through a symbolic link) where a file is read: reading it could block forever (a FIFO without a
+// writer) or never end (/dev/zero), so ckpt refuses it.
+var ErrNotRegular = errors.New("not a regular file")
+
+// notRegular is the error for a file of the given kind ("a named pipe (FIFO)").
+func notRegular(kind string) error {
+	return fmt.Errorf("%w: it is %s, which ckpt does not read (it could block or never end); a checkpoint holds only regular files", ErrNotRegular, kind)
+}
+
+// specialKind names a non-regular, non-directory file mode, "" for regular files and
+// directories.
+func specialKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeIrregular != 0:
+		return "an irregular file"
+	}
+	return ""
+}
+
 // Join joins path elements with "/" and cleans the result like path.Join,
 // except that the root is "" rather than ".". It does not validate: a result
 // that escapes the root is rejected later by the Store that receives it.

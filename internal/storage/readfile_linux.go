@@ -13,11 +13,15 @@ import (
 // read itself for the small files of a checkpoint log. A file that fits in
 // a small stack buffer is read without the fstat os.ReadFile sizes its
 // buffer with; like os.ReadFile, reading always goes on to end of file.
+//
+// A named pipe or a device is refused (ErrNotRegular): it is opened without blocking, and its mode
+// is checked whenever the first read does not end a small file (nothing read, a full buffer or an
+// error), which is where a FIFO or a device shows, so a regular small file costs no fstat.
 func readFile(name string) ([]byte, error) {
 	var fd int
 	var err error
 	for {
-		fd, err = syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		fd, err = syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 		if err != syscall.EINTR {
 			break
 		}
@@ -35,9 +39,17 @@ func readFile(name string) ([]byte, error) {
 			continue
 		}
 		if err != nil {
+			if serr := checkRegularFd(fd, nil); serr != nil {
+				return nil, serr
+			}
 			return nil, err
 		}
 		if m <= 0 { // end of file
+			if n == 0 {
+				if err := checkRegularFd(fd, nil); err != nil {
+					return nil, err
+				}
+			}
 			out := make([]byte, n) // never nil, like os.ReadFile's
 			copy(out, small[:n])
 			return out, nil
@@ -48,9 +60,10 @@ func readFile(name string) ([]byte, error) {
 	// A larger file: os.ReadFile's sizing and loop, starting with what was read.
 	var st syscall.Stat_t
 	var statSize int64
-	if syscall.Fstat(fd, &st) == nil {
-		statSize = st.Size
+	if err := checkRegularFd(fd, &st); err != nil {
+		return nil, err
 	}
+	statSize = st.Size
 	zeroSize := statSize == 0
 	var size int
 	if int64(int(statSize)) == statSize {
@@ -82,6 +95,29 @@ func readFile(name string) ([]byte, error) {
 		}
 		data = data[:len(data)+m]
 	}
+}
+
+// checkRegularFd returns ErrNotRegular when fd is a named pipe, a device or a socket; st, when
+// set, receives the stat. A failing fstat is not an error here: the read reports its own.
+func checkRegularFd(fd int, st *syscall.Stat_t) error {
+	var s syscall.Stat_t
+	if st == nil {
+		st = &s
+	}
+	if syscall.Fstat(fd, st) != nil {
+		return nil
+	}
+	switch st.Mode & syscall.S_IFMT {
+	case syscall.S_IFIFO:
+		return notRegular("a named pipe (FIFO)")
+	case syscall.S_IFCHR:
+		return notRegular("a character device")
+	case syscall.S_IFBLK:
+		return notRegular("a block device")
+	case syscall.S_IFSOCK:
+		return notRegular("a socket")
+	}
+	return nil
 }
 
 // statEntry is os.Stat (follow) or os.Lstat reduced to what an Entry keeps,

@@ -7,7 +7,15 @@ import (
 	"time"
 )
 
-func readFile(name string) ([]byte, error) { return os.ReadFile(name) }
+// readFile is os.ReadFile, refusing a named pipe or a device (ErrNotRegular) before opening it.
+func readFile(name string) ([]byte, error) {
+	if fi, err := os.Stat(name); err == nil {
+		if k := specialKind(fi.Mode()); k != "" {
+			return nil, notRegular(k)
+		}
+	}
+	return os.ReadFile(name)
+}
 
 func statEntry(name string, follow bool) (size int64, mod time.Time, isDir bool, err error) {
 	var fi os.FileInfo
