@@ -267,12 +267,15 @@ func (c *Checkpoint) ReadOffsets(ctx context.Context, id int64) (*logformat.Offs
 		return e.seq, e.err
 	}
 	p := c.Offsets.Path(id)
-	data, err := c.Store.ReadFile(ctx, p)
-	if err != nil {
+	data, err := c.readLog(ctx, c.Offsets, id)
+	if err != nil && !isTooLarge(err) {
 		// I/O errors are not cached: a retry may succeed.
 		return nil, err
 	}
-	seq, err := logformat.ParseOffsets(p, data)
+	var seq *logformat.OffsetSeq
+	if err == nil {
+		seq, err = logformat.ParseOffsets(p, data)
+	}
 	c.mu.Lock()
 	c.offsets[id] = &offsetsEntry{seq: seq, err: err}
 	c.mu.Unlock()
@@ -289,15 +292,38 @@ func (c *Checkpoint) ReadCommit(ctx context.Context, id int64) (*logformat.Commi
 		return e.c, e.err
 	}
 	p := c.Commits.Path(id)
-	data, err := c.Store.ReadFile(ctx, p)
-	if err != nil {
+	data, err := c.readLog(ctx, c.Commits, id)
+	if err != nil && !isTooLarge(err) {
 		return nil, err
 	}
-	cm, err := logformat.ParseCommit(p, data)
+	var cm *logformat.Commit
+	if err == nil {
+		cm, err = logformat.ParseCommit(p, data)
+	}
 	c.mu.Lock()
 	c.commits[id] = &commitEntry{c: cm, err: err}
 	c.mu.Unlock()
 	return cm, err
+}
+
+// readLog reads log file id of l, refusing (logformat.TooLarge) a file whose listed size is over
+// logformat.MaxFileBytes without reading it: a corrupt file of hundreds of megabytes must not be
+// read whole. A size the listing did not know is checked after the read.
+func (c *Checkpoint) readLog(ctx context.Context, l *Log, id int64) ([]byte, error) {
+	p := l.Path(id)
+	if e, ok := l.Files[id]; ok && e.Size > logformat.MaxFileBytes {
+		return nil, logformat.TooLarge(p, e.Size)
+	}
+	data, err := c.Store.ReadFile(ctx, p)
+	if err == nil && len(data) > logformat.MaxFileBytes {
+		return nil, logformat.TooLarge(p, int64(len(data)))
+	}
+	return data, err
+}
+
+func isTooLarge(err error) bool {
+	var le *logformat.Error
+	return errors.As(err, &le) && le.Kind == logformat.KindLineTooLong
 }
 
 // ReadMetadata reads and parses the root metadata file. A missing file gives

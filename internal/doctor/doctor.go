@@ -287,6 +287,11 @@ func describe(le *logformat.Error) string {
 		return fmt.Sprintf("is not valid JSON%s (expected %s, got %s): truncated or edited", at, le.Expected, le.Got)
 	case logformat.KindBlankLine:
 		return fmt.Sprintf("has an empty line %d", le.Line)
+	case logformat.KindLineTooLong:
+		if le.Line > 0 {
+			return fmt.Sprintf("has a line %d longer than any real log line (expected %s, got %s): corrupt", le.Line, le.Expected, le.Got)
+		}
+		return fmt.Sprintf("is larger than any real log file (expected %s, got %s): corrupt", le.Expected, le.Got)
 	}
 	if le.Line > 0 {
 		return fmt.Sprintf("cannot be parsed at line %d (expected %s, got %s)", le.Line, le.Expected, le.Got)

@@ -1,6 +1,7 @@
 package logformat
 
 import (
+	"errors"
 	"io"
 	"unicode/utf8"
 )
@@ -70,6 +71,9 @@ func newCompactReader(file string, r io.Reader, maxVersion int) (*compactReader,
 }
 
 func (c *compactReader) readErr(err error) *Error {
+	if errors.Is(err, errLineTooLong) {
+		return lineTooLong(c.file, c.lr.line+1, -1)
+	}
 	return &Error{File: c.file, Line: c.lr.line + 1, Kind: KindMalformed,
 		Expected: "a readable line", Got: excerpt(err.Error())}
 }
@@ -147,6 +151,9 @@ func ParseSinkLog(file string, data []byte) (*SinkLog, error) {
 	// UTF-8 is checked line by line, in reading order, so the result is the
 	// same as the streaming reader's.
 	ls := splitLines(data)
+	if e := ls.tooLong(file); e != nil {
+		return nil, e
+	}
 	if len(ls.text) == 0 {
 		return nil, &Error{File: file, Line: 1, Kind: KindEmpty,
 			Expected: `a version header like "v1"`, Got: `""`, Spark: sparkIncomplete}
@@ -389,6 +396,9 @@ func ParseFileSourceLog(file string, data []byte) (*FileSourceLog, error) {
 	// UTF-8 is checked line by line, in reading order, so the result is the
 	// same as the streaming reader's.
 	ls := splitLines(data)
+	if e := ls.tooLong(file); e != nil {
+		return nil, e
+	}
 	if len(ls.text) == 0 {
 		return nil, &Error{File: file, Line: 1, Kind: KindEmpty,
 			Expected: `a version header like "v1"`, Got: `""`, Spark: sparkIncomplete}

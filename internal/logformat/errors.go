@@ -27,6 +27,10 @@ const (
 	KindBlankLine
 	// KindMalformed: any other structural problem.
 	KindMalformed
+	// KindLineTooLong: a line is longer than MaxLineBytes (or the file longer than MaxFileBytes);
+	// Spark would read it, but no real log line is that long and parsing it costs many times its
+	// size.
+	KindLineTooLong
 )
 
 var kindNames = [...]string{
@@ -38,6 +42,7 @@ var kindNames = [...]string{
 	KindBadOffset:          "bad-offset",
 	KindBlankLine:          "blank-line",
 	KindMalformed:          "malformed",
+	KindLineTooLong:        "line-too-long",
 }
 
 // String returns a stable, machine-friendly name ("malformed-version").

@@ -245,6 +245,9 @@ func ParseKafkaInitialOffsets(file string, data []byte) (*KafkaInitialOffsets, e
 			Expected: "a lead byte followed by the initial offsets", Got: excerpt(string(data)),
 			Spark: sparkRequirementFailed}
 	}
+	if e := checkLineLength(file, data[1:]); e != nil {
+		return nil, e
+	}
 	k := &KafkaInitialOffsets{Lead: data[0]}
 	content := string(data[1:])
 	line := 1

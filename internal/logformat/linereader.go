@@ -8,9 +8,9 @@ import (
 
 // maxLineBytes bounds one line of a streamed log so a corrupt file without
 // line breaks cannot make the reader buffer it whole.
-const maxLineBytes = 64 << 20
+const maxLineBytes = MaxLineBytes
 
-var errLineTooLong = errors.New("line longer than 64 MiB")
+var errLineTooLong = errors.New("line too long")
 
 // lineReader splits an io.Reader into lines with the same rules as
 // splitLines, reusing one buffer: the returned line is valid until the next

@@ -2,9 +2,54 @@ package logformat
 
 import (
 	"bytes"
+	"fmt"
 	"unicode"
 	"unicode/utf8"
 )
+
+// MaxLineBytes bounds one line of any file the parsers read (8 MiB). Spark has no such limit, but
+// real lines are far below it (a Kafka offsets line for 100,000 partitions is about 3 MB), while a
+// corrupt line of hundreds of megabytes would cost many times its size to parse.
+const MaxLineBytes = 8 << 20
+
+// MaxFileBytes bounds a whole offsets or commits file (64 MiB): callers that know a file's size
+// from a listing refuse a larger one (TooLarge) before reading it.
+const MaxFileBytes = 64 << 20
+
+// TooLarge is the error for a log file of size bytes, larger than MaxFileBytes.
+func TooLarge(file string, size int64) *Error {
+	return &Error{File: file, Kind: KindLineTooLong,
+		Expected: fmt.Sprintf("a log file of at most %d MiB", MaxFileBytes>>20),
+		Got:      fmt.Sprintf("%d bytes", size)}
+}
+
+// lineTooLong is the error for line lineNo of n bytes (n < 0: not read to its end).
+func lineTooLong(file string, lineNo, n int) *Error {
+	got := fmt.Sprintf("a line of %d bytes", n)
+	if n < 0 {
+		got = "a longer line"
+	}
+	return &Error{File: file, Line: lineNo, Kind: KindLineTooLong,
+		Expected: fmt.Sprintf("a line of at most %d MiB", MaxLineBytes>>20), Got: got}
+}
+
+// tooLong checks every line of ls against MaxLineBytes.
+func (ls lines) tooLong(file string) *Error {
+	for i, l := range ls.text {
+		if len(l) > MaxLineBytes {
+			return lineTooLong(file, i+1, len(l))
+		}
+	}
+	return nil
+}
+
+// checkLineLength is tooLong for parsers that do not split the file into lines.
+func checkLineLength(file string, data []byte) *Error {
+	if len(data) <= MaxLineBytes {
+		return nil
+	}
+	return splitLines(data).tooLong(file)
+}
 
 // lines is a file split the way Scala's Source.getLines (BufferedReader
 // readLine) splits it: on "\n", "\r\n" or "\r", with no empty element after a

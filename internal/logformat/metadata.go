@@ -14,6 +14,9 @@ type StreamMetadata struct {
 // string "id".
 func ParseStreamMetadata(file string, data []byte) (*StreamMetadata, error) {
 	const expected = `stream metadata JSON like {"id":"<uuid>"}`
+	if e := checkLineLength(file, data); e != nil {
+		return nil, e
+	}
 	m := &StreamMetadata{}
 	d := data
 	if n := len(d); n > 0 && d[n-1] == '\n' {

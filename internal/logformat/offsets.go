@@ -74,6 +74,9 @@ func parseOffsets(file string, data []byte, keepConf bool) (*OffsetSeq, error) {
 		return nil, err
 	}
 	ls := splitLines(data)
+	if e := ls.tooLong(file); e != nil {
+		return nil, e
+	}
 	if len(ls.text) == 0 {
 		return nil, &Error{File: file, Line: 1, Kind: KindEmpty,
 			Expected: `a version header like "v1"`, Got: `""`, Spark: sparkIncomplete}

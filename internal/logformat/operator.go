@@ -34,6 +34,9 @@ type StoreMetadata struct {
 // reads it: BufferedReader.readLine for the version (max v2), json4s for
 // the rest.
 func ParseOperatorMetadata(file string, data []byte) (*OperatorMetadata, error) {
+	if e := checkLineLength(file, data); e != nil {
+		return nil, e
+	}
 	if len(data) == 0 {
 		return nil, &Error{File: file, Line: 1, Kind: KindEmpty,
 			Expected: `a version header like "v1"`, Got: `""`}
