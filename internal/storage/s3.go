@@ -8,11 +8,15 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -48,6 +52,47 @@ type S3 struct {
 	bucket string
 	prefix string // no leading or trailing "/"
 	uri    string
+	// endpoint names the server in timeout errors when the failed request's URL is unknown;
+	// timeout is the per-request limit NewS3 configured (0: unknown, a caller's client).
+	endpoint string
+	timeout  time.Duration
+}
+
+// S3TimeoutError is returned when an S3 endpoint did not answer a request in time: it accepted
+// no connection, or accepted one and sent no response.
+type S3TimeoutError struct {
+	// Endpoint is the server (scheme and host) that did not answer.
+	Endpoint string
+	// Timeout is the per-request limit (0 when not known).
+	Timeout time.Duration
+	Err     error
+}
+
+func (e *S3TimeoutError) Error() string {
+	within := ""
+	if e.Timeout > 0 {
+		within = " within " + e.Timeout.String()
+	}
+	return fmt.Sprintf("the S3 endpoint %s did not answer%s: check that it is the right endpoint and that it is up (--s3-endpoint), or wait longer with --s3-timeout or CKPT_S3_TIMEOUT (%v)",
+		e.Endpoint, within, e.Err)
+}
+
+// Unwrap returns the SDK's error.
+func (e *S3TimeoutError) Unwrap() error { return e.Err }
+
+// s3Timeout resolves Options.S3Timeout's default.
+func s3Timeout(opts Options) (time.Duration, error) {
+	if opts.S3Timeout > 0 {
+		return opts.S3Timeout, nil
+	}
+	if v := os.Getenv("CKPT_S3_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return 0, fmt.Errorf("storage: CKPT_S3_TIMEOUT=%q: want a positive duration such as 45s", v)
+		}
+		return d, nil
+	}
+	return DefaultS3Timeout, nil
 }
 
 // NewS3 returns an S3 store for bucket and key prefix ("" = the whole
@@ -62,7 +107,19 @@ func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error
 	if opts.S3Endpoint != "" && !strings.Contains(opts.S3Endpoint, "://") {
 		return nil, fmt.Errorf("storage: S3 endpoint %q needs a scheme, e.g. http://%s or https://%s", opts.S3Endpoint, opts.S3Endpoint, opts.S3Endpoint)
 	}
-	var lo []func(*config.LoadOptions) error
+	timeout, err := s3Timeout(opts)
+	if err != nil {
+		return nil, err
+	}
+	// The deadline covers connecting and the wait for the response headers of each attempt, not
+	// the reading of a body, so a large object still streams.
+	httpClient := awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) { d.Timeout = timeout }).
+		WithTransportOptions(func(tr *http.Transport) {
+			tr.ResponseHeaderTimeout = timeout
+			tr.TLSHandshakeTimeout = timeout
+		})
+	lo := []func(*config.LoadOptions) error{config.WithHTTPClient(httpClient)}
 	if opts.S3Region != "" {
 		lo = append(lo, config.WithRegion(opts.S3Region))
 	}
@@ -88,7 +145,17 @@ func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error
 		// would print a warning to stderr for every GetObject.
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
-	return NewS3FromClient(client, bucket, prefix), nil
+	st := NewS3FromClient(client, bucket, prefix)
+	st.timeout = timeout
+	switch {
+	case opts.S3Endpoint != "":
+		st.endpoint = opts.S3Endpoint
+	case cfg.BaseEndpoint != nil:
+		st.endpoint = *cfg.BaseEndpoint
+	default:
+		st.endpoint = "https://s3." + cfg.Region + ".amazonaws.com"
+	}
+	return st, nil
 }
 
 // NewS3FromClient returns an S3 store using a ready client, for callers (and
@@ -145,6 +212,21 @@ func (s *S3) rel(key string) (string, bool) {
 func (s *S3) s3Err(err error) error {
 	if err == nil {
 		return nil
+	}
+	// The http.Client's *url.Error says whether the request timed out and which URL did not
+	// answer. It comes before the context check (net/http's timeouts match
+	// context.DeadlineExceeded too), but the caller's own deadline (the bare context error) is
+	// not the endpoint's fault.
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Timeout() && ue.Err != context.DeadlineExceeded {
+		endpoint := s.endpoint
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+			endpoint = u.Scheme + "://" + u.Host
+		}
+		if endpoint == "" {
+			endpoint = "(unknown)"
+		}
+		return &S3TimeoutError{Endpoint: endpoint, Timeout: s.timeout, Err: err}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err

@@ -99,7 +99,20 @@ type Options struct {
 	// (AWS_REGION, AWS_DEFAULT_REGION, the profile), falling back to
 	// us-east-1.
 	S3Region string
+	// S3Timeout is how long one S3 request may wait for the endpoint to
+	// accept the connection and to start answering (per attempt; the SDK
+	// tries 3 times). Default: 0, which means CKPT_S3_TIMEOUT (a Go
+	// duration such as "45s") when set, else DefaultS3Timeout. A request
+	// that times out fails with an *S3TimeoutError naming the endpoint.
+	S3Timeout time.Duration
 }
+
+// DefaultS3Timeout is Options.S3Timeout's default: S3 starts answering a
+// request within a second or so, even a listing of 1,000 keys, so 30s
+// leaves a wide margin for slow S3-compatible servers while an endpoint
+// that accepts connections and never answers fails in about a minute and a
+// half (3 attempts) instead of hanging.
+const DefaultS3Timeout = 30 * time.Second
 
 var uriScheme = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*):`)
 
