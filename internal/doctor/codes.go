@@ -80,6 +80,7 @@ const (
 	CodeKafkaRangeDataLoss      = "kafka-range-data-loss"
 	CodeSinkAhead               = "sink-ahead"
 	CodeSinkBehind              = "sink-behind"
+	CodeSinkEntryOutside        = "sink-entry-outside"
 	CodeCommitLag               = "commit-lag"
 	CodeAsyncProgressGaps       = "async-progress-gaps"
 	CodeOrphanChecksum          = "orphan-checksum"
@@ -329,6 +330,22 @@ the missing batches is invisible to them, and Spark will not write those batches
 		SparkError: "",
 		Fix: `Check that ` + "`--sink`" + ` is this query's output directory. If it is, restore ` + "`_spark_metadata`" + ` from a
 backup; the batches between cannot be recovered by restarting.`,
+	},
+	{
+		ID:         CodeSinkEntryOutside,
+		Title:      "The file sink's log lists files outside its output directory",
+		Severities: []Severity{Error},
+		Summary:    "An add entry of the file sink's `_spark_metadata` log (`--sink`) points outside the output directory: a `..` path, or another absolute location.",
+		Explanation: `Spark's file sink writes every file below its output directory and records it in
+` + "`_spark_metadata`" + ` with its full path. Readers of the output (a batch read of the directory, and
+ckpt) take the list of files from the log, not from a directory listing, so an entry that points
+elsewhere makes them read a file that is not this query's output: another dataset, or anything the
+path names. Spark never writes such an entry; it comes from a hand-edited log, a log copied from another
+query, or an attack. ckpt compares the entries with the output directory ` + "`--sink`" + ` names; when
+none of them is below it (the output was copied or moved), with the directory most entries share.`,
+		SparkError: "",
+		Fix: `Find out how the entry got there. If the log was edited or copied from another query, restore
+` + "`_spark_metadata`" + ` from a backup; do not read the output through its log until then.`,
 	},
 	{
 		ID:         CodeCommitLag,

@@ -89,6 +89,9 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 		return nil, err
 	}
 	r.sink()
+	if err := r.sinkEntries(); err != nil {
+		return nil, err
+	}
 	r.gaps()
 	r.leftovers()
 	r.retention()

@@ -273,6 +273,32 @@ func Summarize(ctx context.Context, store storage.Store, dir string) (*Summary, 
 	return s, nil
 }
 
+// Walk calls fn for every entry of the log files Spark's allFiles reads (the latest compaction
+// and the batches after it), in order, with the log file that holds it. Like Summarize it fails
+// only on I/O errors: the *logformat.Error of a corrupt file is returned in errs and the other
+// files are still read. Entries are streamed, so memory does not grow with the log.
+func Walk(ctx context.Context, store storage.Store, dir string, fn func(file string, e *logformat.SinkFileStatus)) (errs []error, err error) {
+	l, err := list(ctx, store, dir)
+	if err != nil || len(l.batches) == 0 {
+		return nil, err
+	}
+	interval, _ := CompactInterval(l.compacts, DefaultCompactInterval)
+	for _, id := range ValidBatches(l.batches[len(l.batches)-1], interval) {
+		p, ok := l.files[id]
+		if !ok {
+			continue
+		}
+		err := stream(ctx, store, p, func(e *logformat.SinkFileStatus) { fn(p, e) })
+		if err != nil {
+			if !isFormatError(err) {
+				return errs, err
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errs, nil
+}
+
 // stream calls fn for each entry of the log file at p, one at a time.
 func stream(ctx context.Context, store storage.Store, p string, fn func(*logformat.SinkFileStatus)) error {
 	rc, err := store.Open(ctx, p)
