@@ -637,12 +637,8 @@ func (e *BackupLostError) Error() string {
 		}
 		parts[i] = fmt.Sprintf("%s (%s; its backup %s %s)", l.Path, l.Digest.Short(), l.Backup, why)
 	}
-	verb := "is"
-	if len(parts) > 1 {
-		verb = "are"
-	}
-	return fmt.Sprintf("cannot undo repair %s: the original bytes of %s %s lost, so nothing was changed and the checkpoint stays as the repair left it",
-		e.Repair, joinAnd(parts), verb)
+	return fmt.Sprintf("cannot undo repair %s: the original bytes of %s are lost, so nothing was changed and the checkpoint stays as the repair left it",
+		e.Repair, joinAnd(parts))
 }
 
 func joinAnd(parts []string) string {
