@@ -4,36 +4,36 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Broker is what doctor compares the checkpoint with on the Kafka broker (Options.Broker, from
 // `ckpt doctor --bootstrap-server`). The broker was read by the caller; doctor does no I/O here.
 type Broker struct {
-	// State is the broker's log start and end offsets for the checkpoint's topics: brokerstate.Read
-	// of brokerstate.CheckpointTopics. Topics it did not read are not checked.
-	State *brokerstate.State
+	// State is the broker's log start and end offsets for the checkpoint's topics: topicstate.Read
+	// of topicstate.CheckpointTopics. Topics it did not read are not checked.
+	State *topicstate.State
 	// FailOnDataLossFalse models the Kafka source option failOnDataLoss=false. The default
 	// (false) is Spark's default, failOnDataLoss=true.
 	FailOnDataLossFalse bool
 	// CommandArgs are added to the ckpt commands the findings print so that they reach the same
-	// broker, e.g. ["--bootstrap-server", "kafka:9092"] (brokerstate.Flags.CommandArgs: never
+	// broker, e.g. ["--bootstrap-server", "kafka:9092"] (topicstate.Flags.CommandArgs: never
 	// secrets).
 	CommandArgs []string
 }
 
 // broker reports, with one finding per issue, what the restart meets on the broker: the
-// offsets it reads next (brokerstate.PlanRestart on the planner's prediction: the recorded range
+// offsets it reads next (topicstate.PlanRestart on the planner's prediction: the recorded range
 // of a batch that re-runs and then its end, or the latest committed end offsets), checked by
-// brokerstate (Check, CheckRerun). The restart prediction in the report then says what the
-// broker makes of it (brokerstate.Apply), as `ckpt replay --bootstrap-server` does, so doctor and
+// topicstate (Check, CheckRerun). The restart prediction in the report then says what the
+// broker makes of it (topicstate.Apply), as `ckpt replay --bootstrap-server` does, so doctor and
 // replay still agree.
 func (r *runner) broker() error {
 	b := r.opts.Broker
 	if b == nil || b.State == nil {
 		return nil
 	}
-	rs, err := brokerstate.PlanRestart(r.ctx, r.cp, r.res)
+	rs, err := topicstate.PlanRestart(r.ctx, r.cp, r.res)
 	if err != nil {
 		return err
 	}
@@ -41,14 +41,14 @@ func (r *runner) broker() error {
 	for _, is := range issues {
 		r.add(r.brokerFinding(is, b))
 	}
-	brokerstate.Apply(r.res, issues)
+	topicstate.Apply(r.res, issues)
 	return nil
 }
 
 // brokerFinding turns one issue into a finding. Severity: error when records are, or may be,
 // lost or the restart fails (DataLoss or Fails); info otherwise, which is only a partition added
 // at offset 0 (Spark reads it from the start: expected behaviour worth knowing).
-func (r *runner) brokerFinding(is brokerstate.RestartIssue, b *Broker) Finding {
+func (r *runner) brokerFinding(is topicstate.RestartIssue, b *Broker) Finding {
 	sev := Info
 	if is.DataLoss || is.Fails {
 		sev = Error
@@ -59,7 +59,7 @@ func (r *runner) brokerFinding(is brokerstate.RestartIssue, b *Broker) Finding {
 	}
 	msg := is.Where() + ": " + is.Message
 	if is.DataLoss && is.Code != CodeOffsetsOutOfRange { // its message counts already
-		if is.Records == brokerstate.Unknown {
+		if is.Records == topicstate.Unknown {
 			msg += " (records affected: unknown)"
 		} else {
 			msg += fmt.Sprintf(" (records affected: %d)", is.Records)
@@ -100,7 +100,7 @@ func (r *runner) brokerFinding(is brokerstate.RestartIssue, b *Broker) Finding {
 // brokerSparkError is what Spark prints: the exception when the issue fails the restart, else
 // the WARN line it logs (KafkaMicroBatchStream on the driver, KafkaDataConsumer on the
 // executors); nil when Spark says nothing.
-func brokerSparkError(is brokerstate.RestartIssue) *string {
+func brokerSparkError(is topicstate.RestartIssue) *string {
 	if is.SparkMessage == "" {
 		return nil
 	}
@@ -116,7 +116,7 @@ func brokerSparkError(is brokerstate.RestartIssue) *string {
 }
 
 // brokerFix says what to do about one issue; the codes' pages say more.
-func brokerFix(is brokerstate.RestartIssue) string {
+func brokerFix(is topicstate.RestartIssue) string {
 	switch is.Code {
 	case CodeOffsetsOutOfRange:
 		return "The records are gone from Kafka. Re-ingest them from their origin, or accept the loss: restart once with the source option " +

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -39,7 +39,7 @@ func asyncQuery(addr, topic string, intervalMs string) *query.Query {
 // produced and the clock advanced by advance[i] (Spark's AddData + AdvanceManualClock).
 type stepRun struct {
 	t        *testing.T
-	b        *broker.Broker
+	b        *embedkafka.Broker
 	topic    string
 	clock    *ManualClock
 	next     int // next record id to produce
@@ -69,7 +69,7 @@ func (s *stepRun) run(q *query.Query, advance []time.Duration) (*collectSink, St
 }
 
 func newStepRun(t *testing.T) *stepRun {
-	b := startBroker(t, broker.TopicSpec{Name: "a", Partitions: 1})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "a", Partitions: 1})
 	produce(t, b.Addr(), "a", 0, 0, 1)
 	return &stepRun{t: t, b: b, topic: "a", clock: NewManualClock(time.UnixMilli(1_700_000_000_100)), next: 1, store: storage.NewMem()}
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Produce N per partition, commit at M: the lag is N − M records, and the record time between
@@ -116,12 +116,12 @@ func TestLagStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := rep.Checkpoints[0]
-	if len(q.Partitions) != 3 || q.Partitions[0].Status != brokerstate.CodeTopicRecreated || q.Partitions[1].Status != StatusOK ||
-		q.Partitions[2].Status != brokerstate.CodePartitionsAdded || q.Partitions[2].Committed != nil || !eq(q.Partitions[2].LagRecords, i64(6)) ||
+	if len(q.Partitions) != 3 || q.Partitions[0].Status != topicstate.CodeTopicRecreated || q.Partitions[1].Status != StatusOK ||
+		q.Partitions[2].Status != topicstate.CodePartitionsAdded || q.Partitions[2].Committed != nil || !eq(q.Partitions[2].LagRecords, i64(6)) ||
 		!eq(q.Partitions[0].LagRecords, i64(0)) || q.Partitions[0].LagSeconds != nil {
 		t.Fatalf("statuses %+v", q.Partitions)
 	}
-	if len(q.Issues) != 2 || q.Issues[0].Code != brokerstate.CodePartitionsAdded || q.Issues[1].Code != brokerstate.CodeTopicRecreated {
+	if len(q.Issues) != 2 || q.Issues[0].Code != topicstate.CodePartitionsAdded || q.Issues[1].Code != topicstate.CodeTopicRecreated {
 		t.Fatalf("issues %+v", q.Issues)
 	}
 	f := rep.Checkpoints[1]

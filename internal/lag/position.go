@@ -12,9 +12,9 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Position is where one checkpoint stands: its latest commit and, per Kafka source, the
@@ -75,7 +75,7 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range brokerstate.KafkaSources(seq) {
+		for _, s := range topicstate.KafkaSources(seq) {
 			sp := get(s.Index)
 			sp.Committed, sp.CommittedFile = &s.Offsets, cp.Offsets.Path(C)
 		}
@@ -86,7 +86,7 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range brokerstate.KafkaSources(seq) {
+		for _, s := range topicstate.KafkaSources(seq) {
 			sp := get(s.Index)
 			sp.InFlight = &s.Offsets
 			if !hasC {
@@ -122,5 +122,5 @@ func (p *Position) Topics() []string {
 			offs = append(offs, *s.InFlight)
 		}
 	}
-	return brokerstate.Topics(offs...)
+	return topicstate.Topics(offs...)
 }

@@ -83,7 +83,7 @@ var Reasons = []string{
 
 // BrokerReasons are the Result.Reason values of a restart that fails on the Kafka broker rather
 // than on the checkpoint (failOnDataLoss=true). The planner never sets them: it reads only the
-// checkpoint. brokerstate sets them when replay or doctor is given --bootstrap-server, with
+// checkpoint. topicstate sets them when replay or doctor is given --bootstrap-server, with
 // FailedFile naming the offsets file whose offsets the broker no longer serves. Like Reasons,
 // the set is closed and its values are never renamed.
 var BrokerReasons = []string{

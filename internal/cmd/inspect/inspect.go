@@ -8,13 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/inspect"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Options are the inputs of `ckpt inspect`, separate from cobra so tests can call runInspect.
@@ -37,7 +37,7 @@ type Options struct {
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the summary of
 	// a checkpoint shows each partition's log start and end and the lag (broker.go).
 	// Default: none.
-	Broker brokerstate.Flags
+	Broker topicstate.Flags
 }
 
 const long = `Show what a Spark Structured Streaming checkpoint holds.

@@ -3,20 +3,20 @@ package repair
 import (
 	"context"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // readBroker reads the broker's offsets for every topic the checkpoint's restart can read
-// (brokerstate.CheckpointTopics): the plan's strategies restart from different batches.
-func readBroker(ctx context.Context, s storage.Store, opts *Options) (*brokerstate.State, error) {
+// (topicstate.CheckpointTopics): the plan's strategies restart from different batches.
+func readBroker(ctx context.Context, s storage.Store, opts *Options) (*topicstate.State, error) {
 	cp, err := checkpoint.Load(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	topics, err := brokerstate.CheckpointTopics(ctx, cp)
+	topics, err := topicstate.CheckpointTopics(ctx, cp)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +27,7 @@ func readBroker(ctx context.Context, s storage.Store, opts *Options) (*brokersta
 // default failOnDataLoss=true): repair cannot fix records deleted by retention or a recreated
 // topic, and the user must know before applying. The offsets come from the predicted restart
 // (its re-run range, or the offsets it starts from), read in the checkpoint as it is.
-func addBrokerWarnings(ctx context.Context, s storage.Store, p *repair.Plan, st *brokerstate.State) error {
+func addBrokerWarnings(ctx context.Context, s storage.Store, p *repair.Plan, st *topicstate.State) error {
 	if p.After == nil {
 		return nil
 	}
@@ -35,7 +35,7 @@ func addBrokerWarnings(ctx context.Context, s storage.Store, p *repair.Plan, st 
 	if err != nil {
 		return err
 	}
-	rs, err := brokerstate.PlanRestart(ctx, cp, p.After)
+	rs, err := topicstate.PlanRestart(ctx, cp, p.After)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -20,6 +19,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Options are the inputs of `ckpt repair`, separate from cobra so tests can call runRepair.
@@ -54,7 +54,7 @@ type Options struct {
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the predicted
 	// replay counts the Kafka records that really exist there, and what the restart after the
 	// plan meets on the broker is added to the warnings. Default: none.
-	Broker brokerstate.Flags
+	Broker topicstate.Flags
 }
 
 const long = `Repair what ckpt doctor finds, without losing a byte.

@@ -6,9 +6,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // output is `ckpt replay -o json`: recovery.Result, whose fields it embeds unchanged, plus, with
@@ -62,15 +62,15 @@ type brokerView struct {
 	BrokerRecords *int64 `json:"brokerRecords"`
 	// Issues are what the restart meets on the broker, in the order Spark meets them; each
 	// is also one of the result's warnings, and the first that fails is its error.
-	Issues []brokerstate.RestartIssue `json:"issues"`
+	Issues []topicstate.RestartIssue `json:"issues"`
 }
 
 // withBroker reads the broker for the topics the restart reads, counts the re-run against it
 // (CountExact with --exact), checks what the restart meets there and records that on res
-// (brokerstate.Apply). The planner itself stays pure: it never sees the broker.
+// (topicstate.Apply). The planner itself stays pure: it never sees the broker.
 func withBroker(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, res *recovery.Result) (*output, error) {
 	out := &output{Result: res}
-	rs, err := brokerstate.PlanRestart(ctx, cp, res)
+	rs, err := topicstate.PlanRestart(ctx, cp, res)
 	if err != nil {
 		return nil, err
 	}
@@ -81,14 +81,14 @@ func withBroker(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, r
 	defer cl.Close()
 	bctx, cancel := opts.Broker.Context(ctx)
 	defer cancel()
-	st, err := brokerstate.Read(bctx, kadm.NewClient(cl), rs.Topics())
+	st, err := topicstate.Read(bctx, kadm.NewClient(cl), rs.Topics())
 	if err != nil {
 		return nil, err
 	}
 	counts := rs.Count(st)
 	if opts.Exact {
 		for _, cs := range counts {
-			if err := brokerstate.CountExact(bctx, cl, cs, 0); err != nil {
+			if err := topicstate.CountExact(bctx, cl, cs, 0); err != nil {
 				return nil, err
 			}
 		}
@@ -103,7 +103,7 @@ func withBroker(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, r
 		Issues:           issues,
 	}
 	if bv.Issues == nil {
-		bv.Issues = []brokerstate.RestartIssue{}
+		bv.Issues = []topicstate.RestartIssue{}
 	}
 	for _, k := range res.Kafka {
 		pr := partitionRange{PartitionRange: k}
@@ -116,14 +116,14 @@ func withBroker(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, r
 			}
 			pr.BrokerRecords, pr.Exact, pr.BrokerNote = ptr(c.Records), c.Exact, c.Note
 			pr.AgedOut, pr.BeyondEnd = ptr(c.AgedOut), ptr(c.BeyondEnd)
-			if c.LogStart != brokerstate.Unknown {
+			if c.LogStart != topicstate.Unknown {
 				pr.LogStart, pr.LogEnd = ptr(c.LogStart), ptr(c.LogEnd)
 			}
 			bv.BrokerRecords = ptr(deref(bv.BrokerRecords) + c.Records)
 		}
 		out.Kafka = append(out.Kafka, pr)
 	}
-	brokerstate.Apply(res, issues)
+	topicstate.Apply(res, issues)
 	out.Broker = bv
 	return out, nil
 }

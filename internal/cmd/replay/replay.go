@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
@@ -20,6 +19,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Options are the inputs of `ckpt replay`, separate from cobra so tests can
@@ -44,7 +44,7 @@ type Options struct {
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the re-run is
 	// counted against it and what the restart meets there is predicted (broker.go).
 	// Default: none.
-	Broker brokerstate.Flags
+	Broker topicstate.Flags
 	// FailOnDataLoss is --fail-on-data-loss, the Kafka source option the prediction assumes.
 	// Default: true, Spark's default.
 	FailOnDataLoss bool

@@ -20,8 +20,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/engine"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
@@ -336,9 +336,9 @@ func setupDemo(ctx context.Context, o *Options, q *query.Query, info func(string
 	if q.Options["kafka.bootstrap.servers"] != "" {
 		return nil, exitcode.UsageError(errors.New("--demo runs its own broker: leave out kafka.bootstrap.servers"))
 	}
-	bopts := broker.Options{
-		Topics:   []broker.TopicSpec{{Name: DemoTopic, Partitions: int32(o.DemoPartition)}},
-		Generate: &broker.GeneratorSpec{Topic: DemoTopic, Rate: o.DemoRate},
+	bopts := embedkafka.Options{
+		Topics:   []embedkafka.TopicSpec{{Name: DemoTopic, Partitions: int32(o.DemoPartition)}},
+		Generate: &embedkafka.GeneratorSpec{Topic: DemoTopic, Rate: o.DemoRate},
 	}
 	if q.Checkpoint != "" {
 		// A named checkpoint outlives this process, so the broker's log must too: otherwise a
@@ -347,7 +347,7 @@ func setupDemo(ctx context.Context, o *Options, q *query.Query, info func(string
 		bopts.DataDir = filepath.Join(os.TempDir(), "ckpt-demo-broker-"+hex.EncodeToString(sum[:6]))
 		info("broker data in %s (kept so that a restart on the same checkpoint finds its data)", bopts.DataDir)
 	}
-	b, err := broker.Start(context.WithoutCancel(ctx), bopts)
+	b, err := embedkafka.Start(context.WithoutCancel(ctx), bopts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-// Package brokerstate connects a checkpoint's Kafka offsets to the broker: it reads each
+// Package topicstate connects a checkpoint's Kafka offsets to the broker: it reads each
 // partition's log start and end offsets (Read), classifies what a restart of the query will hit
 // with Spark's own messages (Check), counts the records a re-run range really holds (CountRange,
 // CountExact), fetches record timestamps for lag in time (RecordTimestamps), and holds the broker
@@ -7,7 +7,7 @@
 // The broker is only read. Everything here returns plain data with JSON tags; nothing prints.
 // Spark's rules and texts come from KafkaMicroBatchStream and KafkaOffsetReaderAdmin (see
 // ../shared/research/spark-semantics.md §7).
-package brokerstate
+package topicstate
 
 import (
 	"cmp"

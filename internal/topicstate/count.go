@@ -1,4 +1,4 @@
-package brokerstate
+package topicstate
 
 import (
 	"context"
@@ -128,7 +128,7 @@ func CountExact(ctx context.Context, cl *kgo.Client, counts []PartitionCount, id
 		}
 		tp := logformat.TopicPartition{Topic: c.Topic, Partition: c.Partition}
 		if _, dup := wants[tp]; dup {
-			return fmt.Errorf("brokerstate: %s listed twice", sparkTP(c.Topic, c.Partition))
+			return fmt.Errorf("topicstate: %s listed twice", sparkTP(c.Topic, c.Partition))
 		}
 		wants[tp] = &want{i: i, lo: lo, hi: hi}
 	}

@@ -1,4 +1,4 @@
-package brokerstate
+package topicstate
 
 import (
 	"context"
@@ -11,15 +11,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker/brokertest"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka/kafkatest"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
 // testBroker is an embedded kfake broker on a free port with an admin client for arranging
 // the scene (DeleteRecords, CreatePartitions, DeleteTopics) over the real wire protocol; the
-// arranging is internal/broker/brokertest's.
+// arranging is internal/embedkafka/kafkatest's.
 type testBroker struct {
-	*brokertest.Env
+	*kafkatest.Env
 	t    *testing.T
 	adm  *kadm.Client
 	ctx  context.Context
@@ -28,7 +28,7 @@ type testBroker struct {
 
 func newBroker(t *testing.T) *testBroker {
 	t.Helper()
-	e := brokertest.New(t)
+	e := kafkatest.New(t)
 	return &testBroker{Env: e, t: t, adm: e.Adm, ctx: e.Ctx, addr: e.Addr}
 }
 

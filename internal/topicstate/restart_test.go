@@ -1,4 +1,4 @@
-package brokerstate
+package topicstate
 
 import (
 	"context"
@@ -261,10 +261,10 @@ func TestRestartAgainstBroker(t *testing.T) {
 	}
 }
 
-// The reasons brokerstate writes into a planner Result are the ones recovery documents.
+// The reasons topicstate writes into a planner Result are the ones recovery documents.
 func TestCodesAreBrokerReasons(t *testing.T) {
 	codes := []string{CodeOffsetsOutOfRange, CodeTopicRecreated, CodePartitionsRemoved, CodePartitionsAdded, CodeTopicMissing}
 	if !slices.Equal(codes, recovery.BrokerReasons) {
-		t.Errorf("brokerstate codes %v, recovery.BrokerReasons %v", codes, recovery.BrokerReasons)
+		t.Errorf("topicstate codes %v, recovery.BrokerReasons %v", codes, recovery.BrokerReasons)
 	}
 }
