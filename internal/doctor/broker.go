@@ -17,7 +17,7 @@ type Broker struct {
 	// (false) is Spark's default, failOnDataLoss=true.
 	FailOnDataLossFalse bool
 	// CommandArgs are added to the ckpt commands the findings print so that they reach the same
-	// broker, e.g. ["--bootstrap-server", "kafka:9092"] (topicstate.Flags.CommandArgs: never
+	// broker, e.g. ["--bootstrap-server", "kafka:9092"] (cli.BrokerFlags.CommandArgs: never
 	// secrets).
 	CommandArgs []string
 }

@@ -27,7 +27,7 @@ type Collector struct {
 	Locations []string
 	// Open opens a location (cli.Env.OpenStore). Required.
 	Open func(ctx context.Context, uri string) (storage.Store, error)
-	// Client is the broker connection, from topicstate.Flags.KgoClient. Required.
+	// Client is the broker connection, from cli.BrokerFlags.KgoClient. Required.
 	Client *kgo.Client
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time

@@ -11,10 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/embedkafka/kafkatest"
 	"github.com/ckpt-dev/ckpt/internal/storage"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // env is an embedded broker (internal/embedkafka/kafkatest) plus in-memory checkpoints
@@ -31,7 +31,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	be := kafkatest.New(t)
-	f := &topicstate.Flags{BootstrapServers: be.Addr, Timeout: 20 * time.Second}
+	f := &cli.BrokerFlags{BootstrapServers: be.Addr, Timeout: 20 * time.Second}
 	cl, err := f.KgoClient(be.Ctx)
 	if err != nil {
 		t.Fatal(err)

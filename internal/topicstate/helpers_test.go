@@ -32,15 +32,10 @@ func newBroker(t *testing.T) *testBroker {
 	return &testBroker{Env: e, t: t, adm: e.Adm, ctx: e.Ctx, addr: e.Addr}
 }
 
-// flags returns broker flags pointing at the test broker.
-func (tb *testBroker) flags() *Flags {
-	return &Flags{BootstrapServers: tb.addr, Timeout: 20 * time.Second}
-}
-
 // reader returns a fresh admin client (no cached metadata from before a change) and its client.
 func (tb *testBroker) reader() (*kadm.Client, *kgo.Client) {
 	tb.t.Helper()
-	cl, err := tb.flags().KgoClient(tb.ctx)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tb.addr)}, ClientOpts()...)...)
 	if err != nil {
 		tb.t.Fatal(err)
 	}

@@ -23,6 +23,10 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
+// DefaultTimeout is how long one broker operation may take by default (cli.BrokerFlags'
+// --broker-timeout, lag's refreshes).
+const DefaultTimeout = 30 * time.Second
+
 // State is what the broker says about a set of topics at one moment.
 type State struct {
 	// Topics are the requested topics that exist, sorted by name.

@@ -45,7 +45,7 @@ type Options struct {
 	Output render.Format
 	// Broker is --bootstrap-server and the Kafka client options: with a broker, doctor also
 	// checks the offsets the restart reads next against it. Default: none.
-	Broker topicstate.Flags
+	Broker cli.BrokerFlags
 	// FailOnDataLoss is --fail-on-data-loss, the Kafka source option the broker checks model.
 	// Default: true, Spark's default.
 	FailOnDataLoss bool

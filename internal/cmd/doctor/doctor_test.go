@@ -26,7 +26,7 @@ func testEnv() *cli.Env {
 
 func TestFlags(t *testing.T) {
 	base := Options{Checkpoint: "ck", FailOn: doctor.Error, Output: render.FormatTable,
-		Broker: topicstate.Flags{Timeout: topicstate.DefaultTimeout}, FailOnDataLoss: true}
+		Broker: cli.BrokerFlags{Timeout: topicstate.DefaultTimeout}, FailOnDataLoss: true}
 	with := func(f func(o *Options)) Options { o := base; f(&o); return o }
 	for _, tc := range []struct {
 		args []string
@@ -42,7 +42,7 @@ func TestFlags(t *testing.T) {
 			want: with(func(o *Options) { o.Checkpoint, o.Explain = "", "commit-lag" })},
 		{args: []string{"ck", "--bootstrap-server", "k:9092", "--kafka-option", "kafka.security.protocol=SSL", "--broker-timeout", "5s", "--fail-on-data-loss=false"},
 			want: with(func(o *Options) {
-				o.Broker = topicstate.Flags{BootstrapServers: "k:9092", Options: []string{"kafka.security.protocol=SSL"}, Timeout: 5 * time.Second}
+				o.Broker = cli.BrokerFlags{BootstrapServers: "k:9092", Options: []string{"kafka.security.protocol=SSL"}, Timeout: 5 * time.Second}
 				o.FailOnDataLoss = false
 			})},
 		{args: []string{"ck", "--fail-on-data-loss=false"}, code: exitcode.Usage},

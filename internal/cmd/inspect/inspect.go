@@ -14,7 +14,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Options are the inputs of `ckpt inspect`, separate from cobra so tests can call runInspect.
@@ -37,7 +36,7 @@ type Options struct {
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the summary of
 	// a checkpoint shows each partition's log start and end and the lag (broker.go).
 	// Default: none.
-	Broker topicstate.Flags
+	Broker cli.BrokerFlags
 }
 
 const long = `Show what a Spark Structured Streaming checkpoint holds.

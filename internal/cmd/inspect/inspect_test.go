@@ -32,7 +32,7 @@ func TestFlags(t *testing.T) {
 		{args: []string{"ck", "--batch", "7"}, want: Options{Location: "ck", Output: render.FormatTable, Batch: 7, HasBatch: true}},
 		{args: []string{"ck", "--batch", "0"}, want: Options{Location: "ck", Output: render.FormatTable, Batch: 0, HasBatch: true}},
 		{args: []string{"ck", "--bootstrap-server", "k:9092", "--kafka-option", "kafka.client.id=x"},
-			want: Options{Location: "ck", Output: render.FormatTable, Broker: topicstate.Flags{BootstrapServers: "k:9092", Options: []string{"kafka.client.id=x"}}}},
+			want: Options{Location: "ck", Output: render.FormatTable, Broker: cli.BrokerFlags{BootstrapServers: "k:9092", Options: []string{"kafka.client.id=x"}}}},
 		{args: []string{"ck", "--bootstrap-server", "k:9092", "--batches"}, code: exitcode.Usage},
 		{args: []string{"ck", "--batch", "1", "--batches"}, code: exitcode.Usage},
 		{args: []string{"ck", "--batch", "-1"}, code: exitcode.Usage},

@@ -19,7 +19,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/lag"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Defaults of the flags.
@@ -40,7 +39,7 @@ type Options struct {
 	// Locations are the checkpoints. At least one.
 	Locations []string
 	// Broker is --bootstrap-server and the Kafka client options. Required.
-	Broker topicstate.Flags
+	Broker cli.BrokerFlags
 	// Output is "table" or "json".
 	Output render.Format
 	// Watch refreshes every Interval until interrupted. Default: false (one report).

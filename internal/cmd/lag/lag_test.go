@@ -128,7 +128,7 @@ func (f *fixture) options(io *iostreams.IOStreams) *Options {
 			return storage.Open(ctx, uri, storage.Options{})
 		},
 		Locations: []string{f.dir},
-		Broker:    topicstate.Flags{BootstrapServers: f.b.Addr(), Timeout: 20 * time.Second},
+		Broker:    cli.BrokerFlags{BootstrapServers: f.b.Addr(), Timeout: 20 * time.Second},
 		Output:    render.FormatTable,
 		Interval:  DefaultInterval,
 		Cache:     DefaultCache,

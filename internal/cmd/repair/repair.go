@@ -19,7 +19,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Options are the inputs of `ckpt repair`, separate from cobra so tests can call runRepair.
@@ -54,7 +53,7 @@ type Options struct {
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the predicted
 	// replay counts the Kafka records that really exist there, and what the restart after the
 	// plan meets on the broker is added to the warnings. Default: none.
-	Broker topicstate.Flags
+	Broker cli.BrokerFlags
 }
 
 const long = `Repair what ckpt doctor finds, without losing a byte.

@@ -19,7 +19,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Options are the inputs of `ckpt replay`, separate from cobra so tests can
@@ -44,7 +43,7 @@ type Options struct {
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the re-run is
 	// counted against it and what the restart meets there is predicted (broker.go).
 	// Default: none.
-	Broker topicstate.Flags
+	Broker cli.BrokerFlags
 	// FailOnDataLoss is --fail-on-data-loss, the Kafka source option the prediction assumes.
 	// Default: true, Spark's default.
 	FailOnDataLoss bool

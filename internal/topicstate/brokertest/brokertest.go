@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/embedkafka/kafkatest"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
@@ -31,8 +32,8 @@ func New(t testing.TB) *Env {
 }
 
 // Flags are broker flags for the test broker.
-func (e *Env) Flags() topicstate.Flags {
-	return topicstate.Flags{BootstrapServers: e.Addr, Timeout: 20 * time.Second}
+func (e *Env) Flags() cli.BrokerFlags {
+	return cli.BrokerFlags{BootstrapServers: e.Addr, Timeout: 20 * time.Second}
 }
 
 // Produce writes n records to one partition.
