@@ -12,6 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
 	"github.com/ckpt-dev/ckpt/internal/topicstate/brokertest"
@@ -30,7 +31,7 @@ func brokerDoctor(t *testing.T, e *brokertest.Env, c *brokertest.Checkpoint, sce
 	if err != nil {
 		t.Fatal(err)
 	}
-	topics, err := topicstate.CheckpointTopics(ctx, cp)
+	topics, err := recovery.CheckpointTopics(ctx, cp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
 // Severity ranks a finding. The names are part of the JSON contract.
@@ -91,11 +91,11 @@ const (
 // The codes of the broker checks (broker.go, with --bootstrap-server). They are
 // topicstate's issue codes, which `ckpt lag` reports as statuses too.
 const (
-	CodeOffsetsOutOfRange = topicstate.CodeOffsetsOutOfRange
-	CodeTopicRecreated    = topicstate.CodeTopicRecreated
-	CodePartitionsRemoved = topicstate.CodePartitionsRemoved
-	CodePartitionsAdded   = topicstate.CodePartitionsAdded
-	CodeTopicMissing      = topicstate.CodeTopicMissing
+	CodeOffsetsOutOfRange = recovery.ReasonOffsetsOutOfRange
+	CodeTopicRecreated    = recovery.ReasonTopicRecreated
+	CodePartitionsRemoved = recovery.ReasonPartitionsRemoved
+	CodePartitionsAdded   = recovery.ReasonPartitionsAdded
+	CodeTopicMissing      = recovery.ReasonTopicMissing
 )
 
 // Codes is the registry of every code doctor can report. docs/doctor.md is generated from it.
@@ -424,7 +424,7 @@ once; others may write it twice.`,
 		Fix:        "Nothing to fix. `ckpt replay <checkpoint>` shows the range per source and partition.",
 	},
 	// The broker checks (broker.go): only with --bootstrap-server. Severity: error when data is
-	// lost or the restart fails (topicstate.Issue's DataLoss or Fails), info otherwise; only a
+	// lost or the restart fails (recovery.BrokerIssue's DataLoss or Fails), info otherwise; only a
 	// partition added at offset 0 is neither. No broker condition is a warning: each either
 	// loses data now or is harmless.
 	{

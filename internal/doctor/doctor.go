@@ -72,12 +72,16 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 	if err != nil {
 		return nil, err
 	}
-	res, err := recovery.Plan(ctx, cp, recovery.Options{
+	popts := recovery.Options{
 		Mode:                opts.Mode,
 		SparkVersion:        opts.SparkVersion,
 		CommitFormatVersion: opts.CommitFormatVersion,
 		SinkLatest:          sinkLatest,
-	})
+	}
+	if b := opts.Broker; b != nil && b.State != nil {
+		popts.Broker, popts.FailOnDataLossFalse = b.State, b.FailOnDataLossFalse
+	}
+	res, err := recovery.Plan(ctx, cp, popts)
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +102,7 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 			return nil, err
 		}
 	}
-	if err := r.broker(); err != nil {
-		return nil, err
-	}
+	r.broker()
 	sortFindings(r.findings)
 	if r.findings == nil {
 		r.findings = []Finding{}

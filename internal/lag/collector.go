@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
@@ -116,7 +117,7 @@ func (c *Collector) refresh(ctx context.Context) (*Report, error) {
 	r := &Report{Time: now, Checkpoints: make([]CheckpointLag, len(c.Locations))}
 	for i, p := range positions {
 		if errs[i] != nil {
-			r.Checkpoints[i] = CheckpointLag{Checkpoint: c.Locations[i], Error: errs[i].Error(), Partitions: []PartitionLag{}, Issues: []topicstate.Issue{}}
+			r.Checkpoints[i] = CheckpointLag{Checkpoint: c.Locations[i], Error: errs[i].Error(), Partitions: []PartitionLag{}, Issues: []recovery.BrokerIssue{}}
 			continue
 		}
 		r.Checkpoints[i] = Compute(p, st, ts, now)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
@@ -44,7 +45,7 @@ type CheckpointLag struct {
 	Partitions []PartitionLag `json:"partitions"`
 	// Issues are topicstate.Check's findings for the committed offsets (failOnDataLoss=true):
 	// what the next batch hits.
-	Issues []topicstate.Issue `json:"issues"`
+	Issues []recovery.BrokerIssue `json:"issues"`
 }
 
 // PartitionLag is one partition of one Kafka source.
@@ -150,7 +151,7 @@ func partitionsFor(s SourcePosition, st *topicstate.State) []logformat.TopicPart
 // timestamps fetched for TimestampPositions (nil: no lag in time); now dates the commit age.
 func Compute(p *Position, st *topicstate.State, ts map[topicstate.At]time.Time, now time.Time) CheckpointLag {
 	cl := CheckpointLag{Checkpoint: p.Location, LastCommitBatch: p.LastCommit, InFlightBatch: p.InFlight,
-		Partitions: []PartitionLag{}, Issues: []topicstate.Issue{}}
+		Partitions: []PartitionLag{}, Issues: []recovery.BrokerIssue{}}
 	if !p.LastCommitTime.IsZero() {
 		t := p.LastCommitTime
 		age := max(0, now.Sub(t).Seconds())
@@ -161,7 +162,7 @@ func Compute(p *Position, st *topicstate.State, ts map[topicstate.At]time.Time, 
 		var committed map[logformat.TopicPartition]int64
 		if s.Committed != nil {
 			committed = s.Committed.Map()
-			issues := topicstate.Check(*s.Committed, st, true)
+			issues := recovery.CheckBroker(*s.Committed, st, true)
 			for _, is := range issues {
 				status[logformat.TopicPartition{Topic: is.Topic, Partition: is.Partition}] = is.Code
 			}
@@ -183,7 +184,7 @@ func Compute(p *Position, st *topicstate.State, ts map[topicstate.At]time.Time, 
 			case ok:
 				pl.Status = code
 			case st.IsMissing(tp.Topic):
-				pl.Status = topicstate.CodeTopicMissing
+				pl.Status = recovery.ReasonTopicMissing
 			case s.Committed == nil:
 				pl.Status = StatusNoCommit
 			}

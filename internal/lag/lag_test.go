@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
 // Produce N per partition, commit at M: the lag is N − M records, and the record time between
@@ -116,12 +116,12 @@ func TestLagStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := rep.Checkpoints[0]
-	if len(q.Partitions) != 3 || q.Partitions[0].Status != topicstate.CodeTopicRecreated || q.Partitions[1].Status != StatusOK ||
-		q.Partitions[2].Status != topicstate.CodePartitionsAdded || q.Partitions[2].Committed != nil || !eq(q.Partitions[2].LagRecords, i64(6)) ||
+	if len(q.Partitions) != 3 || q.Partitions[0].Status != recovery.ReasonTopicRecreated || q.Partitions[1].Status != StatusOK ||
+		q.Partitions[2].Status != recovery.ReasonPartitionsAdded || q.Partitions[2].Committed != nil || !eq(q.Partitions[2].LagRecords, i64(6)) ||
 		!eq(q.Partitions[0].LagRecords, i64(0)) || q.Partitions[0].LagSeconds != nil {
 		t.Fatalf("statuses %+v", q.Partitions)
 	}
-	if len(q.Issues) != 2 || q.Issues[0].Code != topicstate.CodePartitionsAdded || q.Issues[1].Code != topicstate.CodeTopicRecreated {
+	if len(q.Issues) != 2 || q.Issues[0].Code != recovery.ReasonPartitionsAdded || q.Issues[1].Code != recovery.ReasonTopicRecreated {
 		t.Fatalf("issues %+v", q.Issues)
 	}
 	f := rep.Checkpoints[1]

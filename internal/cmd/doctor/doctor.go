@@ -18,7 +18,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Options are the inputs of `ckpt doctor`, separate from cobra so tests can call runDoctor.
@@ -174,7 +173,7 @@ func runDoctor(ctx context.Context, opts *Options) error {
 		}
 	}
 	if opts.Broker.Enabled() {
-		topics, err := topicstate.CheckpointTopics(ctx, cp)
+		topics, err := recovery.CheckpointTopics(ctx, cp)
 		if err != nil {
 			return err
 		}

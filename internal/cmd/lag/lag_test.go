@@ -22,6 +22,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/lag"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
@@ -301,10 +302,10 @@ func TestPrintReport(t *testing.T) {
 	rep := &lag.Report{Checkpoints: []lag.CheckpointLag{
 		{Checkpoint: "ck", LastCommitBatch: ptr(int64(7)), LastCommitAgeSeconds: &age, LagRecords: 3, LagSeconds: &ls,
 			Partitions: []lag.PartitionLag{
-				{Topic: "t", Partition: 0, Committed: ptr(int64(12)), LogStart: ptr(int64(15)), Latest: ptr(int64(15)), LagRecords: ptr(int64(3)), LagSeconds: &ls, Status: topicstate.CodeOffsetsOutOfRange},
-				{Topic: "t", Partition: 1, Status: topicstate.CodePartitionsRemoved, Committed: ptr(int64(4))},
+				{Topic: "t", Partition: 0, Committed: ptr(int64(12)), LogStart: ptr(int64(15)), Latest: ptr(int64(15)), LagRecords: ptr(int64(3)), LagSeconds: &ls, Status: recovery.ReasonOffsetsOutOfRange},
+				{Topic: "t", Partition: 1, Status: recovery.ReasonPartitionsRemoved, Committed: ptr(int64(4))},
 			},
-			Issues: []topicstate.Issue{{Code: topicstate.CodeOffsetsOutOfRange, Message: "t-0: the log starts at 15", DataLoss: true, SparkMessage: "Cannot fetch offset 12 (…). \nSome data may have been lost"}},
+			Issues: []recovery.BrokerIssue{{Code: recovery.ReasonOffsetsOutOfRange, Message: "t-0: the log starts at 15", DataLoss: true, SparkMessage: "Cannot fetch offset 12 (…). \nSome data may have been lost"}},
 		},
 		{Checkpoint: "empty"},
 		{Checkpoint: "bad", Error: "no such thing"},

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/lag"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // printReport writes one table per checkpoint, its problems below it, then the group mirror.
@@ -87,7 +87,7 @@ func Status(r *render.Renderer, status string) string {
 
 // PrintIssues prints the broker's problems below a partition table, one line each ("!" code:
 // message), with the first line of Spark's exception under it. ckpt inspect shares it.
-func PrintIssues(r *render.Renderer, issues []topicstate.Issue) {
+func PrintIssues(r *render.Renderer, issues []recovery.BrokerIssue) {
 	for _, is := range issues {
 		mark := r.Warn("!")
 		if is.DataLoss || is.Fails {

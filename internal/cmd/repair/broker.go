@@ -4,19 +4,20 @@ import (
 	"context"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // readBroker reads the broker's offsets for every topic the checkpoint's restart can read
-// (topicstate.CheckpointTopics): the plan's strategies restart from different batches.
+// (recovery.CheckpointTopics): the plan's strategies restart from different batches.
 func readBroker(ctx context.Context, s storage.Store, opts *Options) (*topicstate.State, error) {
 	cp, err := checkpoint.Load(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	topics, err := topicstate.CheckpointTopics(ctx, cp)
+	topics, err := recovery.CheckpointTopics(ctx, cp)
 	if err != nil {
 		return nil, err
 	}
@@ -35,11 +36,11 @@ func addBrokerWarnings(ctx context.Context, s storage.Store, p *repair.Plan, st 
 	if err != nil {
 		return err
 	}
-	rs, err := topicstate.PlanRestart(ctx, cp, p.After)
+	_, issues, err := recovery.CheckRestart(ctx, cp, p.After, st, true)
 	if err != nil {
 		return err
 	}
-	for _, is := range rs.Check(st, true) {
+	for _, is := range issues {
 		p.Warnings = append(p.Warnings, "after the plan, "+is.Code+": "+is.Warning()+" See ckpt doctor.")
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
@@ -53,11 +54,11 @@ type jsonOut struct {
 		Exact         bool   `json:"exact"`
 	} `json:"kafka"`
 	Broker *struct {
-		FailOnDataLoss bool                      `json:"failOnDataLoss"`
-		PlannerOutcome string                    `json:"plannerOutcome"`
-		RerunRecords   *int64                    `json:"rerunRecords"`
-		BrokerRecords  *int64                    `json:"brokerRecords"`
-		Issues         []topicstate.RestartIssue `json:"issues"`
+		FailOnDataLoss bool                    `json:"failOnDataLoss"`
+		PlannerOutcome string                  `json:"plannerOutcome"`
+		RerunRecords   *int64                  `json:"rerunRecords"`
+		BrokerRecords  *int64                  `json:"brokerRecords"`
+		Issues         []recovery.RestartIssue `json:"issues"`
 	} `json:"broker"`
 }
 
@@ -205,7 +206,7 @@ func TestRunReplayBrokerWhatIf(t *testing.T) {
 	if exitcode.Code(err) != exitcode.Findings || len(j.Broker.Issues) != 1 {
 		t.Fatalf("exit %d\n%s", exitcode.Code(err), out)
 	}
-	if is := j.Broker.Issues[0]; is.Code != topicstate.CodeOffsetsOutOfRange || is.Batch != 3 || is.Rerun || is.File != "offsets/2" || is.Records != 3 {
+	if is := j.Broker.Issues[0]; is.Code != recovery.ReasonOffsetsOutOfRange || is.Batch != 3 || is.Rerun || is.File != "offsets/2" || is.Records != 3 {
 		t.Fatalf("issue %+v", is)
 	}
 }

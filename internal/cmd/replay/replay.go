@@ -168,6 +168,14 @@ func runReplay(ctx context.Context, opts *Options) error {
 		}
 		po.SinkLatest = &latest
 	}
+	var broker *brokerConn
+	if opts.Broker.Enabled() {
+		if broker, err = readBroker(ctx, opts, cp); err != nil {
+			return err
+		}
+		defer broker.close()
+		po.Broker, po.FailOnDataLossFalse = broker.state, !opts.FailOnDataLoss
+	}
 	var res *recovery.Result
 	if opts.WhatIf != "" {
 		res, err = recovery.WhatIf(ctx, cp, po, opts.WhatIf, recovery.NextBatch{})
@@ -183,8 +191,8 @@ func runReplay(ctx context.Context, opts *Options) error {
 	}
 	var doc any = res
 	var withB *output
-	if opts.Broker.Enabled() {
-		if withB, err = withBroker(ctx, opts, cp, res); err != nil {
+	if broker != nil {
+		if withB, err = withBroker(ctx, opts, broker, res); err != nil {
 			return err
 		}
 		doc = withB
