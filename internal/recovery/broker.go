@@ -87,7 +87,6 @@ func (s *BrokerState) IsMissing(topic string) bool {
 	return ok
 }
 
-
 // KafkaSource is one Kafka source of an offsets file: the source's index (its line) and its offsets.
 type KafkaSource struct {
 	// Index is the source's line in the offsets file, its sources/<Index>/ directory.
@@ -128,7 +127,6 @@ func KafkaTopics(offsets ...logformat.KafkaOffsets) []string {
 	}
 	return uniqueSorted(out)
 }
-
 
 func uniqueSorted(s []string) []string {
 	out := slices.Clone(s)

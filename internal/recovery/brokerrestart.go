@@ -278,7 +278,6 @@ func recordsText(n int64) string {
 	return fmt.Sprint(n)
 }
 
-
 // applyBroker records on res what the restart meets on the broker: one warning per issue and,
 // when an issue fails the restart, outcome "fail" with the exception of the first one Spark
 // meets (the batch still starts: NextBatch stays), Reason the issue's code (one of

@@ -275,5 +275,3 @@ func TestRestartAgainstBroker(t *testing.T) {
 		t.Fatalf("exception %q %q", class, msg)
 	}
 }
-
-
