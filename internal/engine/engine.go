@@ -54,20 +54,20 @@ func (e *RefusedError) Error() string {
 
 // Stats summarises a run.
 type Stats struct {
-	QueryID      string
-	RunID        string
-	Batches      int   // batches run (commits written), re-runs included
-	Rows         int64 // input rows
-	LastBatch    int64 // -1: none
+	QueryID   string
+	RunID     string
+	Batches   int   // batches run (commits written), re-runs included
+	Rows      int64 // input rows
+	LastBatch int64 // -1: none
 	// LastDurableCommit is the newest batch whose commit file is on disk when Run returns,
 	// from this run or an earlier one; -1: none. It equals LastBatch except with async progress
 	// tracking, which persists only some commits: a restart resumes after this batch.
 	LastDurableCommit int64
-	Reran        *int64
-	Stopped      string // why Run returned: "once", "availableNow", "max-batches", "signal", "abandoned"
-	FreshStart   bool
-	Checkpoint   string
-	AbandonedRun *int64 // batch left after offsets/N when the stop timeout expired
+	Reran             *int64
+	Stopped           string // why Run returned: "once", "availableNow", "max-batches", "signal", "abandoned"
+	FreshStart        bool
+	Checkpoint        string
+	AbandonedRun      *int64 // batch left after offsets/N when the stop timeout expired
 }
 
 // Engine runs one query. Create it with New, run it with Run; an Engine runs once.

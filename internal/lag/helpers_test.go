@@ -11,9 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/embedkafka/kafkatest"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -31,8 +31,8 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	be := kafkatest.New(t)
-	f := &cli.BrokerFlags{BootstrapServers: be.Addr, Timeout: 20 * time.Second}
-	cl, err := f.KgoClient(be.Ctx)
+	// The client settings cli.BrokerFlags.KgoClient uses (cli imports lag: not from here).
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(be.Addr)}, topicstate.ClientOpts()...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
