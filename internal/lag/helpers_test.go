@@ -13,8 +13,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/embedkafka/kafkatest"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // env is an embedded broker (internal/embedkafka/kafkatest) plus in-memory checkpoints
