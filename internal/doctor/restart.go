@@ -107,9 +107,7 @@ func (r *runner) restartFiles() []string {
 	return ps
 }
 
-func initialPath(source int) string {
-	return fmt.Sprintf("%s/%d/0", checkpoint.DirSources, source)
-}
+func initialPath(source int) string { return checkpoint.InitialOffsetsPath(source) }
 
 // cachedErr is the parse error of a restart-read file. The planner read it already, so this
 // costs no I/O.
@@ -127,11 +125,11 @@ func (r *runner) cachedErr(p string) *logformat.Error {
 		_, err := r.cp.ReadCommit(r.ctx, n.Batch)
 		return parseErr(err)
 	case dir == checkpoint.DirSources:
-		data, err := r.cp.ReadFile(r.ctx, p)
-		if err != nil {
+		var i int
+		if _, err := fmt.Sscanf(p, checkpoint.DirSources+"/%d/0", &i); err != nil || p != initialPath(i) {
 			return nil
 		}
-		_, err = logformat.ParseKafkaInitialOffsets(p, data)
+		_, err := r.cp.ReadKafkaInitialOffsets(r.ctx, i)
 		return parseErr(err)
 	}
 	return nil

@@ -91,16 +91,14 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 			sp.InFlight = &s.Offsets
 			if !hasC {
 				// Before the first commit the query starts from its initial offsets.
-				rel := fmt.Sprintf("%s/%d/0", checkpoint.DirSources, s.Index)
-				data, err := cp.ReadFile(ctx, rel)
+				ini, err := cp.ReadKafkaInitialOffsets(ctx, s.Index)
+				var le *logformat.Error
 				switch {
-				case errors.Is(err, fs.ErrNotExist):
-				case err != nil:
-					return nil, err
+				case err == nil:
+					sp.Committed, sp.CommittedFile = &ini.Offsets, checkpoint.InitialOffsetsPath(s.Index)
+				case errors.Is(err, fs.ErrNotExist), errors.As(err, &le):
 				default:
-					if ini, err := logformat.ParseKafkaInitialOffsets(rel, data); err == nil {
-						sp.Committed, sp.CommittedFile = &ini.Offsets, rel
-					}
+					return nil, err
 				}
 			}
 		}

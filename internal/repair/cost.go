@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"slices"
 
@@ -163,18 +162,16 @@ func restartPositions(ctx context.Context, cp *checkpoint.Checkpoint, after *rec
 		}
 	}
 	initial := func(i int) error {
-		rel := fmt.Sprintf("%s/%d/0", checkpoint.DirSources, i)
-		data, err := cp.ReadFile(ctx, rel)
-		if errors.Is(err, fs.ErrNotExist) {
+		ini, err := cp.ReadKafkaInitialOffsets(ctx, i)
+		var le *logformat.Error
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			p.known = false // startingOffsets again: unknown
 			return nil
-		}
-		if err != nil {
-			return err
-		}
-		ini, err := logformat.ParseKafkaInitialOffsets(rel, data)
-		if err != nil {
+		case errors.As(err, &le):
 			return nil // not a Kafka source, or unreadable: the planner reports it
+		case err != nil:
+			return err
 		}
 		add(i, ini.Offsets.JSON())
 		return nil

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
@@ -293,11 +292,7 @@ func readSinkLatest(ctx context.Context, opts *Options) (*int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--sink: %w", err)
 	}
-	dir := "_spark_metadata"
-	if path.Base(strings.TrimRight(opts.Sink, "/")) == dir {
-		dir = ""
-	}
-	latest, ok, err := sinklog.Latest(ctx, s, dir)
+	latest, ok, err := sinklog.LatestAt(ctx, s)
 	if err != nil {
 		return nil, fmt.Errorf("read the file sink log: %w", err)
 	}

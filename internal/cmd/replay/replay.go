@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -217,11 +216,7 @@ func sinkLatest(ctx context.Context, opts *Options) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	dir := "_spark_metadata"
-	if path.Base(strings.TrimRight(strings.ReplaceAll(opts.Sink, `\`, "/"), "/")) == "_spark_metadata" {
-		dir = ""
-	}
-	if dir != "" {
+	if dir := sinklog.Locate(st.URI()); dir != "" {
 		es, err := st.List(ctx, dir)
 		if err != nil {
 			return 0, err
@@ -230,7 +225,7 @@ func sinkLatest(ctx context.Context, opts *Options) (int64, error) {
 			return 0, fmt.Errorf("--sink %s: no %s/ log there (is it a file sink's output directory?)", opts.Sink, dir)
 		}
 	}
-	latest, ok, err := sinklog.Latest(ctx, st, dir)
+	latest, ok, err := sinklog.LatestAt(ctx, st)
 	if err != nil {
 		return 0, err
 	}
