@@ -14,6 +14,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
@@ -101,6 +102,22 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 					return nil, err
 				}
 			}
+		}
+	}
+	// Where the restart reads is the planner's (sync engine, Spark's default release): when it
+	// resumes, the offsets its first batch starts from are the query's position, which differ
+	// from offsets/C when commits lag behind or before the first commit. When it fails (an
+	// async checkpoint's gaps, say), the latest commit's offsets stay the position.
+	if res, err := recovery.Plan(ctx, cp, recovery.Options{}); err != nil {
+		return nil, err
+	} else if !res.Failed() {
+		rs, err := recovery.PlanKafkaRestart(ctx, cp, res)
+		if err != nil {
+			return nil, err
+		}
+		for _, rsrc := range rs.Sources {
+			sp := get(rsrc.Index)
+			sp.Committed, sp.CommittedFile = rsrc.Start, rsrc.StartFile
 		}
 	}
 	for _, i := range order {
