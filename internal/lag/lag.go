@@ -43,7 +43,7 @@ type CheckpointLag struct {
 	LagSeconds *float64 `json:"lagSeconds"`
 	// Partitions are by source, topic and partition.
 	Partitions []PartitionLag `json:"partitions"`
-	// Issues are topicstate.Check's findings for the committed offsets (failOnDataLoss=true):
+	// Issues are recovery.CheckBroker's findings for the committed offsets (failOnDataLoss=true):
 	// what the next batch hits.
 	Issues []recovery.BrokerIssue `json:"issues"`
 }

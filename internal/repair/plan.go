@@ -66,7 +66,7 @@ type Options struct {
 	// Sink is the --sink location as the user typed it, for messages.
 	Sink string
 	// Broker is the Kafka broker's state for the checkpoint's topics (--bootstrap-server:
-	// topicstate.Read of topicstate.CheckpointTopics); with it the Kafka records of Replay
+	// topicstate.Read of recovery.CheckpointTopics); with it the Kafka records of Replay
 	// count what really exists on the broker instead of subtracting offsets (broker.go).
 	// nil: offsets are subtracted.
 	Broker *topicstate.State

@@ -91,7 +91,7 @@ func (m *memCheckpoint) restart() (*checkpoint.Checkpoint, *recovery.Result, *re
 	return cp, res, r
 }
 
-// CheckRerun models the re-run of a recorded range: new partitions on the driver, then the
+// CheckBrokerRerun models the re-run of a recorded range: new partitions on the driver, then the
 // executors' reads.
 func TestCheckRerunOffline(t *testing.T) {
 	st := &State{Topics: []Topic{{Topic: "a", Partitions: []Partition{{Partition: 0, Start: 10, End: 20}, {Partition: 1, Start: 0, End: 5}, {Partition: 2, Start: 3, End: 9}, {Partition: 4, Start: 0, End: 2}}}}}
