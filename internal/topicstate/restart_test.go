@@ -227,7 +227,7 @@ func TestRestartAgainstBroker(t *testing.T) {
 		offsets(1, fmt.Sprintf(`{%q:{"0":5,"1":4}}`, topic)).commit(1).
 		offsets(2, fmt.Sprintf(`{%q:{"0":15,"1":4}}`, topic))
 	tb.DeleteRecords(topic, 0, 8)
-	_, res, r := m.restart()
+	_, _, r := m.restart()
 	st := tb.read(r.Topics()...)
 
 	issues := r.Check(st, true)
@@ -243,7 +243,7 @@ func TestRestartAgainstBroker(t *testing.T) {
 		t.Fatalf("counts %+v", counts)
 	}
 
-	res = m.planWith(st, false)
+	res := m.planWith(st, false)
 	if !res.Failed() || res.Exception != "java.lang.IllegalStateException" || res.NextBatch != 2 || res.Reason != recovery.ReasonOffsetsOutOfRange || res.FailedFile != "offsets/1" ||
 		!strings.HasPrefix(res.ErrorText(), "Cannot fetch offset 5 (GroupId: ") {
 		t.Fatalf("result %+v", res)
