@@ -12,12 +12,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
-	kafkatest "github.com/ckpt-dev/ckpt/internal/broker/brokertest"
-	"github.com/ckpt-dev/ckpt/internal/brokerstate/brokertest"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka/kafkatest"
+	"github.com/ckpt-dev/ckpt/internal/topicstate/brokertest"
 )
 
-// The Kafka pages stage their incident on a real broker: the embedded one (internal/broker,
+// The Kafka pages stage their incident on a real broker: the embedded one (internal/embedkafka,
 // kfake over the Kafka wire protocol), started in-process on a free port. The page shows its
 // address as rbBootstrap.
 const rbBootstrap = "localhost:9092"
@@ -68,7 +68,7 @@ func stageAgedOut(dir string) func(sc *rbScene) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		t.Cleanup(cancel)
 		parts := int32(len(agedOut.logStart))
-		b, err := broker.Start(ctx, broker.Options{Port: 0, Topics: []broker.TopicSpec{{Name: agedOut.topic, Partitions: parts}}})
+		b, err := embedkafka.Start(ctx, embedkafka.Options{Port: 0, Topics: []embedkafka.TopicSpec{{Name: agedOut.topic, Partitions: parts}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 )
 
 // Script commands for the Kafka-aware tests (testdata/script/lag_*.txtar). They talk to the
@@ -46,7 +46,7 @@ func init() {
 		if neg || len(args) != 0 {
 			ts.Fatalf("usage: lagbroker")
 		}
-		b, err := broker.Start(context.Background(), broker.Options{})
+		b, err := embedkafka.Start(context.Background(), embedkafka.Options{})
 		ts.Check(err)
 		ts.Defer(b.Close)
 		ts.Setenv("BOOTSTRAP", b.Addr())

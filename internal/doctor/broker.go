@@ -2,53 +2,44 @@ package doctor
 
 import (
 	"fmt"
-	"strings"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
 // Broker is what doctor compares the checkpoint with on the Kafka broker (Options.Broker, from
 // `ckpt doctor --bootstrap-server`). The broker was read by the caller; doctor does no I/O here.
 type Broker struct {
-	// State is the broker's log start and end offsets for the checkpoint's topics: brokerstate.Read
-	// of brokerstate.CheckpointTopics. Topics it did not read are not checked.
-	State *brokerstate.State
+	// State is the broker's log start and end offsets for the checkpoint's topics: topicstate.Read
+	// of recovery.CheckpointTopics. Topics it did not read are not checked.
+	State *recovery.BrokerState
 	// FailOnDataLossFalse models the Kafka source option failOnDataLoss=false. The default
 	// (false) is Spark's default, failOnDataLoss=true.
 	FailOnDataLossFalse bool
 	// CommandArgs are added to the ckpt commands the findings print so that they reach the same
-	// broker, e.g. ["--bootstrap-server", "kafka:9092"] (brokerstate.Flags.CommandArgs: never
+	// broker, e.g. ["--bootstrap-server", "kafka:9092"] (cli.BrokerFlags.CommandArgs: never
 	// secrets).
 	CommandArgs []string
 }
 
-// broker reports, with one finding per issue, what the restart meets on the broker: the
-// offsets it reads next (brokerstate.PlanRestart on the planner's prediction: the recorded range
-// of a batch that re-runs and then its end, or the latest committed end offsets), checked by
-// brokerstate (Check, CheckRerun). The restart prediction in the report then says what the
-// broker makes of it (brokerstate.Apply), as `ckpt replay --bootstrap-server` does, so doctor and
-// replay still agree.
-func (r *runner) broker() error {
+// broker reports, with one finding per issue, what the restart meets on the broker. The
+// planner decided it (recovery.Plan with Options.Broker: the recorded range of a batch that
+// re-runs and then its end, or the latest committed end offsets, against the broker's offsets),
+// and its prediction already says what the broker makes of the restart, as `ckpt replay
+// --bootstrap-server` does, so doctor and replay agree.
+func (r *runner) broker() {
 	b := r.opts.Broker
-	if b == nil || b.State == nil {
-		return nil
+	if b == nil || r.res.Broker == nil {
+		return
 	}
-	rs, err := brokerstate.PlanRestart(r.ctx, r.cp, r.res)
-	if err != nil {
-		return err
-	}
-	issues := rs.Check(b.State, !b.FailOnDataLossFalse)
-	for _, is := range issues {
+	for _, is := range r.res.Broker.Issues {
 		r.add(r.brokerFinding(is, b))
 	}
-	brokerstate.Apply(r.res, issues)
-	return nil
 }
 
 // brokerFinding turns one issue into a finding. Severity: error when records are, or may be,
 // lost or the restart fails (DataLoss or Fails); info otherwise, which is only a partition added
 // at offset 0 (Spark reads it from the start: expected behaviour worth knowing).
-func (r *runner) brokerFinding(is brokerstate.RestartIssue, b *Broker) Finding {
+func (r *runner) brokerFinding(is recovery.RestartIssue, b *Broker) Finding {
 	sev := Info
 	if is.DataLoss || is.Fails {
 		sev = Error
@@ -59,7 +50,7 @@ func (r *runner) brokerFinding(is brokerstate.RestartIssue, b *Broker) Finding {
 	}
 	msg := is.Where() + ": " + is.Message
 	if is.DataLoss && is.Code != CodeOffsetsOutOfRange { // its message counts already
-		if is.Records == brokerstate.Unknown {
+		if is.Records == recovery.Unknown {
 			msg += " (records affected: unknown)"
 		} else {
 			msg += fmt.Sprintf(" (records affected: %d)", is.Records)
@@ -100,7 +91,7 @@ func (r *runner) brokerFinding(is brokerstate.RestartIssue, b *Broker) Finding {
 // brokerSparkError is what Spark prints: the exception when the issue fails the restart, else
 // the WARN line it logs (KafkaMicroBatchStream on the driver, KafkaDataConsumer on the
 // executors); nil when Spark says nothing.
-func brokerSparkError(is brokerstate.RestartIssue) *string {
+func brokerSparkError(is recovery.RestartIssue) *string {
 	if is.SparkMessage == "" {
 		return nil
 	}
@@ -109,14 +100,14 @@ func brokerSparkError(is brokerstate.RestartIssue) *string {
 		return ptr(class + ": " + msg)
 	}
 	logger := "KafkaMicroBatchStream"
-	if strings.HasPrefix(is.SparkMessage, "Cannot fetch offset ") {
+	if is.Executor {
 		logger = "KafkaDataConsumer"
 	}
 	return ptr("WARN " + logger + ": " + is.SparkMessage)
 }
 
 // brokerFix says what to do about one issue; the codes' pages say more.
-func brokerFix(is brokerstate.RestartIssue) string {
+func brokerFix(is recovery.RestartIssue) string {
 	switch is.Code {
 	case CodeOffsetsOutOfRange:
 		return "The records are gone from Kafka. Re-ingest them from their origin, or accept the loss: restart once with the source option " +

@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
-	"github.com/ckpt-dev/ckpt/internal/brokerstate/brokertest"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
+	"github.com/ckpt-dev/ckpt/internal/topicstate/brokertest"
 )
 
 // brokerDoctor runs doctor on the checkpoint with the broker's state for its topics, as
@@ -30,7 +31,7 @@ func brokerDoctor(t *testing.T, e *brokertest.Env, c *brokertest.Checkpoint, sce
 	if err != nil {
 		t.Fatal(err)
 	}
-	topics, err := brokerstate.CheckpointTopics(ctx, cp)
+	topics, err := recovery.CheckpointTopics(ctx, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestBrokerPartitionsRemoved(t *testing.T) {
 	if want := "java.lang.IllegalStateException: Set(" + topic + "-2) are gone. Some data may have been missed.. " + kafka.InstructionFailOnDataLossTrue; *fs[0].SparkError != want {
 		t.Fatalf("spark error %q", *fs[0].SparkError)
 	}
-	if fs[0].Kafka.Records != brokerstate.Unknown || !strings.HasSuffix(fs[0].Message, "(records affected: unknown)") {
+	if fs[0].Kafka.Records != topicstate.Unknown || !strings.HasSuffix(fs[0].Message, "(records affected: unknown)") {
 		t.Fatalf("finding %+v", fs[0])
 	}
 }

@@ -73,7 +73,7 @@ func (r *runner) readCached(p string) (*logformat.OffsetSeq, error) {
 // sources/<i>/0 is gone: Spark resolves startingOffsets again, silently.
 func (r *runner) initialOffsets() error {
 	res := r.res
-	if res.Failed() {
+	if r.checkpointFails() {
 		return nil
 	}
 	for i, ini := range res.StartFromInitial {
@@ -258,7 +258,7 @@ func (r *runner) gaps() {
 		return
 	}
 	L := r.L
-	prevMissing := L > 0 && !r.cp.Offsets.Has(L-1)
+	prevMissing := r.syncMissesPrevious()
 	async := r.res.Mode == recovery.ModeAsync
 	if prevMissing && r.reported[r.cp.Offsets.Path(L-1)] {
 		return // missing-previous-offsets says it all
@@ -294,6 +294,22 @@ func (r *runner) gaps() {
 		f.Explanation += " " + cost
 	}
 	r.add(f)
+}
+
+// syncMissesPrevious asks the planner whether the normal (sync) engine's restart fails because
+// offsets/L-1 is missing: doctor's own prediction when it predicts that engine, else a sync
+// prediction for the same release.
+func (r *runner) syncMissesPrevious() bool {
+	res := r.res
+	if res.Mode != recovery.ModeSync {
+		p, err := recovery.Plan(r.ctx, r.cp, recovery.Options{Mode: recovery.ModeSync, SparkVersion: r.opts.SparkVersion,
+			CommitFormatVersion: r.opts.CommitFormatVersion})
+		if err != nil {
+			return false // no sync engine in this release (Spark 2.1)
+		}
+		res = p
+	}
+	return res.Reason == recovery.ReasonMissingPreviousOffsets
 }
 
 // asyncRecoveryCost explains what a failure replays under async progress tracking: the async

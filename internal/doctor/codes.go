@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
 // Severity ranks a finding. The names are part of the JSON contract.
@@ -90,13 +90,13 @@ const (
 )
 
 // The codes of the broker checks (broker.go, with --bootstrap-server). They are
-// brokerstate's issue codes, which `ckpt lag` reports as statuses too.
+// topicstate's issue codes, which `ckpt lag` reports as statuses too.
 const (
-	CodeOffsetsOutOfRange = brokerstate.CodeOffsetsOutOfRange
-	CodeTopicRecreated    = brokerstate.CodeTopicRecreated
-	CodePartitionsRemoved = brokerstate.CodePartitionsRemoved
-	CodePartitionsAdded   = brokerstate.CodePartitionsAdded
-	CodeTopicMissing      = brokerstate.CodeTopicMissing
+	CodeOffsetsOutOfRange = recovery.ReasonOffsetsOutOfRange
+	CodeTopicRecreated    = recovery.ReasonTopicRecreated
+	CodePartitionsRemoved = recovery.ReasonPartitionsRemoved
+	CodePartitionsAdded   = recovery.ReasonPartitionsAdded
+	CodeTopicMissing      = recovery.ReasonTopicMissing
 )
 
 // Codes is the registry of every code doctor can report. docs/doctor.md is generated from it.
@@ -441,7 +441,7 @@ once; others may write it twice.`,
 		Fix:        "Nothing to fix. `ckpt replay <checkpoint>` shows the range per source and partition.",
 	},
 	// The broker checks (broker.go): only with --bootstrap-server. Severity: error when data is
-	// lost or the restart fails (brokerstate.Issue's DataLoss or Fails), info otherwise; only a
+	// lost or the restart fails (recovery.BrokerIssue's DataLoss or Fails), info otherwise; only a
 	// partition added at offset 0 is neither. No broker condition is a warning: each either
 	// loses data now or is harmless.
 	{

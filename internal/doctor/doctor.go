@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -51,8 +50,8 @@ type Options struct {
 	Broker *Broker
 }
 
-// SinkLogDir is where a file sink keeps its log below the output directory.
-const SinkLogDir = "_spark_metadata"
+// SinkLogDir is where a file sink keeps its log below the output directory (sinklog.Dir).
+const SinkLogDir = sinklog.Dir
 
 // maxListed bounds file lists in findings so that 100k leftovers do not make a 100k-line report.
 const maxListed = 20
@@ -72,12 +71,16 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 	if err != nil {
 		return nil, err
 	}
-	res, err := recovery.Plan(ctx, cp, recovery.Options{
+	popts := recovery.Options{
 		Mode:                opts.Mode,
 		SparkVersion:        opts.SparkVersion,
 		CommitFormatVersion: opts.CommitFormatVersion,
 		SinkLatest:          sinkLatest,
-	})
+	}
+	if b := opts.Broker; b != nil && b.State != nil {
+		popts.Broker, popts.FailOnDataLossFalse = b.State, b.FailOnDataLossFalse
+	}
+	res, err := recovery.Plan(ctx, cp, popts)
 	if err != nil {
 		return nil, err
 	}
@@ -101,9 +104,7 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 			return nil, err
 		}
 	}
-	if err := r.broker(); err != nil {
-		return nil, err
-	}
+	r.broker()
 	sortFindings(r.findings)
 	if r.findings == nil {
 		r.findings = []Finding{}
@@ -177,11 +178,7 @@ func (r *runner) sinkLatest() (*int64, error) {
 	if r.opts.Sink == nil {
 		return nil, nil
 	}
-	dir := SinkLogDir
-	if path.Base(strings.TrimRight(r.opts.Sink.URI(), "/")) == SinkLogDir {
-		dir = ""
-	}
-	latest, ok, err := sinklog.Latest(r.ctx, r.opts.Sink, dir)
+	latest, ok, err := sinklog.LatestAt(r.ctx, r.opts.Sink)
 	if err != nil {
 		return nil, fmt.Errorf("read the file sink log: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
@@ -36,7 +35,7 @@ type Finding struct {
 	Commands []string `json:"commands"`
 	// Kafka is the broker issue behind a broker finding (broker.go): partition, offsets,
 	// records affected, Spark's message and what failOnDataLoss=false does. Omitted otherwise.
-	Kafka *brokerstate.RestartIssue `json:"kafka,omitempty"`
+	Kafka *recovery.RestartIssue `json:"kafka,omitempty"`
 }
 
 // Report is doctor's result: the findings and the planner's restart prediction they rest on.

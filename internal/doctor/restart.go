@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
@@ -13,8 +13,7 @@ import (
 // restart turns the planner's prediction into findings. Every decision about what Spark does is
 // the planner's; this only names it.
 func (r *runner) restart() error {
-	res := r.res
-	if res.Failed() {
+	if r.checkpointFails() {
 		if err := r.failure(); err != nil {
 			return err
 		}
@@ -26,6 +25,16 @@ func (r *runner) restart() error {
 	r.uncommitted()
 	r.kafkaRangeDataLoss()
 	return nil
+}
+
+// checkpointFails reports whether the restart fails on the checkpoint itself. A restart that
+// fails only on the broker (one of recovery.BrokerReasons) is reported by the broker findings,
+// while the checkpoint's own findings stay those of a restart that starts.
+func (r *runner) checkpointFails() bool {
+	if b := r.res.Broker; b != nil {
+		return b.CheckpointOutcome == recovery.OutcomeFail
+	}
+	return r.res.Failed()
 }
 
 // failure names the planner's failure from its Reason and FailedFile: doctor decides nothing
@@ -98,9 +107,7 @@ func (r *runner) restartFiles() []string {
 	return ps
 }
 
-func initialPath(source int) string {
-	return fmt.Sprintf("%s/%d/0", checkpoint.DirSources, source)
-}
+func initialPath(source int) string { return checkpoint.InitialOffsetsPath(source) }
 
 // cachedErr is the parse error of a restart-read file. The planner read it already, so this
 // costs no I/O.
@@ -118,11 +125,11 @@ func (r *runner) cachedErr(p string) *logformat.Error {
 		_, err := r.cp.ReadCommit(r.ctx, n.Batch)
 		return parseErr(err)
 	case dir == checkpoint.DirSources:
-		data, err := r.cp.ReadFile(r.ctx, p)
-		if err != nil {
+		var i int
+		if _, err := fmt.Sscanf(p, checkpoint.DirSources+"/%d/0", &i); err != nil || p != initialPath(i) {
 			return nil
 		}
-		_, err = logformat.ParseKafkaInitialOffsets(p, data)
+		_, err := r.cp.ReadKafkaInitialOffsets(r.ctx, i)
 		return parseErr(err)
 	}
 	return nil
@@ -414,7 +421,7 @@ func (r *runner) commitLag() {
 // uncommitted reports the batch the restart runs again.
 func (r *runner) uncommitted() {
 	res := r.res
-	if res.Failed() || res.RerunBatch == nil {
+	if r.checkpointFails() || res.RerunBatch == nil {
 		return
 	}
 	b := *res.RerunBatch
@@ -481,7 +488,7 @@ func (r *runner) kafkaRangeDataLoss() {
 		return
 	}
 	b := *res.RerunBatch
-	tp := func(pr recovery.PartitionRange) string { return fmt.Sprintf("%s-%d", pr.Topic, pr.Partition) }
+	tp := func(pr recovery.PartitionRange) string { return dataloss.TP(pr.Topic, pr.Partition) }
 	var parts []string
 	var spark string
 	if len(back) > 0 {
@@ -491,7 +498,7 @@ func (r *runner) kafkaRangeDataLoss() {
 		}
 		parts = append(parts, "goes backwards on "+strings.Join(names, ", "))
 		pr := back[0]
-		spark = fmt.Sprintf("Partition %s's offset was changed from %d to %d, some data may have been missed", tp(pr), *pr.Start, *pr.End)
+		spark = dataloss.OffsetChanged(tp(pr), *pr.Start, *pr.End)
 	}
 	if len(gone) > 0 {
 		var names []string
@@ -500,7 +507,7 @@ func (r *runner) kafkaRangeDataLoss() {
 		}
 		parts = append(parts, "loses "+strings.Join(names, ", ")+", which the end offsets do not list")
 		// Spark checks the partitions that are gone before the ranges.
-		spark = "Set(" + strings.Join(names, ", ") + ") are gone. Some data may have been missed."
+		spark = dataloss.Gone(dataloss.Set(names), false)
 	}
 	files := []string{}
 	start := "the initial offsets"
@@ -515,7 +522,7 @@ func (r *runner) kafkaRangeDataLoss() {
 		Explanation: "The re-run reads exactly the recorded range. Spark never records a range that goes backwards or drops a partition, so the topic " +
 			"was recreated between the two batches or a file was edited or copied in by hand. With failOnDataLoss=true (the default) the restart " +
 			"fails when Spark plans the batch; with false it warns and reads nothing for those partitions.",
-		SparkError: ptr("java.lang.IllegalStateException: " + spark + ". " + kafka.InstructionFailOnDataLossTrue),
+		SparkError: ptr(dataloss.IllegalState + ": " + dataloss.Driver(spark, true)),
 		Fix: "If the topic was recreated on purpose, start the query on a new checkpoint, or restart once with failOnDataLoss=false and accept the loss. " +
 			"If a file was edited or copied in by hand, restore it from a backup. ckpt does not rewrite source offsets; the command below shows the range per partition.",
 		Commands: []string{r.replayCmd()},

@@ -32,6 +32,8 @@ type asyncTracker struct {
 
 	mu  sync.Mutex
 	err error // errorNotifier: the first write error, raised at the next batch
+	// durable is the newest batch whose commit write completed in this run; -1: none.
+	durable int64
 }
 
 // asyncSwitchOffBatches is how many batches --async-switch-off persists (offsets and commit)
@@ -39,7 +41,7 @@ type asyncTracker struct {
 const asyncSwitchOffBatches = 2
 
 func newAsyncTracker(ctx context.Context, w *syncLogWriter, intervalMs int64) *asyncTracker {
-	return &asyncTracker{w: w, ctx: context.WithoutCancel(ctx), intervalMs: intervalMs, lastIssuedMs: -1, firstBatch: true, issued: map[int64]bool{}}
+	return &asyncTracker{w: w, ctx: context.WithoutCancel(ctx), intervalMs: intervalMs, lastIssuedMs: -1, firstBatch: true, issued: map[int64]bool{}, durable: -1}
 }
 
 func (a *asyncTracker) markError(err error) {
@@ -85,9 +87,24 @@ func (a *asyncTracker) addCommit(id int64, c *logformat.Commit) bool {
 	a.firstBatch = false
 	delete(a.issued, id)
 	if persist {
-		a.w.addAsync(a.ctx, checkpoint.DirCommits, id, c.Marshal(), a.markError)
+		a.w.addAsync(a.ctx, checkpoint.DirCommits, id, c.Marshal(), func(err error) {
+			if err != nil {
+				a.markError(err)
+				return
+			}
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.durable = max(a.durable, id)
+		})
 	}
 	return persist
+}
+
+// lastDurable is the newest batch whose commit is on disk from this run's writes; -1: none.
+func (a *asyncTracker) lastDurable() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.durable
 }
 
 // AsyncGapsError refuses a restart without async progress tracking of a checkpoint whose gaps
@@ -98,9 +115,6 @@ type AsyncGapsError struct {
 	Async      *recovery.Result // the async engine's restart: resumes
 	Offsets    []int64
 	Commits    []int64
-	// Strategy is the repair strategy proposed (copy-previous when the latest batch committed,
-	// else delete).
-	Strategy string
 	// NoSwitchOff says why --async-switch-off cannot be used with this query ("" when it can).
 	NoSwitchOff string
 }
@@ -118,7 +132,8 @@ func (e *AsyncGapsError) Error() string {
 	} else {
 		fmt.Fprintf(&b, "  - --async-switch-off (Spark's documented procedure, done by ckpt) needs a query that may use async progress tracking, and %s\n", e.NoSwitchOff)
 	}
-	fmt.Fprintf(&b, "  - or repair the checkpoint, then run again: ckpt repair %s --strategy %s --execute (without --execute it shows the plan and the replay it causes)\n", e.Checkpoint, e.Strategy)
+	// The strategy is repair's to recommend: it plans every one and says which it would apply.
+	fmt.Fprintf(&b, "  - or repair the checkpoint, then run again: ckpt repair %s (it shows the plan it recommends and the replay it causes; add --execute to apply it)\n", e.Checkpoint)
 	fmt.Fprintf(&b, "  - or keep async progress tracking: --sink-option %s=true\n", "asyncProgressTrackingEnabled")
 	fmt.Fprintf(&b, "Diagnose with:  ckpt doctor %s", e.Checkpoint)
 	return b.String()
@@ -139,11 +154,8 @@ func idList(ids []int64) string {
 // misses offsets/L-1 and the async engine would resume.
 func asyncGaps(ctx context.Context, cp *checkpoint.Checkpoint, syncPlan *recovery.Result, uri string, ropts recovery.Options, trigger query.TriggerKind) (*AsyncGapsError, error) {
 	noSwitchOff := ""
-	switch trigger {
-	case query.TriggerOnce:
-		noSwitchOff = "Async progress tracking cannot be used with Once trigger: run it once with a processing-time trigger"
-	case query.TriggerAvailableNow:
-		noSwitchOff = "Async progress tracking cannot be used with AvailableNow trigger: run it once with a processing-time trigger"
+	if s := query.AsyncTriggerRefusal(trigger); s != "" {
+		noSwitchOff = s + ": run it once with a processing-time trigger"
 	}
 	L, ok := cp.Offsets.Latest()
 	if !ok || L == 0 || syncPlan.Reason != recovery.ReasonMissingPreviousOffsets {
@@ -157,9 +169,5 @@ func asyncGaps(ctx context.Context, cp *checkpoint.Checkpoint, syncPlan *recover
 	if ap.Failed() {
 		return nil, nil
 	}
-	strategy := "delete"
-	if C, ok := cp.Commits.Latest(); ok && C == L {
-		strategy = "copy-previous"
-	}
-	return &AsyncGapsError{Checkpoint: uri, Sync: syncPlan, Async: ap, Offsets: cp.Offsets.IDs, Commits: cp.Commits.IDs, Strategy: strategy, NoSwitchOff: noSwitchOff}, nil
+	return &AsyncGapsError{Checkpoint: uri, Sync: syncPlan, Async: ap, Offsets: cp.Offsets.IDs, Commits: cp.Commits.IDs, NoSwitchOff: noSwitchOff}, nil
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -25,7 +25,7 @@ func TestAsyncSwitchOffRunbook(t *testing.T) {
 	const perPartition = 40 // records per input partition; 4 per batch (2 per partition)
 	for _, strategy := range []string{"delete", "copy-previous", "spark-procedure"} {
 		t.Run(strategy, func(t *testing.T) {
-			b := startBroker(t, broker.TopicSpec{Name: "in", Partitions: 2}, broker.TopicSpec{Name: "out", Partitions: 2})
+			b := startBroker(t, embedkafka.TopicSpec{Name: "in", Partitions: 2}, embedkafka.TopicSpec{Name: "out", Partitions: 2})
 			produce(t, b.Addr(), "in", 0, 0, perPartition)
 			produce(t, b.Addr(), "in", 1, 0, perPartition)
 			dir := t.TempDir()

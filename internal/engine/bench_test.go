@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/query"
@@ -29,7 +29,7 @@ import (
 func BenchmarkKafkaToKafka(b *testing.B) {
 	const n = 500_000
 	ctx := context.Background()
-	br := startBroker(b, broker.TopicSpec{Name: "in", Partitions: 4}, broker.TopicSpec{Name: "plain", Partitions: 4}, broker.TopicSpec{Name: "eng", Partitions: 4})
+	br := startBroker(b, embedkafka.TopicSpec{Name: "in", Partitions: 4}, embedkafka.TopicSpec{Name: "plain", Partitions: 4}, embedkafka.TopicSpec{Name: "eng", Partitions: 4})
 	if err := kafka.FillTopic(ctx, br.Addr(), "in", n, 100); err != nil {
 		b.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func BenchmarkBatchOverhead(b *testing.B) {
 func BenchmarkMemory1M(b *testing.B) {
 	const n = 1_000_000
 	ctx := context.Background()
-	br := startBroker(b, broker.TopicSpec{Name: "m", Partitions: 4})
+	br := startBroker(b, embedkafka.TopicSpec{Name: "m", Partitions: 4})
 	if err := kafka.FillTopic(ctx, br.Addr(), "m", n, 100); err != nil {
 		b.Fatal(err)
 	}

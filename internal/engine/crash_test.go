@@ -17,8 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
@@ -75,8 +75,8 @@ func TestCrashMatrix(t *testing.T) {
 		perPartition, kills = 150, 8
 	}
 	const parts = 3
-	b := startBroker(t, broker.TopicSpec{Name: "in", Partitions: parts},
-		broker.TopicSpec{Name: "eo", Partitions: 2}, broker.TopicSpec{Name: "alo", Partitions: 2})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "in", Partitions: parts},
+		embedkafka.TopicSpec{Name: "eo", Partitions: 2}, embedkafka.TopicSpec{Name: "alo", Partitions: 2})
 	// The input arrives in rounds, one before each run, so that every run has batches to do.
 	rounds := kills + 4
 	chunk := perPartition / rounds

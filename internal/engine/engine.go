@@ -54,16 +54,20 @@ func (e *RefusedError) Error() string {
 
 // Stats summarises a run.
 type Stats struct {
-	QueryID      string
-	RunID        string
-	Batches      int   // batches run (commits written), re-runs included
-	Rows         int64 // input rows
-	LastBatch    int64 // -1: none
-	Reran        *int64
-	Stopped      string // why Run returned: "once", "availableNow", "max-batches", "signal", "abandoned"
-	FreshStart   bool
-	Checkpoint   string
-	AbandonedRun *int64 // batch left after offsets/N when the stop timeout expired
+	QueryID   string
+	RunID     string
+	Batches   int   // batches run (commits written), re-runs included
+	Rows      int64 // input rows
+	LastBatch int64 // -1: none
+	// LastDurableCommit is the newest batch whose commit file is on disk when Run returns,
+	// from this run or an earlier one; -1: none. It equals LastBatch except with async progress
+	// tracking, which persists only some commits: a restart resumes after this batch.
+	LastDurableCommit int64
+	Reran             *int64
+	Stopped           string // why Run returned: "once", "availableNow", "max-batches", "signal", "abandoned"
+	FreshStart        bool
+	Checkpoint        string
+	AbandonedRun      *int64 // batch left after offsets/N when the stop timeout expired
 }
 
 // Engine runs one query. Create it with New, run it with Run; an Engine runs once.
@@ -167,7 +171,7 @@ func (e *Engine) logf(format string, a ...any) {
 // Run runs the query until the trigger ends it (once, availableNow), MaxBatches is reached, or ctx
 // is cancelled (a graceful stop: the running batch finishes within StopTimeout or is abandoned).
 func (e *Engine) Run(ctx context.Context) (Stats, error) {
-	e.stats = Stats{LastBatch: -1, Checkpoint: e.opts.Store.URI()}
+	e.stats = Stats{LastBatch: -1, LastDurableCommit: -1, Checkpoint: e.opts.Store.URI()}
 	defer e.src.Close()
 	defer e.sink.Close()
 	if err := e.start(ctx); err != nil {
@@ -194,8 +198,11 @@ func (e *Engine) Run(ctx context.Context) (Stats, error) {
 	// Queued writes finish before Run returns (a graceful stop); a write error not yet raised
 	// at a batch is raised now.
 	e.lw.Close()
-	if err == nil && e.async != nil {
-		err = e.async.check()
+	if e.async != nil {
+		if err == nil {
+			err = e.async.check()
+		}
+		e.stats.LastDurableCommit = max(e.stats.LastDurableCommit, e.async.lastDurable())
 	}
 	return e.stats, err
 }
@@ -251,6 +258,9 @@ func (e *Engine) start(ctx context.Context) error {
 	plan, err := recovery.Plan(ctx, cp, ropts)
 	if err != nil {
 		return err
+	}
+	if plan.LatestCommit != nil {
+		e.stats.LastDurableCommit = *plan.LatestCommit
 	}
 	for _, l := range plan.DriverLog {
 		e.logf("%s", l)
@@ -667,6 +677,8 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		e.async.addCommit(b.id, c)
 	} else if err := e.lw.AddCommit(bctx, b.id, c).Wait(); err != nil {
 		return abandoned(err)
+	} else {
+		e.stats.LastDurableCommit = b.id
 	}
 	end := e.clock.Now()
 	dur["commitOffsets"] = end.Sub(t).Milliseconds()
@@ -699,6 +711,7 @@ func (e *Engine) finishSwitchOff(last int64) error {
 	if err := e.async.check(); err != nil {
 		return err
 	}
+	e.stats.LastDurableCommit = max(e.stats.LastDurableCommit, e.async.lastDurable())
 	e.async = nil
 	e.lw = NewSyncLogWriter(e.opts.Store)
 	e.logf("Async switch-off: offsets and commits of batches %d and %d are persisted; continuing without async progress tracking (restart without it from now on)", last-1, last)

@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -64,7 +64,7 @@ func TestEndToEndSeveralTopics(t *testing.T) {
 	if raceEnabled {
 		n = 60
 	}
-	b := startBroker(t, broker.TopicSpec{Name: "a", Partitions: 3}, broker.TopicSpec{Name: "b", Partitions: 2})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "a", Partitions: 3}, embedkafka.TopicSpec{Name: "b", Partitions: 2})
 	for p := int32(0); p < 3; p++ {
 		produce(t, b.Addr(), "a", p, 0, n)
 	}
@@ -90,7 +90,7 @@ func TestEndToEndSeveralTopics(t *testing.T) {
 }
 
 func TestStartingOffsets(t *testing.T) {
-	b := startBroker(t, broker.TopicSpec{Name: "s", Partitions: 2})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "s", Partitions: 2})
 	produce(t, b.Addr(), "s", 0, 0, 10)
 	produce(t, b.Addr(), "s", 1, 0, 10)
 	cases := []struct {
@@ -130,7 +130,7 @@ func TestStartingOffsets(t *testing.T) {
 
 // Spark's KafkaMicroBatchStream.rateLimit: prorate = limit*size/total, ceil below 1, floor above.
 func TestRateLimitSparkFormula(t *testing.T) {
-	b := startBroker(t, broker.TopicSpec{Name: "r", Partitions: 3})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "r", Partitions: 3})
 	produce(t, b.Addr(), "r", 0, 0, 100)
 	produce(t, b.Addr(), "r", 1, 0, 10)
 	produce(t, b.Addr(), "r", 2, 0, 1)
@@ -156,7 +156,7 @@ func TestRateLimitSparkFormula(t *testing.T) {
 // availableNow: the end is the snapshot at start; maxOffsetsPerTrigger splits it into batches;
 // records produced during the run are left for the next run.
 func TestAvailableNowSplitting(t *testing.T) {
-	b := startBroker(t, broker.TopicSpec{Name: "n", Partitions: 1})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "n", Partitions: 1})
 	produce(t, b.Addr(), "n", 0, 0, 1000)
 	q := kafkaQuery(b.Addr(), "subscribe=n", "maxOffsetsPerTrigger=300")
 	q.Trigger = "availableNow"
@@ -205,7 +205,7 @@ func (c *collectSinkHook) AddBatch(ctx context.Context, b *Batch) error {
 // processingTime: batches start on multiples of the interval (ProcessingTimeExecutor); a batch
 // that overruns is followed at once; no data, no batch.
 func TestProcessingTimeCadence(t *testing.T) {
-	b := startBroker(t, broker.TopicSpec{Name: "c", Partitions: 1})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "c", Partitions: 1})
 	produce(t, b.Addr(), "c", 0, 0, 5)
 	t0 := time.UnixMilli(1_700_000_003_500) // 3.5 s past a 10 s boundary
 	clock := NewManualClock(t0)
@@ -256,7 +256,7 @@ func TestProcessingTimeCadence(t *testing.T) {
 // Restart: a batch whose commit is missing runs again with the same end offsets and batch
 // timestamp, and no new offsets file.
 func TestRestartRerunsBatch(t *testing.T) {
-	b := startBroker(t, broker.TopicSpec{Name: "x", Partitions: 2})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "x", Partitions: 2})
 	produce(t, b.Addr(), "x", 0, 0, 30)
 	produce(t, b.Addr(), "x", 1, 0, 30)
 	q := kafkaQuery(b.Addr(), "subscribe=x", "maxOffsetsPerTrigger=20")
@@ -290,7 +290,7 @@ func TestRestartRerunsBatch(t *testing.T) {
 
 // Purge keeps minBatchesToRetain batches, as §5.5.
 func TestPurge(t *testing.T) {
-	b := startBroker(t, broker.TopicSpec{Name: "p", Partitions: 1})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "p", Partitions: 1})
 	produce(t, b.Addr(), "p", 0, 0, 12)
 	q := kafkaQuery(b.Addr(), "subscribe=p", "maxOffsetsPerTrigger=1")
 	q.Trigger = "availableNow"
@@ -318,7 +318,7 @@ func TestPurge(t *testing.T) {
 
 // A checkpoint Spark refuses is refused with Spark's error and the commands that help.
 func TestRefusesLikeSpark(t *testing.T) {
-	b := startBroker(t, broker.TopicSpec{Name: "f", Partitions: 1})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "f", Partitions: 1})
 	produce(t, b.Addr(), "f", 0, 0, 5)
 	q := kafkaQuery(b.Addr(), "subscribe=f", "maxOffsetsPerTrigger=1")
 	q.Trigger = "availableNow"
@@ -350,7 +350,7 @@ func TestRefusesLikeSpark(t *testing.T) {
 // A checkpoint written by a query with two sources is refused by the planner's source-count
 // assertion: the engine tells the planner it runs one source rather than checking by itself.
 func TestRefusesOtherSourceCount(t *testing.T) {
-	b := startBroker(t, broker.TopicSpec{Name: "g", Partitions: 1})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "g", Partitions: 1})
 	produce(t, b.Addr(), "g", 0, 0, 3)
 	q := kafkaQuery(b.Addr(), "subscribe=g")
 	q.Trigger = "availableNow"
@@ -390,8 +390,8 @@ func TestRefusesOtherSourceCount(t *testing.T) {
 // partitions.
 func TestFailOnDataLoss(t *testing.T) {
 	ctx := context.Background()
-	setup := func(t *testing.T, failOnDataLoss string) (*broker.Broker, *kadm.Client, *query.Resolved, storage.Store) {
-		b := startBroker(t, broker.TopicSpec{Name: "d", Partitions: 2})
+	setup := func(t *testing.T, failOnDataLoss string) (*embedkafka.Broker, *kadm.Client, *query.Resolved, storage.Store) {
+		b := startBroker(t, embedkafka.TopicSpec{Name: "d", Partitions: 2})
 		produce(t, b.Addr(), "d", 0, 0, 10)
 		produce(t, b.Addr(), "d", 1, 0, 10)
 		q := kafkaQuery(b.Addr(), "subscribe=d", "failOnDataLoss="+failOnDataLoss)

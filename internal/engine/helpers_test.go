@@ -14,9 +14,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
@@ -24,9 +24,9 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/transform"
 )
 
-func startBroker(t testing.TB, topics ...broker.TopicSpec) *broker.Broker {
+func startBroker(t testing.TB, topics ...embedkafka.TopicSpec) *embedkafka.Broker {
 	t.Helper()
-	b, err := broker.Start(context.Background(), broker.Options{Topics: topics})
+	b, err := embedkafka.Start(context.Background(), embedkafka.Options{Topics: topics})
 	if err != nil {
 		t.Fatal(err)
 	}

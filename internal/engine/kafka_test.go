@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/transform"
@@ -49,7 +49,7 @@ func TestKafkaSinkProduceErrorFailsBatch(t *testing.T) {
 			name = "exactly-once"
 		}
 		t.Run(name, func(t *testing.T) {
-			b := startBroker(t, broker.TopicSpec{Name: "in", Partitions: 2})
+			b := startBroker(t, embedkafka.TopicSpec{Name: "in", Partitions: 2})
 			if err := b.Cluster().CreateTopic("small", 2, map[string]string{"max.message.bytes": "200"}); err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +111,7 @@ func TestKafkaSinkProduceErrorFailsBatch(t *testing.T) {
 
 // The progress event's latestOffset is the source's latest offsets before the rate limit.
 func TestKafkaProgressLatestOffset(t *testing.T) {
-	b := startBroker(t, broker.TopicSpec{Name: "l", Partitions: 1})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "l", Partitions: 1})
 	produce(t, b.Addr(), "l", 0, 0, 100)
 	q := kafkaQuery(b.Addr(), "subscribe=l", "maxOffsetsPerTrigger=20")
 	var ps []*Progress
@@ -135,7 +135,7 @@ func TestKafkaProgressLatestOffset(t *testing.T) {
 // The exactly-once sink's mid-sink hook runs inside the open transaction: the batch's records
 // are written and none is stable yet.
 func TestKafkaSinkExactlyOnceMidSinkInTransaction(t *testing.T) {
-	b := startBroker(t, broker.TopicSpec{Name: "eo", Partitions: 2})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "eo", Partitions: 2})
 	ctx := context.Background()
 	k, err := NewKafkaSink(ctx, map[string]string{"kafka.bootstrap.servers": b.Addr(), "topic": "eo", "exactlyOnce": "true"}, "q-mid")
 	if err != nil {
@@ -169,7 +169,7 @@ func TestKafkaSinkExactlyOnceMidSinkInTransaction(t *testing.T) {
 // The at-least-once sink streams: WritePart returns before the acknowledgements, the mid-sink
 // hook runs once the first chunk is acknowledged, FinishBatch waits for the rest.
 func TestKafkaSinkStreamingMidSink(t *testing.T) {
-	b := startBroker(t, broker.TopicSpec{Name: "alo", Partitions: 2})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "alo", Partitions: 2})
 	ctx := context.Background()
 	k, err := NewKafkaSink(ctx, map[string]string{"kafka.bootstrap.servers": b.Addr(), "topic": "alo"}, "q")
 	if err != nil {

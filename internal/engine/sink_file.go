@@ -24,7 +24,7 @@ import (
 )
 
 // SinkMetadataDir is the file sink's log directory inside the output directory.
-const SinkMetadataDir = "_spark_metadata"
+const SinkMetadataDir = sinklog.Dir
 
 // localBlockSize is what Hadoop's local file system reports as block size (32 MiB); Spark copies
 // it into SinkFileStatus.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -30,7 +30,7 @@ func fileSinkQuery(t *testing.T, addr, format string, out storage.Store) (*query
 // batches into N.compact, re-run batches skipped, doctor clean on checkpoint and sink.
 func TestFileSinkCompactionAndSkip(t *testing.T) {
 	ctx := context.Background()
-	b := startBroker(t, broker.TopicSpec{Name: "fs", Partitions: 1})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "fs", Partitions: 1})
 	produce(t, b.Addr(), "fs", 0, 0, 75) // 25 batches of 3
 	out := storage.NewMem()
 	r, sink := fileSinkQuery(t, b.Addr(), "json", out)
@@ -73,7 +73,7 @@ func TestFileSinkCompactionAndSkip(t *testing.T) {
 
 func TestFileSinkParquet(t *testing.T) {
 	ctx := context.Background()
-	b := startBroker(t, broker.TopicSpec{Name: "fs", Partitions: 1})
+	b := startBroker(t, embedkafka.TopicSpec{Name: "fs", Partitions: 1})
 	produce(t, b.Addr(), "fs", 0, 0, 3)
 	out := storage.NewMem()
 	r, sink := fileSinkQuery(t, b.Addr(), "parquet", out)

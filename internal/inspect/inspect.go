@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -33,8 +34,8 @@ const (
 	KindBatch       Kind = "batch"
 )
 
-// SinkMetadataDir is the file sink's log directory name (FileStreamSink.metadataDir).
-const SinkMetadataDir = "_spark_metadata"
+// SinkMetadataDir is the file sink's log directory name (sinklog.Dir).
+const SinkMetadataDir = sinklog.Dir
 
 // Target is the result of Detect.
 type Target struct {
@@ -70,7 +71,7 @@ func Detect(ctx context.Context, store storage.Store) (Target, error) {
 		return Target{}, err
 	}
 	base := uriBase(store.URI())
-	if base == SinkMetadataDir && len(entries) > 0 {
+	if sinklog.Locate(store.URI()) == "" && len(entries) > 0 {
 		return Target{Kind: KindFileSinkLog, Dir: ""}, nil
 	}
 	sink := false

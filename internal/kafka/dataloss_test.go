@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
@@ -243,7 +244,7 @@ func TestDataLossTopicGone(t *testing.T) {
 			case tc.fail && tc.groupID == "":
 				wantDataLoss(t, err, LossPartitionsGone, set+" are gone. Some data may have been missed.. ")
 			case tc.fail:
-				wantDataLoss(t, err, LossPartitionsGone, set+" are gone. "+customGroupIDMessage+". ")
+				wantDataLoss(t, err, LossPartitionsGone, set+" are gone. "+dataloss.CustomGroupID+". ")
 			default:
 				if err != nil || len(ranges) != 0 || len(warns) != 1 || !strings.HasPrefix(warns[0], set+" are gone.") {
 					t.Errorf("%v %v %q", ranges, err, warns)

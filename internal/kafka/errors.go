@@ -1,37 +1,17 @@
 package kafka
 
 import (
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
-// The instruction texts Spark 3.x appends to data-loss messages (KafkaSourceProvider
-// INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_TRUE/_FALSE). They are Scala stripMargin heredocs, so they
-// start with a newline and end with a newline and the closing line's four spaces; kept byte-exact.
+// The instruction texts Spark appends to data-loss messages; their home is package dataloss.
 const (
-	InstructionFailOnDataLossTrue = "\nSome data may have been lost because they are not available in Kafka any more; either the\n" +
-		" data was aged out by Kafka or the topic may have been deleted before all the data in the\n" +
-		" topic was processed. If you don't want your streaming query to fail on such cases, set the\n" +
-		" source option \"failOnDataLoss\" to \"false\".\n    "
-	InstructionFailOnDataLossFalse = "\nSome data may have been lost because they are not available in Kafka any more; either the\n" +
-		" data was aged out by Kafka or the topic may have been deleted before all the data in the\n" +
-		" topic was processed. If you want your streaming query to fail on such cases, set the source\n" +
-		" option \"failOnDataLoss\" to \"true\".\n    "
-
-	// customGroupIDMessage is Spark's CUSTOM_GROUP_ID_ERROR_MESSAGE: logged when kafka.group.id is
-	// set, and used instead of "Some data may have been missed." when partitions are gone.
-	customGroupIDMessage = "Kafka option 'kafka.group.id' has been set on this query, it is\n" +
-		" not recommended to set this option. This option is unsafe to use since multiple concurrent\n" +
-		" queries or sources using the same group id will interfere with each other as they are part\n" +
-		" of the same consumer group. Restarted queries may also suffer interference from the\n" +
-		" previous run having the same group id. The user should have only one query per group id,\n" +
-		" and/or set the option 'kafka.session.timeout.ms' to be very small so that the Kafka\n" +
-		" consumers from the previous query are marked dead by the Kafka group coordinator before the\n" +
-		" restarted query starts running.\n    "
+	InstructionFailOnDataLossTrue  = dataloss.InstructionTrue
+	InstructionFailOnDataLossFalse = dataloss.InstructionFalse
 )
 
 // DataLossKind says which of Spark's data-loss checks fired.
@@ -74,13 +54,11 @@ type UnknownTopicError struct {
 }
 
 func (e *UnknownTopicError) Error() string {
-	return fmt.Sprintf("org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic %s not found.", strings.Join(e.Topics, ", "))
+	return dataloss.UnknownTopic + ": " + dataloss.UnknownTopicMessage(e.Topics)
 }
 
 // sparkTP is Kafka's TopicPartition.toString: "topic-partition".
-func sparkTP(tp logformat.TopicPartition) string {
-	return tp.Topic + "-" + strconv.FormatInt(int64(tp.Partition), 10)
-}
+func sparkTP(tp logformat.TopicPartition) string { return dataloss.TP(tp.Topic, tp.Partition) }
 
 // sparkSet renders a set of partitions the way a Scala Set prints: "Set(t-0, t-1)". ckpt sorts;
 // Spark's order (insertion order for small Scala sets, hash order for larger ones) can differ when
@@ -91,7 +69,7 @@ func sparkSet(tps []logformat.TopicPartition) string {
 	for i, tp := range tps {
 		parts[i] = sparkTP(tp)
 	}
-	return "Set(" + strings.Join(parts, ", ") + ")"
+	return dataloss.Set(parts)
 }
 
 func sortedTPs(tps []logformat.TopicPartition) []logformat.TopicPartition {
@@ -126,18 +104,14 @@ type reporter struct {
 // driver reports a driver-side loss (KafkaMicroBatchStream.reportDataLoss).
 func (r *reporter) driver(kind DataLossKind, msg string, tps ...logformat.TopicPartition) error {
 	if r.fail {
-		return &DataLossError{Kind: kind, Message: msg + ". " + InstructionFailOnDataLossTrue, Partitions: sortedTPs(tps)}
+		return &DataLossError{Kind: kind, Message: dataloss.Driver(msg, true), Partitions: sortedTPs(tps)}
 	}
-	r.warnings = append(r.warnings, msg+". "+InstructionFailOnDataLossFalse)
+	r.warnings = append(r.warnings, dataloss.Driver(msg, false))
 	return nil
 }
 
 // executorMessage is KafkaDataConsumer.reportDataLoss's text: message, then
 // "(GroupId: g, TopicPartition: t-p). " and the instruction.
 func executorMessage(msg, groupID string, tp logformat.TopicPartition, fail bool) string {
-	instr := InstructionFailOnDataLossFalse
-	if fail {
-		instr = InstructionFailOnDataLossTrue
-	}
-	return msg + " (GroupId: " + groupID + ", TopicPartition: " + sparkTP(tp) + "). " + instr
+	return dataloss.Executor(msg, groupID, sparkTP(tp), fail)
 }

@@ -14,15 +14,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
 // One in-process broker for the package; every test uses its own topics.
-var testBroker *broker.Broker
+var testBroker *embedkafka.Broker
 
 func TestMain(m *testing.M) {
-	b, err := broker.Start(context.Background(), broker.Options{})
+	b, err := embedkafka.Start(context.Background(), embedkafka.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

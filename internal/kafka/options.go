@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
@@ -227,7 +228,7 @@ func ParseSourceOptions(opts map[string]string) (*SourceOptions, error) {
 	}
 	if g, ok := get("kafka.group.id"); ok {
 		o.GroupID = g
-		o.Notes = append(o.Notes, customGroupIDMessage)
+		o.Notes = append(o.Notes, dataloss.CustomGroupID)
 		if _, ok := get("groupIdPrefix"); ok {
 			o.Notes = append(o.Notes, "Option groupIdPrefix will be ignored as option kafka.group.id has been set.")
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
@@ -311,7 +312,7 @@ func (t *task) available(ctx context.Context) (earliest, latest int64, err error
 // continue at the earliest available offset in [next, until) (getEarliestAvailableOffsetBetween).
 func (t *task) outOfRange(ctx context.Context) error {
 	s, tp := t.s, t.r.TopicPartition
-	msg := fmt.Sprintf("Cannot fetch offset %d", t.next)
+	msg := dataloss.CannotFetch(t.next)
 	if s.o.FailOnDataLoss {
 		return &DataLossError{Kind: LossCannotFetchOffset, Message: executorMessage(msg, s.groupID, tp, true), Partitions: []logformat.TopicPartition{tp}}
 	}
@@ -321,19 +322,17 @@ func (t *task) outOfRange(ctx context.Context) error {
 		return err
 	}
 	s.warn(fmt.Sprintf("Some data may be lost. Recovering from the earliest offset: %d", earliest))
-	additional := "(GroupId: " + s.groupID + ", TopicPartition: " + sparkTP(tp) + "). " + InstructionFailOnDataLossFalse
-	rangeText := fmt.Sprintf("AvailableOffsetRange(%d,%d)", earliest, latest)
+	additional := dataloss.ExecutorSuffix(s.groupID, sparkTP(tp), false)
+	rangeText := dataloss.AvailableRange(earliest, latest)
 	switch {
 	case t.next >= latest || earliest >= t.r.Until:
-		s.warn(fmt.Sprintf("\nThe current available offset range is %s.\n Offset %d is out of range, and records in [%d, %d) will be\n skipped %s\n        ",
-			rangeText, t.next, t.next, t.r.Until, additional))
+		s.warn(dataloss.Skipped(rangeText, t.next, t.r.Until, additional))
 		t.next = t.r.Until
 		return nil
 	case t.next >= earliest:
-		s.warn(fmt.Sprintf("Found a disappeared offset %d. Some data may be lost %s", t.next, additional))
+		s.warn(dataloss.Disappeared(t.next, additional))
 	default:
-		s.warn(fmt.Sprintf("\nThe current available offset range is %s.\n Offset %d is out of range, and records in [%d, %d) will be\n skipped %s\n        ",
-			rangeText, t.next, t.next, earliest, additional))
+		s.warn(dataloss.Skipped(rangeText, t.next, earliest, additional))
 		t.next = earliest
 	}
 	t.assign(t.next)

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
@@ -668,13 +669,13 @@ func (s *Source) Ranges(ctx context.Context, start, end logformat.KafkaOffsets) 
 		}
 	}
 	if len(vanished) > 0 {
-		if err := rep.driver(LossCannotFindEarliest, "Cannot find earliest offsets of "+sparkSet(vanished)+". Some data may have been missed", vanished...); err != nil {
+		if err := rep.driver(LossCannotFindEarliest, dataloss.CannotFindEarliest(sparkSet(vanished)), vanished...); err != nil {
 			return nil, nil, err
 		}
 	}
 	for _, tp := range keysOf(newInitial) {
 		if o := newInitial[tp]; o != 0 {
-			if err := rep.driver(LossAddedPartitionNotAtZero, fmt.Sprintf("Added partition %s starts from %d instead of 0. Some data may have been missed", sparkTP(tp), o), tp); err != nil {
+			if err := rep.driver(LossAddedPartitionNotAtZero, dataloss.AddedPartition(sparkTP(tp), o), tp); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -686,10 +687,7 @@ func (s *Source) Ranges(ctx context.Context, start, end logformat.KafkaOffsets) 
 		}
 	}
 	if len(gone) > 0 {
-		msg := sparkSet(gone) + " are gone. Some data may have been missed."
-		if s.o.GroupID != "" {
-			msg = sparkSet(gone) + " are gone. " + customGroupIDMessage
-		}
+		msg := dataloss.Gone(sparkSet(gone), s.o.GroupID != "")
 		// reportDataLoss appends ". " + instruction to this message too.
 		if err := rep.driver(LossPartitionsGone, msg, gone...); err != nil {
 			return nil, nil, err
@@ -705,7 +703,7 @@ func (s *Source) Ranges(ctx context.Context, start, end logformat.KafkaOffsets) 
 		}
 		u := until[tp]
 		if u < f {
-			if err := rep.driver(LossOffsetChanged, fmt.Sprintf("Partition %s's offset was changed from %d to %d, some data may have been missed", sparkTP(tp), f, u), tp); err != nil {
+			if err := rep.driver(LossOffsetChanged, dataloss.OffsetChanged(sparkTP(tp), f, u), tp); err != nil {
 				return nil, nil, err
 			}
 		}

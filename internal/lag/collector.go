@@ -9,9 +9,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // DefaultTimestampWait is how long a refresh waits for record timestamps.
@@ -27,11 +28,11 @@ type Collector struct {
 	Locations []string
 	// Open opens a location (cli.Env.OpenStore). Required.
 	Open func(ctx context.Context, uri string) (storage.Store, error)
-	// Client is the broker connection, from brokerstate.Flags.KgoClient. Required.
+	// Client is the broker connection, from cli.BrokerFlags.KgoClient. Required.
 	Client *kgo.Client
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
-	// Timeout bounds one refresh. Default: brokerstate.DefaultTimeout.
+	// Timeout bounds one refresh. Default: topicstate.DefaultTimeout.
 	Timeout time.Duration
 	// NoTimeLag skips the record-timestamp fetches (no lag in time). Default: false.
 	NoTimeLag bool
@@ -74,7 +75,7 @@ func (c *Collector) now() time.Time {
 func (c *Collector) refresh(ctx context.Context) (*Report, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
-		timeout = brokerstate.DefaultTimeout
+		timeout = topicstate.DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -92,13 +93,13 @@ func (c *Collector) refresh(ctx context.Context) (*Report, error) {
 			topics = append(topics, p.Topics()...)
 		}
 	}
-	st, err := brokerstate.Read(ctx, kadm.NewClient(c.Client), topics)
+	st, err := topicstate.Read(ctx, kadm.NewClient(c.Client), topics)
 	if err != nil {
 		return nil, err
 	}
-	var ts map[brokerstate.At]time.Time
+	var ts map[topicstate.At]time.Time
 	if !c.NoTimeLag {
-		var at []brokerstate.At
+		var at []topicstate.At
 		for _, p := range positions {
 			if p != nil {
 				at = append(at, p.TimestampPositions(st)...)
@@ -108,7 +109,7 @@ func (c *Collector) refresh(ctx context.Context) (*Report, error) {
 		if wait <= 0 {
 			wait = DefaultTimestampWait
 		}
-		if ts, err = brokerstate.RecordTimestamps(ctx, c.Client, at, wait); err != nil {
+		if ts, err = topicstate.RecordTimestamps(ctx, c.Client, at, wait); err != nil {
 			return nil, fmt.Errorf("kafka: read record timestamps: %w", err)
 		}
 	}
@@ -116,7 +117,7 @@ func (c *Collector) refresh(ctx context.Context) (*Report, error) {
 	r := &Report{Time: now, Checkpoints: make([]CheckpointLag, len(c.Locations))}
 	for i, p := range positions {
 		if errs[i] != nil {
-			r.Checkpoints[i] = CheckpointLag{Checkpoint: c.Locations[i], Error: errs[i].Error(), Partitions: []PartitionLag{}, Issues: []brokerstate.Issue{}}
+			r.Checkpoints[i] = CheckpointLag{Checkpoint: c.Locations[i], Error: errs[i].Error(), Partitions: []PartitionLag{}, Issues: []recovery.BrokerIssue{}}
 			continue
 		}
 		r.Checkpoints[i] = Compute(p, st, ts, now)

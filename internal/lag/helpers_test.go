@@ -11,28 +11,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
-	"github.com/ckpt-dev/ckpt/internal/broker/brokertest"
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka/kafkatest"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
-// env is an embedded broker (internal/broker/brokertest) plus in-memory checkpoints
+// env is an embedded broker (internal/embedkafka/kafkatest) plus in-memory checkpoints
 // (mem://<test>/<name>).
 type env struct {
-	*brokertest.Env
+	*kafkatest.Env
 	t   *testing.T
 	ctx context.Context
-	b   *broker.Broker
+	b   *embedkafka.Broker
 	adm *kadm.Client
 	cl  *kgo.Client // the reading client, as ckpt lag makes it
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	be := brokertest.New(t)
-	f := &brokerstate.Flags{BootstrapServers: be.Addr, Timeout: 20 * time.Second}
-	cl, err := f.KgoClient(be.Ctx)
+	be := kafkatest.New(t)
+	// The client settings cli.BrokerFlags.KgoClient uses (cli imports lag: not from here).
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(be.Addr)}, topicstate.ClientOpts()...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Report is one refresh: every checkpoint's lag against the broker. Its JSON form is `ckpt lag
@@ -42,9 +43,9 @@ type CheckpointLag struct {
 	LagSeconds *float64 `json:"lagSeconds"`
 	// Partitions are by source, topic and partition.
 	Partitions []PartitionLag `json:"partitions"`
-	// Issues are brokerstate.Check's findings for the committed offsets (failOnDataLoss=true):
+	// Issues are recovery.CheckBroker's findings for the committed offsets (failOnDataLoss=true):
 	// what the next batch hits.
-	Issues []brokerstate.Issue `json:"issues"`
+	Issues []recovery.BrokerIssue `json:"issues"`
 }
 
 // PartitionLag is one partition of one Kafka source.
@@ -89,15 +90,15 @@ const (
 
 // TimestampPositions are the records whose timestamps lag in time needs: the first unread
 // record of each partition with lag, and the last record of each non-empty partition.
-func (p *Position) TimestampPositions(st *brokerstate.State) []brokerstate.At {
-	var out []brokerstate.At
+func (p *Position) TimestampPositions(st *topicstate.State) []topicstate.At {
+	var out []topicstate.At
 	for _, s := range p.Sources {
 		for _, tp := range partitionsFor(s, st) {
 			bp, ok := st.Lookup(tp.Topic, tp.Partition)
 			if !ok || bp.End <= bp.Start {
 				continue
 			}
-			out = append(out, brokerstate.At{Topic: tp.Topic, Partition: tp.Partition, Offset: bp.End - 1})
+			out = append(out, topicstate.At{Topic: tp.Topic, Partition: tp.Partition, Offset: bp.End - 1})
 			from := bp.Start
 			if s.Committed != nil {
 				if c, ok := s.Committed.Map()[tp]; ok {
@@ -105,7 +106,7 @@ func (p *Position) TimestampPositions(st *brokerstate.State) []brokerstate.At {
 				}
 			}
 			if from < bp.End {
-				out = append(out, brokerstate.At{Topic: tp.Topic, Partition: tp.Partition, Offset: from})
+				out = append(out, topicstate.At{Topic: tp.Topic, Partition: tp.Partition, Offset: from})
 			}
 		}
 	}
@@ -114,7 +115,7 @@ func (p *Position) TimestampPositions(st *brokerstate.State) []brokerstate.At {
 
 // partitionsFor lists a source's partitions: those in its offsets and, for the topics it
 // reads, those the broker has (new partitions).
-func partitionsFor(s SourcePosition, st *brokerstate.State) []logformat.TopicPartition {
+func partitionsFor(s SourcePosition, st *topicstate.State) []logformat.TopicPartition {
 	seen := map[logformat.TopicPartition]bool{}
 	var out []logformat.TopicPartition
 	add := func(tp logformat.TopicPartition) {
@@ -131,7 +132,7 @@ func partitionsFor(s SourcePosition, st *brokerstate.State) []logformat.TopicPar
 		for tp := range o.Map() {
 			add(tp)
 		}
-		topics = append(topics, brokerstate.Topics(*o)...)
+		topics = append(topics, topicstate.Topics(*o)...)
 	}
 	for _, name := range topics {
 		if t := st.Topic(name); t != nil {
@@ -148,9 +149,9 @@ func partitionsFor(s SourcePosition, st *brokerstate.State) []logformat.TopicPar
 
 // Compute puts a checkpoint's position next to the broker's offsets. ts holds the record
 // timestamps fetched for TimestampPositions (nil: no lag in time); now dates the commit age.
-func Compute(p *Position, st *brokerstate.State, ts map[brokerstate.At]time.Time, now time.Time) CheckpointLag {
+func Compute(p *Position, st *topicstate.State, ts map[topicstate.At]time.Time, now time.Time) CheckpointLag {
 	cl := CheckpointLag{Checkpoint: p.Location, LastCommitBatch: p.LastCommit, InFlightBatch: p.InFlight,
-		Partitions: []PartitionLag{}, Issues: []brokerstate.Issue{}}
+		Partitions: []PartitionLag{}, Issues: []recovery.BrokerIssue{}}
 	if !p.LastCommitTime.IsZero() {
 		t := p.LastCommitTime
 		age := max(0, now.Sub(t).Seconds())
@@ -161,7 +162,7 @@ func Compute(p *Position, st *brokerstate.State, ts map[brokerstate.At]time.Time
 		var committed map[logformat.TopicPartition]int64
 		if s.Committed != nil {
 			committed = s.Committed.Map()
-			issues := brokerstate.Check(*s.Committed, st, true)
+			issues := recovery.CheckBroker(*s.Committed, st, true)
 			for _, is := range issues {
 				status[logformat.TopicPartition{Topic: is.Topic, Partition: is.Partition}] = is.Code
 			}
@@ -183,7 +184,7 @@ func Compute(p *Position, st *brokerstate.State, ts map[brokerstate.At]time.Time
 			case ok:
 				pl.Status = code
 			case st.IsMissing(tp.Topic):
-				pl.Status = brokerstate.CodeTopicMissing
+				pl.Status = recovery.ReasonTopicMissing
 			case s.Committed == nil:
 				pl.Status = StatusNoCommit
 			}
@@ -212,15 +213,15 @@ func Compute(p *Position, st *brokerstate.State, ts map[brokerstate.At]time.Time
 }
 
 // timeLag is the record time between the first unread record and the last record.
-func timeLag(tp logformat.TopicPartition, bp brokerstate.Partition, from, lag int64, ts map[brokerstate.At]time.Time) (*float64, *time.Time, *time.Time) {
+func timeLag(tp logformat.TopicPartition, bp topicstate.Partition, from, lag int64, ts map[topicstate.At]time.Time) (*float64, *time.Time, *time.Time) {
 	var first, last *time.Time
 	if bp.End > bp.Start {
-		if t, ok := ts[brokerstate.At{Topic: tp.Topic, Partition: tp.Partition, Offset: bp.End - 1}]; ok {
+		if t, ok := ts[topicstate.At{Topic: tp.Topic, Partition: tp.Partition, Offset: bp.End - 1}]; ok {
 			last = &t
 		}
 	}
 	if at := max(from, bp.Start); at < bp.End {
-		if t, ok := ts[brokerstate.At{Topic: tp.Topic, Partition: tp.Partition, Offset: at}]; ok {
+		if t, ok := ts[topicstate.At{Topic: tp.Topic, Partition: tp.Partition, Offset: at}]; ok {
 			first = &t
 		}
 	}

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
 // Produce N per partition, commit at M: the lag is N − M records, and the record time between
@@ -116,12 +117,12 @@ func TestLagStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := rep.Checkpoints[0]
-	if len(q.Partitions) != 3 || q.Partitions[0].Status != brokerstate.CodeTopicRecreated || q.Partitions[1].Status != StatusOK ||
-		q.Partitions[2].Status != brokerstate.CodePartitionsAdded || q.Partitions[2].Committed != nil || !eq(q.Partitions[2].LagRecords, i64(6)) ||
+	if len(q.Partitions) != 3 || q.Partitions[0].Status != recovery.ReasonTopicRecreated || q.Partitions[1].Status != StatusOK ||
+		q.Partitions[2].Status != recovery.ReasonPartitionsAdded || q.Partitions[2].Committed != nil || !eq(q.Partitions[2].LagRecords, i64(6)) ||
 		!eq(q.Partitions[0].LagRecords, i64(0)) || q.Partitions[0].LagSeconds != nil {
 		t.Fatalf("statuses %+v", q.Partitions)
 	}
-	if len(q.Issues) != 2 || q.Issues[0].Code != brokerstate.CodePartitionsAdded || q.Issues[1].Code != brokerstate.CodeTopicRecreated {
+	if len(q.Issues) != 2 || q.Issues[0].Code != recovery.ReasonPartitionsAdded || q.Issues[1].Code != recovery.ReasonTopicRecreated {
 		t.Fatalf("issues %+v", q.Issues)
 	}
 	f := rep.Checkpoints[1]
@@ -163,5 +164,38 @@ func TestReadPositionSkipsOtherSources(t *testing.T) {
 	}
 	if got := pos.Topics(); len(got) != 1 || got[0] != "t" {
 		t.Fatalf("topics %v", got)
+	}
+}
+
+// The position is where the planner says the restart reads: with commits behind the offsets
+// (C < L-1) the restart re-runs batch L from offsets/L-1, so batches C+1..L-1 count as read,
+// not offsets/C; an async checkpoint the sync planner refuses keeps the latest commit.
+func TestReadPositionFollowsThePlanner(t *testing.T) {
+	ctx := context.Background()
+	read := func(ck *ckpt) *Position {
+		t.Helper()
+		s, err := open(ctx, ck.uri)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, err := checkpoint.Load(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos, err := ReadPosition(ctx, cp, ck.uri)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pos
+	}
+	behind := newCkpt(t, "behind").offsets(0, `{"t":{"0":1}}`).offsets(1, `{"t":{"0":2}}`).offsets(2, `{"t":{"0":3}}`).offsets(3, `{"t":{"0":4}}`).
+		commit(0).commit(1)
+	pos := read(behind)
+	if s := pos.Sources; len(s) != 1 || s[0].CommittedFile != "offsets/2" || s[0].Committed.Map()[logformat.TopicPartition{Topic: "t", Partition: 0}] != 3 {
+		t.Fatalf("commits behind: %+v", pos.Sources)
+	}
+	async := newCkpt(t, "async").offsets(0, `{"t":{"0":1}}`).offsets(3, `{"t":{"0":4}}`).commit(0).commit(3)
+	if s := read(async).Sources; len(s) != 1 || s[0].CommittedFile != "offsets/3" {
+		t.Fatalf("async gaps: %+v", s)
 	}
 }

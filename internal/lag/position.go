@@ -12,9 +12,10 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Position is where one checkpoint stands: its latest commit and, per Kafka source, the
@@ -75,7 +76,7 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range brokerstate.KafkaSources(seq) {
+		for _, s := range topicstate.KafkaSources(seq) {
 			sp := get(s.Index)
 			sp.Committed, sp.CommittedFile = &s.Offsets, cp.Offsets.Path(C)
 		}
@@ -86,23 +87,37 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range brokerstate.KafkaSources(seq) {
+		for _, s := range topicstate.KafkaSources(seq) {
 			sp := get(s.Index)
 			sp.InFlight = &s.Offsets
 			if !hasC {
 				// Before the first commit the query starts from its initial offsets.
-				rel := fmt.Sprintf("%s/%d/0", checkpoint.DirSources, s.Index)
-				data, err := cp.ReadFile(ctx, rel)
+				ini, err := cp.ReadKafkaInitialOffsets(ctx, s.Index)
+				var le *logformat.Error
 				switch {
-				case errors.Is(err, fs.ErrNotExist):
-				case err != nil:
-					return nil, err
+				case err == nil:
+					sp.Committed, sp.CommittedFile = &ini.Offsets, checkpoint.InitialOffsetsPath(s.Index)
+				case errors.Is(err, fs.ErrNotExist), errors.As(err, &le):
 				default:
-					if ini, err := logformat.ParseKafkaInitialOffsets(rel, data); err == nil {
-						sp.Committed, sp.CommittedFile = &ini.Offsets, rel
-					}
+					return nil, err
 				}
 			}
+		}
+	}
+	// Where the restart reads is the planner's (sync engine, Spark's default release): when it
+	// resumes, the offsets its first batch starts from are the query's position, which differ
+	// from offsets/C when commits lag behind or before the first commit. When it fails (an
+	// async checkpoint's gaps, say), the latest commit's offsets stay the position.
+	if res, err := recovery.Plan(ctx, cp, recovery.Options{}); err != nil {
+		return nil, err
+	} else if !res.Failed() {
+		rs, err := recovery.PlanKafkaRestart(ctx, cp, res)
+		if err != nil {
+			return nil, err
+		}
+		for _, rsrc := range rs.Sources {
+			sp := get(rsrc.Index)
+			sp.Committed, sp.CommittedFile = rsrc.Start, rsrc.StartFile
 		}
 	}
 	for _, i := range order {
@@ -122,5 +137,5 @@ func (p *Position) Topics() []string {
 			offs = append(offs, *s.InFlight)
 		}
 	}
-	return brokerstate.Topics(offs...)
+	return topicstate.Topics(offs...)
 }

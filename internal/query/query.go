@@ -393,14 +393,8 @@ func (q *Query) Validate() (*Resolved, error) {
 	if r.AsyncProgressTracking {
 		// AsyncProgressTrackingMicroBatchExecution.validateAndGetTrigger: the sink check first,
 		// then the trigger, with Spark's texts.
-		if q.Sink == SinkFile {
-			bad("Sink FileSink[%s] does not support async progress tracking", r.SinkPath)
-		}
-		switch t.Kind {
-		case TriggerOnce:
-			bad("Async progress tracking cannot be used with Once trigger")
-		case TriggerAvailableNow:
-			bad("Async progress tracking cannot be used with AvailableNow trigger")
+		for _, s := range AsyncRefusals(r) {
+			bad("%s", s)
 		}
 	}
 	for _, k := range sortedKeys(q.Conf) {

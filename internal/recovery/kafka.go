@@ -50,24 +50,23 @@ func (p *planner) kafkaRange(i int, start logformat.SourceOffset, hasStart bool,
 		}
 		from = so.Map()
 	default:
-		rel := fmt.Sprintf("%s/%d/0", checkpoint.DirSources, i)
-		data, err := p.cp.ReadFile(p.ctx, rel)
+		rel := checkpoint.InitialOffsetsPath(i)
+		ini, err := p.cp.ReadKafkaInitialOffsets(p.ctx, i)
+		var le *logformat.Error
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			p.warn("source %d starts from its initial offsets but %s is missing: Spark resolves startingOffsets again (default \"latest\"), which skips every record not yet read", i, rel)
 			fromWhat = "startingOffsets resolved again (" + rel + " is missing)"
+		case errors.As(err, &le):
+			f := kafkaInitialFailure(p.rel, p.cp.SparkPath(rel), err)
+			reason := ReasonCorruptInitialOffsets
+			if f.unsupported {
+				reason = ReasonUnsupportedInitialOffsetsVersion
+			}
+			return p.fail(reason, rel, f.sparkFailure)
 		case err != nil:
 			return fmt.Errorf("read %s: %w", rel, err)
 		default:
-			ini, perr := logformat.ParseKafkaInitialOffsets(rel, data)
-			if perr != nil {
-				f := kafkaInitialFailure(p.rel, p.cp.SparkPath(rel), perr)
-				reason := ReasonCorruptInitialOffsets
-				if f.unsupported {
-					reason = ReasonUnsupportedInitialOffsetsVersion
-				}
-				return p.fail(reason, rel, f.sparkFailure)
-			}
 			from = ini.Offsets.Map()
 			fromWhat = "initial offsets (" + rel + ")"
 		}

@@ -52,6 +52,15 @@ type Options struct {
 	// it (ckpt run does). 0 means unknown: ckpt then takes the query to have the sources of
 	// offsets/L, not counting empty lines.
 	QuerySources int
+	// Broker is what the Kafka broker holds for the checkpoint's topics (read by the caller:
+	// topicstate.Read of CheckpointTopics); nil means the prediction is from the checkpoint
+	// alone. With it, Plan checks the restart's Kafka ranges against the broker (CheckRestart):
+	// every issue is a warning, and the first that fails the restart makes the outcome "fail"
+	// with one of BrokerReasons. Result.Broker then says what was checked.
+	Broker *BrokerState
+	// FailOnDataLossFalse models the Kafka source option failOnDataLoss=false when Broker is
+	// given. Default false: Spark's default, failOnDataLoss=true.
+	FailOnDataLossFalse bool
 }
 
 // release is a Spark major.minor version, comparable as an integer.
@@ -96,6 +105,9 @@ type config struct {
 	sinkLatest *int64
 	// querySources is Options.QuerySources (0 = unknown).
 	querySources int
+	// broker and failOnDataLoss are Options.Broker and !Options.FailOnDataLossFalse.
+	broker         *BrokerState
+	failOnDataLoss bool
 }
 
 // OptionsError reports invalid Options (an unknown mode or release, or a
@@ -116,7 +128,8 @@ func (o Options) normalize() (config, error) {
 }
 
 func (o Options) validate() (config, error) {
-	c := config{mode: o.Mode, commitFmt: o.CommitFormatVersion, sinkLatest: o.SinkLatest, querySources: o.QuerySources}
+	c := config{mode: o.Mode, commitFmt: o.CommitFormatVersion, sinkLatest: o.SinkLatest, querySources: o.QuerySources,
+		broker: o.Broker, failOnDataLoss: !o.FailOnDataLossFalse}
 	if c.commitFmt == 0 {
 		c.commitFmt = 1
 	}

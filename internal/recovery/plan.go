@@ -37,6 +37,9 @@ func Plan(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Result
 	if err != nil {
 		return nil, err
 	}
+	if err := assessBroker(ctx, cp, cfg.broker, cfg.failOnDataLoss, res); err != nil { // brokerrestart.go
+		return nil, err
+	}
 	return res, nil
 }
 

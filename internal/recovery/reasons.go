@@ -81,19 +81,6 @@ var Reasons = []string{
 	ReasonInvalidSourceOffset,
 }
 
-// BrokerReasons are the Result.Reason values of a restart that fails on the Kafka broker rather
-// than on the checkpoint (failOnDataLoss=true). The planner never sets them: it reads only the
-// checkpoint. brokerstate sets them when replay or doctor is given --bootstrap-server, with
-// FailedFile naming the offsets file whose offsets the broker no longer serves. Like Reasons,
-// the set is closed and its values are never renamed.
-var BrokerReasons = []string{
-	"offsets-out-of-range",
-	"topic-recreated",
-	"partitions-removed",
-	"partitions-added",
-	"topic-missing",
-}
-
 // Behaviour keys of restarts that succeed: two releases behave alike when
 // their keys and next batch match (a failing restart's key is its Reason).
 // They are internal; the JSON carries the effects.

@@ -82,6 +82,10 @@ type Result struct {
 	// checkpoint differs from SparkVersion's, grouped by behaviour.
 	Releases []ReleaseNote `json:"releases,omitempty"`
 
+	// Broker is what Plan checked on the broker when Options.Broker was given; nil otherwise.
+	// Not part of the JSON contract: commands render it their way.
+	Broker *BrokerVerdict `json:"-"`
+
 	key string // behaviour key, to group releases: Reason, or a key* constant
 }
 

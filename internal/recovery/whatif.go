@@ -45,13 +45,17 @@ func WhatIf(ctx context.Context, cp *checkpoint.Checkpoint, opts Options, point 
 	default:
 		return nil, fmt.Errorf("unknown what-if point %q: want %s, %s or %s", point, CrashAfterOffsets, CrashBeforeCommit, CrashAfterCommit)
 	}
+	// The broker is checked once, against the restart after the crash (or, when the query never
+	// gets there, the restart as it is now).
+	broker, failOnDataLoss := opts.Broker, !opts.FailOnDataLossFalse
+	opts.Broker = nil
 	base, err := Plan(ctx, cp, opts)
 	if err != nil {
 		return nil, err
 	}
 	if base.Failed() {
 		base.Warnings = append([]string{fmt.Sprintf("what-if %s: the restart fails before the next batch completes, so the query never reaches that point; this is the restart as it is now", point)}, base.Warnings...)
-		return base, nil
+		return base, assessBroker(ctx, cp, broker, failOnDataLoss, base)
 	}
 	n := base.NextBatch
 	files := map[string][]byte{}
@@ -102,7 +106,7 @@ func WhatIf(ctx context.Context, cp *checkpoint.Checkpoint, opts Options, point 
 			res.Kafka[i].Note = "end: latest offset when the batch is planned"
 		}
 	}
-	return res, nil
+	return res, assessBroker(ctx, vcp, broker, failOnDataLoss, res)
 }
 
 // nextOffsets builds the offsets file Spark would write for new batch n.

@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"slices"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // sourcePartition keys a Kafka position by source index and topic-partition.
@@ -33,7 +32,7 @@ type positions struct {
 // file and a commit), or, with --sink, present in the file sink's log. The restart's start and the
 // re-run come from the planner's result on the repaired checkpoint; ckpt only subtracts Kafka
 // offsets, or, with the broker's state, counts the offsets between them that still exist there.
-func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *recovery.Result, sinkLatest *int64, broker *brokerstate.State) (Replay, error) {
+func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *recovery.Result, sinkLatest *int64, broker *topicstate.State) (Replay, error) {
 	r := Replay{ReplayedBatches: []int64{}, LostBatches: []int64{}, SkippedBatches: after.SkippedBatches, NextBatch: after.NextBatch, RerunBatch: after.RerunBatch}
 	count := newCounter(broker)
 	r.BrokerCounts = broker != nil
@@ -163,18 +162,16 @@ func restartPositions(ctx context.Context, cp *checkpoint.Checkpoint, after *rec
 		}
 	}
 	initial := func(i int) error {
-		rel := fmt.Sprintf("%s/%d/0", checkpoint.DirSources, i)
-		data, err := cp.ReadFile(ctx, rel)
-		if errors.Is(err, fs.ErrNotExist) {
+		ini, err := cp.ReadKafkaInitialOffsets(ctx, i)
+		var le *logformat.Error
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			p.known = false // startingOffsets again: unknown
 			return nil
-		}
-		if err != nil {
-			return err
-		}
-		ini, err := logformat.ParseKafkaInitialOffsets(rel, data)
-		if err != nil {
+		case errors.As(err, &le):
 			return nil // not a Kafka source, or unreadable: the planner reports it
+		case err != nil:
+			return err
 		}
 		add(i, ini.Offsets.JSON())
 		return nil

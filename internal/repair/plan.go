@@ -8,12 +8,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Strategy is a way out of `missing-previous-offsets` (batch L-1's offsets file is missing). Other
@@ -66,10 +66,10 @@ type Options struct {
 	// Sink is the --sink location as the user typed it, for messages.
 	Sink string
 	// Broker is the Kafka broker's state for the checkpoint's topics (--bootstrap-server:
-	// brokerstate.Read of brokerstate.CheckpointTopics); with it the Kafka records of Replay
+	// topicstate.Read of recovery.CheckpointTopics); with it the Kafka records of Replay
 	// count what really exists on the broker instead of subtracting offsets (broker.go).
 	// nil: offsets are subtracted.
-	Broker *brokerstate.State
+	Broker *topicstate.State
 }
 
 // Plan is what a repair would do and what it would cost. It is a pure function of the checkpoint

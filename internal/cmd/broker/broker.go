@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 )
 
@@ -31,7 +31,7 @@ type Options struct {
 	DataDir  string   // --data-dir, default in memory
 
 	// ready, when set (tests), receives the broker once it listens.
-	ready func(*broker.Broker)
+	ready func(*embedkafka.Broker)
 }
 
 // NewCmd builds `ckpt broker`.
@@ -62,22 +62,22 @@ Everything is kept in memory unless --data-dir is set.`,
 	f.StringVar(&opts.Generate, "generate", "", "write generated records to `topic` (created if not listed)")
 	f.IntVar(&opts.Rate, "rate", 1000, "generated records per second (0: as fast as possible)")
 	f.Int64Var(&opts.Limit, "limit", 0, "stop generating after `n` records (0: no limit)")
-	f.IntVar(&opts.Keys, "keys", broker.DefaultKeys, "number of distinct generated keys")
+	f.IntVar(&opts.Keys, "keys", embedkafka.DefaultKeys, "number of distinct generated keys")
 	f.StringVar(&opts.DataDir, "data-dir", "", "keep the log in `dir` and reload it on the next start (default: in memory)")
 	return cmd
 }
 
 // parseTopic reads "name" or "name:partitions".
-func parseTopic(s string) (broker.TopicSpec, error) {
+func parseTopic(s string) (embedkafka.TopicSpec, error) {
 	name, parts, hasParts := strings.Cut(s, ":")
 	if name == "" {
-		return broker.TopicSpec{}, fmt.Errorf("--topic %q: empty topic name", s)
+		return embedkafka.TopicSpec{}, fmt.Errorf("--topic %q: empty topic name", s)
 	}
-	spec := broker.TopicSpec{Name: name}
+	spec := embedkafka.TopicSpec{Name: name}
 	if hasParts {
 		n, err := strconv.ParseInt(parts, 10, 32)
 		if err != nil || n < 1 {
-			return broker.TopicSpec{}, fmt.Errorf("--topic %q: partitions must be a positive integer", s)
+			return embedkafka.TopicSpec{}, fmt.Errorf("--topic %q: partitions must be a positive integer", s)
 		}
 		spec.Partitions = int32(n)
 	}
@@ -85,7 +85,7 @@ func parseTopic(s string) (broker.TopicSpec, error) {
 }
 
 func run(ctx context.Context, opts *Options) error {
-	bo := broker.Options{Port: opts.Port, DataDir: opts.DataDir}
+	bo := embedkafka.Options{Port: opts.Port, DataDir: opts.DataDir}
 	for _, t := range opts.Topics {
 		spec, err := parseTopic(t)
 		if err != nil {
@@ -106,9 +106,9 @@ func run(ctx context.Context, opts *Options) error {
 		return exitcode.UsageError(errors.New("--limit needs --generate"))
 	}
 	if opts.Generate != "" {
-		bo.Generate = &broker.GeneratorSpec{Topic: opts.Generate, Rate: opts.Rate, Limit: opts.Limit, Keys: opts.Keys}
+		bo.Generate = &embedkafka.GeneratorSpec{Topic: opts.Generate, Rate: opts.Rate, Limit: opts.Limit, Keys: opts.Keys}
 	}
-	b, err := broker.Start(ctx, bo)
+	b, err := embedkafka.Start(ctx, bo)
 	if err != nil {
 		return err
 	}

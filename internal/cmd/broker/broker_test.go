@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 )
 
@@ -37,12 +37,12 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out, errOut := &syncBuffer{}, &syncBuffer{}
-	ready := make(chan *broker.Broker, 1)
+	ready := make(chan *embedkafka.Broker, 1)
 	opts := &Options{Out: out, Err: errOut, Port: 0, Topics: []string{"in:4", "out"}, Generate: "in", Rate: 0, Limit: 500, Keys: 7,
-		ready: func(b *broker.Broker) { ready <- b }}
+		ready: func(b *embedkafka.Broker) { ready <- b }}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, opts) }()
-	var b *broker.Broker
+	var b *embedkafka.Broker
 	select {
 	case b = <-ready:
 	case err := <-done:
@@ -66,7 +66,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(topics["in"].Partitions) != 4 || len(topics["out"].Partitions) != broker.DefaultPartitions {
+	if len(topics["in"].Partitions) != 4 || len(topics["out"].Partitions) != embedkafka.DefaultPartitions {
 		t.Errorf("topics %v", topics.Names())
 	}
 	ids := map[int64]bool{}
@@ -137,7 +137,7 @@ func TestRunUsageErrors(t *testing.T) {
 }
 
 func TestRunPortInUse(t *testing.T) {
-	b, err := broker.Start(context.Background(), broker.Options{})
+	b, err := embedkafka.Start(context.Background(), embedkafka.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
@@ -45,7 +44,7 @@ type Options struct {
 	Output render.Format
 	// Broker is --bootstrap-server and the Kafka client options: with a broker, doctor also
 	// checks the offsets the restart reads next against it. Default: none.
-	Broker brokerstate.Flags
+	Broker cli.BrokerFlags
 	// FailOnDataLoss is --fail-on-data-loss, the Kafka source option the broker checks model.
 	// Default: true, Spark's default.
 	FailOnDataLoss bool
@@ -174,7 +173,7 @@ func runDoctor(ctx context.Context, opts *Options) error {
 		}
 	}
 	if opts.Broker.Enabled() {
-		topics, err := brokerstate.CheckpointTopics(ctx, cp)
+		topics, err := recovery.CheckpointTopics(ctx, cp)
 		if err != nil {
 			return err
 		}

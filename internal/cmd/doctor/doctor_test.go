@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
@@ -17,6 +16,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/scenario"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 func testEnv() *cli.Env {
@@ -26,7 +26,7 @@ func testEnv() *cli.Env {
 
 func TestFlags(t *testing.T) {
 	base := Options{Checkpoint: "ck", FailOn: doctor.Error, Output: render.FormatTable,
-		Broker: brokerstate.Flags{Timeout: brokerstate.DefaultTimeout}, FailOnDataLoss: true}
+		Broker: cli.BrokerFlags{Timeout: topicstate.DefaultTimeout}, FailOnDataLoss: true}
 	with := func(f func(o *Options)) Options { o := base; f(&o); return o }
 	for _, tc := range []struct {
 		args []string
@@ -42,7 +42,7 @@ func TestFlags(t *testing.T) {
 			want: with(func(o *Options) { o.Checkpoint, o.Explain = "", "commit-lag" })},
 		{args: []string{"ck", "--bootstrap-server", "k:9092", "--kafka-option", "kafka.security.protocol=SSL", "--broker-timeout", "5s", "--fail-on-data-loss=false"},
 			want: with(func(o *Options) {
-				o.Broker = brokerstate.Flags{BootstrapServers: "k:9092", Options: []string{"kafka.security.protocol=SSL"}, Timeout: 5 * time.Second}
+				o.Broker = cli.BrokerFlags{BootstrapServers: "k:9092", Options: []string{"kafka.security.protocol=SSL"}, Timeout: 5 * time.Second}
 				o.FailOnDataLoss = false
 			})},
 		{args: []string{"ck", "--fail-on-data-loss=false"}, code: exitcode.Usage},

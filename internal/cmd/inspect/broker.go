@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	lagcmd "github.com/ckpt-dev/ckpt/internal/cmd/lag"
+	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/inspect"
 	"github.com/ckpt-dev/ckpt/internal/lag"
 	"github.com/ckpt-dev/ckpt/internal/render"
@@ -73,12 +73,12 @@ func renderBroker(r *render.Renderer, b *brokerView) {
 	t := render.Table{Title: title, Headers: []string{"source", "topic", "partition", "committed", "in-flight", "log start", "latest", "lag", "status"}}
 	for _, p := range b.Partitions {
 		t.Rows = append(t.Rows, []string{strconv.Itoa(p.Source), p.Topic, strconv.Itoa(int(p.Partition)),
-			lagcmd.Offset(p.Committed), lagcmd.Offset(p.InFlight), lagcmd.Offset(p.LogStart), lagcmd.Offset(p.Latest), lagcmd.Offset(p.LagRecords),
-			lagcmd.Status(r, p.Status)})
+			cli.Offset(p.Committed), cli.Offset(p.InFlight), cli.Offset(p.LogStart), cli.Offset(p.Latest), cli.Offset(p.LagRecords),
+			cli.LagStatus(r, p.Status)})
 	}
 	r.Table(t)
 	r.Printf("lag: %d records\n", b.LagRecords)
-	lagcmd.PrintIssues(r, b.Issues)
+	cli.PrintBrokerIssues(r, b.Issues)
 	if len(b.Issues) > 0 {
 		r.Println(r.Faint(fmt.Sprintf("What the restart meets and what to do: ckpt doctor %s --bootstrap-server %s", b.Checkpoint, b.BootstrapServers)))
 	}

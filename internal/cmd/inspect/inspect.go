@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/inspect"
@@ -37,7 +36,7 @@ type Options struct {
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the summary of
 	// a checkpoint shows each partition's log start and end and the lag (broker.go).
 	// Default: none.
-	Broker brokerstate.Flags
+	Broker cli.BrokerFlags
 }
 
 const long = `Show what a Spark Structured Streaming checkpoint holds.

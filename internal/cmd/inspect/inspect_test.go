@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 func testEnv() *cli.Env {
@@ -32,7 +32,7 @@ func TestFlags(t *testing.T) {
 		{args: []string{"ck", "--batch", "7"}, want: Options{Location: "ck", Output: render.FormatTable, Batch: 7, HasBatch: true}},
 		{args: []string{"ck", "--batch", "0"}, want: Options{Location: "ck", Output: render.FormatTable, Batch: 0, HasBatch: true}},
 		{args: []string{"ck", "--bootstrap-server", "k:9092", "--kafka-option", "kafka.client.id=x"},
-			want: Options{Location: "ck", Output: render.FormatTable, Broker: brokerstate.Flags{BootstrapServers: "k:9092", Options: []string{"kafka.client.id=x"}}}},
+			want: Options{Location: "ck", Output: render.FormatTable, Broker: cli.BrokerFlags{BootstrapServers: "k:9092", Options: []string{"kafka.client.id=x"}}}},
 		{args: []string{"ck", "--bootstrap-server", "k:9092", "--batches"}, code: exitcode.Usage},
 		{args: []string{"ck", "--batch", "1", "--batches"}, code: exitcode.Usage},
 		{args: []string{"ck", "--batch", "-1"}, code: exitcode.Usage},
@@ -56,7 +56,7 @@ func TestFlags(t *testing.T) {
 			}
 			got.IO, got.OpenStore = nil, nil
 			if tc.want.Broker.Timeout == 0 {
-				tc.want.Broker.Timeout = brokerstate.DefaultTimeout
+				tc.want.Broker.Timeout = topicstate.DefaultTimeout
 			}
 			if fmt.Sprintf("%+v", *got) != fmt.Sprintf("%+v", tc.want) {
 				t.Errorf("options = %+v, want %+v", *got, tc.want)

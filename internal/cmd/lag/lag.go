@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -40,7 +39,7 @@ type Options struct {
 	// Locations are the checkpoints. At least one.
 	Locations []string
 	// Broker is --bootstrap-server and the Kafka client options. Required.
-	Broker brokerstate.Flags
+	Broker cli.BrokerFlags
 	// Output is "table" or "json".
 	Output render.Format
 	// Watch refreshes every Interval until interrupted. Default: false (one report).

@@ -17,14 +17,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/lag"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 func testEnv() (*cli.Env, *bytes.Buffer) {
@@ -43,7 +44,7 @@ func TestFlags(t *testing.T) {
 	}
 	if strings.Join(got.Locations, ",") != "a,s3://b/c" || got.Broker.BootstrapServers != "k:9092" || got.Broker.Options[0] != "kafka.security.protocol=SSL" ||
 		got.Output != render.FormatJSON || !got.Watch || got.Interval != 2*time.Second || !got.NoTimeLag || got.Cache != DefaultCache ||
-		got.Broker.Timeout != brokerstate.DefaultTimeout {
+		got.Broker.Timeout != topicstate.DefaultTimeout {
 		t.Fatalf("options %+v", got)
 	}
 
@@ -73,7 +74,7 @@ func TestFlags(t *testing.T) {
 // fixture is a broker with topic "<test>-in" (2 partitions, 50 and 10 records, one second
 // apart) and a local checkpoint committed at 30 and 10, with batch 2 in flight.
 type fixture struct {
-	b     *broker.Broker
+	b     *embedkafka.Broker
 	topic string
 	dir   string
 }
@@ -82,7 +83,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	topic := strings.ReplaceAll(t.Name(), "/", "-") + "-in"
-	b, err := broker.Start(ctx, broker.Options{Topics: []broker.TopicSpec{{Name: topic, Partitions: 2}}})
+	b, err := embedkafka.Start(ctx, embedkafka.Options{Topics: []embedkafka.TopicSpec{{Name: topic, Partitions: 2}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func (f *fixture) options(io *iostreams.IOStreams) *Options {
 			return storage.Open(ctx, uri, storage.Options{})
 		},
 		Locations: []string{f.dir},
-		Broker:    brokerstate.Flags{BootstrapServers: f.b.Addr(), Timeout: 20 * time.Second},
+		Broker:    cli.BrokerFlags{BootstrapServers: f.b.Addr(), Timeout: 20 * time.Second},
 		Output:    render.FormatTable,
 		Interval:  DefaultInterval,
 		Cache:     DefaultCache,
@@ -301,10 +302,10 @@ func TestPrintReport(t *testing.T) {
 	rep := &lag.Report{Checkpoints: []lag.CheckpointLag{
 		{Checkpoint: "ck", LastCommitBatch: ptr(int64(7)), LastCommitAgeSeconds: &age, LagRecords: 3, LagSeconds: &ls,
 			Partitions: []lag.PartitionLag{
-				{Topic: "t", Partition: 0, Committed: ptr(int64(12)), LogStart: ptr(int64(15)), Latest: ptr(int64(15)), LagRecords: ptr(int64(3)), LagSeconds: &ls, Status: brokerstate.CodeOffsetsOutOfRange},
-				{Topic: "t", Partition: 1, Status: brokerstate.CodePartitionsRemoved, Committed: ptr(int64(4))},
+				{Topic: "t", Partition: 0, Committed: ptr(int64(12)), LogStart: ptr(int64(15)), Latest: ptr(int64(15)), LagRecords: ptr(int64(3)), LagSeconds: &ls, Status: recovery.ReasonOffsetsOutOfRange},
+				{Topic: "t", Partition: 1, Status: recovery.ReasonPartitionsRemoved, Committed: ptr(int64(4))},
 			},
-			Issues: []brokerstate.Issue{{Code: brokerstate.CodeOffsetsOutOfRange, Message: "t-0: the log starts at 15", DataLoss: true, SparkMessage: "Cannot fetch offset 12 (…). \nSome data may have been lost"}},
+			Issues: []recovery.BrokerIssue{{Code: recovery.ReasonOffsetsOutOfRange, Message: "t-0: the log starts at 15", DataLoss: true, SparkMessage: "Cannot fetch offset 12 (…). \nSome data may have been lost"}},
 		},
 		{Checkpoint: "empty"},
 		{Checkpoint: "bad", Error: "no such thing"},

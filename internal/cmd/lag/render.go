@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
+	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/lag"
 	"github.com/ckpt-dev/ckpt/internal/render"
 )
@@ -66,47 +66,10 @@ func printCheckpoint(r *render.Renderer, c lag.CheckpointLag) {
 			lt = seconds(*p.LagSeconds)
 		}
 		t.Rows = append(t.Rows, []string{strconv.Itoa(p.Source), p.Topic, strconv.Itoa(int(p.Partition)),
-			Offset(p.Committed), Offset(p.InFlight), Offset(p.Latest), Offset(p.LagRecords), lt, Status(r, p.Status)})
+			cli.Offset(p.Committed), cli.Offset(p.InFlight), cli.Offset(p.Latest), cli.Offset(p.LagRecords), lt, cli.LagStatus(r, p.Status)})
 	}
 	r.Table(t)
-	PrintIssues(r, c.Issues)
-}
-
-// Status styles a partition's lag status (lag.PartitionLag.Status): ok as good, no-commit and
-// partitions-added as warnings, any other as bad. ckpt inspect's broker table shares it.
-func Status(r *render.Renderer, status string) string {
-	switch status {
-	case lag.StatusOK:
-		return r.Good(status)
-	case lag.StatusNoCommit, "partitions-added":
-		return r.Warn(status)
-	default:
-		return r.Bad(status)
-	}
-}
-
-// PrintIssues prints the broker's problems below a partition table, one line each ("!" code:
-// message), with the first line of Spark's exception under it. ckpt inspect shares it.
-func PrintIssues(r *render.Renderer, issues []brokerstate.Issue) {
-	for _, is := range issues {
-		mark := r.Warn("!")
-		if is.DataLoss || is.Fails {
-			mark = r.Bad("!")
-		}
-		r.Printf("%s %s: %s\n", mark, is.Code, is.Message)
-		if is.SparkMessage != "" {
-			first, _, _ := strings.Cut(is.SparkMessage, "\n")
-			r.Printf("  %s %s\n", r.Faint("Spark:"), strings.TrimSpace(first))
-		}
-	}
-}
-
-// Offset renders an optional offset or count: "-" when unknown.
-func Offset(v *int64) string {
-	if v == nil {
-		return "-"
-	}
-	return strconv.FormatInt(*v, 10)
+	cli.PrintBrokerIssues(r, c.Issues)
 }
 
 // seconds renders a duration for people: 0s, 850ms, 4.2s, 3m20s, 2h5m0s.

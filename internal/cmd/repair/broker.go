@@ -3,20 +3,21 @@ package repair
 import (
 	"context"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // readBroker reads the broker's offsets for every topic the checkpoint's restart can read
-// (brokerstate.CheckpointTopics): the plan's strategies restart from different batches.
-func readBroker(ctx context.Context, s storage.Store, opts *Options) (*brokerstate.State, error) {
+// (recovery.CheckpointTopics): the plan's strategies restart from different batches.
+func readBroker(ctx context.Context, s storage.Store, opts *Options) (*topicstate.State, error) {
 	cp, err := checkpoint.Load(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	topics, err := brokerstate.CheckpointTopics(ctx, cp)
+	topics, err := recovery.CheckpointTopics(ctx, cp)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +28,7 @@ func readBroker(ctx context.Context, s storage.Store, opts *Options) (*brokersta
 // default failOnDataLoss=true): repair cannot fix records deleted by retention or a recreated
 // topic, and the user must know before applying. The offsets come from the predicted restart
 // (its re-run range, or the offsets it starts from), read in the checkpoint as it is.
-func addBrokerWarnings(ctx context.Context, s storage.Store, p *repair.Plan, st *brokerstate.State) error {
+func addBrokerWarnings(ctx context.Context, s storage.Store, p *repair.Plan, st *topicstate.State) error {
 	if p.After == nil {
 		return nil
 	}
@@ -35,11 +36,11 @@ func addBrokerWarnings(ctx context.Context, s storage.Store, p *repair.Plan, st 
 	if err != nil {
 		return err
 	}
-	rs, err := brokerstate.PlanRestart(ctx, cp, p.After)
+	_, issues, err := recovery.CheckRestart(ctx, cp, p.After, st, true)
 	if err != nil {
 		return err
 	}
-	for _, is := range rs.Check(st, true) {
+	for _, is := range issues {
 		p.Warnings = append(p.Warnings, "after the plan, "+is.Code+": "+is.Warning()+" See ckpt doctor.")
 	}
 	return nil

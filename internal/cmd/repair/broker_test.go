@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate/brokertest"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate/brokertest"
 )
 
 // planJSON runs the plan (no --execute) and returns its JSON document.

@@ -5,13 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -54,7 +52,7 @@ type Options struct {
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the predicted
 	// replay counts the Kafka records that really exist there, and what the restart after the
 	// plan meets on the broker is added to the warnings. Default: none.
-	Broker brokerstate.Flags
+	Broker cli.BrokerFlags
 }
 
 const long = `Repair what ckpt doctor finds, without losing a byte.
@@ -294,11 +292,7 @@ func readSinkLatest(ctx context.Context, opts *Options) (*int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--sink: %w", err)
 	}
-	dir := "_spark_metadata"
-	if path.Base(strings.TrimRight(opts.Sink, "/")) == dir {
-		dir = ""
-	}
-	latest, ok, err := sinklog.Latest(ctx, s, dir)
+	latest, ok, err := sinklog.LatestAt(ctx, s)
 	if err != nil {
 		return nil, fmt.Errorf("read the file sink log: %w", err)
 	}

@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // output is `ckpt replay -o json`: recovery.Result, whose fields it embeds unchanged, plus, with
@@ -62,15 +63,21 @@ type brokerView struct {
 	BrokerRecords *int64 `json:"brokerRecords"`
 	// Issues are what the restart meets on the broker, in the order Spark meets them; each
 	// is also one of the result's warnings, and the first that fails is its error.
-	Issues []brokerstate.RestartIssue `json:"issues"`
+	Issues []recovery.RestartIssue `json:"issues"`
 }
 
-// withBroker reads the broker for the topics the restart reads, counts the re-run against it
-// (CountExact with --exact), checks what the restart meets there and records that on res
-// (brokerstate.Apply). The planner itself stays pure: it never sees the broker.
-func withBroker(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, res *recovery.Result) (*output, error) {
-	out := &output{Result: res}
-	rs, err := brokerstate.PlanRestart(ctx, cp, res)
+// brokerConn is the broker read before planning: its state (for every topic the restart can
+// read, recovery.CheckpointTopics) and the client --exact counts with.
+type brokerConn struct {
+	state *topicstate.State
+	cl    *kgo.Client
+}
+
+func (b *brokerConn) close() { b.cl.Close() }
+
+// readBroker connects and reads the broker's offsets for the checkpoint's topics.
+func readBroker(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint) (*brokerConn, error) {
+	topics, err := recovery.CheckpointTopics(ctx, cp)
 	if err != nil {
 		return nil, err
 	}
@@ -78,32 +85,43 @@ func withBroker(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, r
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
 	bctx, cancel := opts.Broker.Context(ctx)
 	defer cancel()
-	st, err := brokerstate.Read(bctx, kadm.NewClient(cl), rs.Topics())
+	st, err := topicstate.Read(bctx, kadm.NewClient(cl), topics)
 	if err != nil {
+		cl.Close()
 		return nil, err
 	}
-	counts := rs.Count(st)
+	return &brokerConn{state: st, cl: cl}, nil
+}
+
+// withBroker adds to the planner's result, planned with the broker's state, the broker's counts
+// of the re-run (CountExact with --exact) and the broker section. What the restart meets there
+// is the planner's (res.Broker).
+func withBroker(ctx context.Context, opts *Options, b *brokerConn, res *recovery.Result) (*output, error) {
+	out := &output{Result: res}
+	st := b.state
+	verdict := res.Broker
+	if verdict == nil {
+		verdict = &recovery.BrokerVerdict{Restart: &recovery.KafkaRestart{}, Issues: []recovery.RestartIssue{}, CheckpointOutcome: res.Outcome}
+	}
+	counts := topicstate.CountRestart(verdict.Restart, st)
 	if opts.Exact {
+		bctx, cancel := opts.Broker.Context(ctx)
+		defer cancel()
 		for _, cs := range counts {
-			if err := brokerstate.CountExact(bctx, cl, cs, 0); err != nil {
+			if err := topicstate.CountExact(bctx, b.cl, cs, 0); err != nil {
 				return nil, err
 			}
 		}
 	}
-	issues := rs.Check(st, opts.FailOnDataLoss)
 	bv := &brokerView{
 		BootstrapServers: opts.Broker.BootstrapServers,
 		ReadAt:           st.ReadAt,
 		FailOnDataLoss:   opts.FailOnDataLoss,
 		Exact:            opts.Exact,
-		PlannerOutcome:   res.Outcome,
-		Issues:           issues,
-	}
-	if bv.Issues == nil {
-		bv.Issues = []brokerstate.RestartIssue{}
+		PlannerOutcome:   verdict.CheckpointOutcome,
+		Issues:           verdict.Issues,
 	}
 	for _, k := range res.Kafka {
 		pr := partitionRange{PartitionRange: k}
@@ -116,14 +134,13 @@ func withBroker(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, r
 			}
 			pr.BrokerRecords, pr.Exact, pr.BrokerNote = ptr(c.Records), c.Exact, c.Note
 			pr.AgedOut, pr.BeyondEnd = ptr(c.AgedOut), ptr(c.BeyondEnd)
-			if c.LogStart != brokerstate.Unknown {
+			if c.LogStart != topicstate.Unknown {
 				pr.LogStart, pr.LogEnd = ptr(c.LogStart), ptr(c.LogEnd)
 			}
 			bv.BrokerRecords = ptr(deref(bv.BrokerRecords) + c.Records)
 		}
 		out.Kafka = append(out.Kafka, pr)
 	}
-	brokerstate.Apply(res, issues)
 	out.Broker = bv
 	return out, nil
 }

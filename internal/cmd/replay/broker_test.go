@@ -9,13 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
-	"github.com/ckpt-dev/ckpt/internal/brokerstate/brokertest"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
+	"github.com/ckpt-dev/ckpt/internal/topicstate/brokertest"
 )
 
 func brokerRun(t *testing.T, e *brokertest.Env, c *brokertest.Checkpoint, mutate func(*Options)) (string, error) {
@@ -53,11 +54,11 @@ type jsonOut struct {
 		Exact         bool   `json:"exact"`
 	} `json:"kafka"`
 	Broker *struct {
-		FailOnDataLoss bool                       `json:"failOnDataLoss"`
-		PlannerOutcome string                     `json:"plannerOutcome"`
-		RerunRecords   *int64                     `json:"rerunRecords"`
-		BrokerRecords  *int64                     `json:"brokerRecords"`
-		Issues         []brokerstate.RestartIssue `json:"issues"`
+		FailOnDataLoss bool                    `json:"failOnDataLoss"`
+		PlannerOutcome string                  `json:"plannerOutcome"`
+		RerunRecords   *int64                  `json:"rerunRecords"`
+		BrokerRecords  *int64                  `json:"brokerRecords"`
+		Issues         []recovery.RestartIssue `json:"issues"`
 	} `json:"broker"`
 }
 
@@ -172,7 +173,7 @@ func TestBrokerFlags(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.Broker.BootstrapServers != "k:9092" || got.Broker.OptionsFile != "c.properties" || got.FailOnDataLoss || !got.Exact || got.Broker.Timeout != brokerstate.DefaultTimeout {
+	if got.Broker.BootstrapServers != "k:9092" || got.Broker.OptionsFile != "c.properties" || got.FailOnDataLoss || !got.Exact || got.Broker.Timeout != topicstate.DefaultTimeout {
 		t.Fatalf("options %+v", got)
 	}
 	for _, args := range [][]string{{"ck", "--exact"}, {"ck", "--fail-on-data-loss=false"}} {
@@ -205,7 +206,7 @@ func TestRunReplayBrokerWhatIf(t *testing.T) {
 	if exitcode.Code(err) != exitcode.Findings || len(j.Broker.Issues) != 1 {
 		t.Fatalf("exit %d\n%s", exitcode.Code(err), out)
 	}
-	if is := j.Broker.Issues[0]; is.Code != brokerstate.CodeOffsetsOutOfRange || is.Batch != 3 || is.Rerun || is.File != "offsets/2" || is.Records != 3 {
+	if is := j.Broker.Issues[0]; is.Code != recovery.ReasonOffsetsOutOfRange || is.Batch != 3 || is.Rerun || is.File != "offsets/2" || is.Records != 3 {
 		t.Fatalf("issue %+v", is)
 	}
 }

@@ -6,12 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
@@ -44,7 +42,7 @@ type Options struct {
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the re-run is
 	// counted against it and what the restart meets there is predicted (broker.go).
 	// Default: none.
-	Broker brokerstate.Flags
+	Broker cli.BrokerFlags
 	// FailOnDataLoss is --fail-on-data-loss, the Kafka source option the prediction assumes.
 	// Default: true, Spark's default.
 	FailOnDataLoss bool
@@ -169,6 +167,14 @@ func runReplay(ctx context.Context, opts *Options) error {
 		}
 		po.SinkLatest = &latest
 	}
+	var broker *brokerConn
+	if opts.Broker.Enabled() {
+		if broker, err = readBroker(ctx, opts, cp); err != nil {
+			return err
+		}
+		defer broker.close()
+		po.Broker, po.FailOnDataLossFalse = broker.state, !opts.FailOnDataLoss
+	}
 	var res *recovery.Result
 	if opts.WhatIf != "" {
 		res, err = recovery.WhatIf(ctx, cp, po, opts.WhatIf, recovery.NextBatch{})
@@ -184,8 +190,8 @@ func runReplay(ctx context.Context, opts *Options) error {
 	}
 	var doc any = res
 	var withB *output
-	if opts.Broker.Enabled() {
-		if withB, err = withBroker(ctx, opts, cp, res); err != nil {
+	if broker != nil {
+		if withB, err = withBroker(ctx, opts, broker, res); err != nil {
 			return err
 		}
 		doc = withB
@@ -210,11 +216,7 @@ func sinkLatest(ctx context.Context, opts *Options) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	dir := "_spark_metadata"
-	if path.Base(strings.TrimRight(strings.ReplaceAll(opts.Sink, `\`, "/"), "/")) == "_spark_metadata" {
-		dir = ""
-	}
-	if dir != "" {
+	if dir := sinklog.Locate(st.URI()); dir != "" {
 		es, err := st.List(ctx, dir)
 		if err != nil {
 			return 0, err
@@ -223,7 +225,7 @@ func sinkLatest(ctx context.Context, opts *Options) (int64, error) {
 			return 0, fmt.Errorf("--sink %s: no %s/ log there (is it a file sink's output directory?)", opts.Sink, dir)
 		}
 	}
-	latest, ok, err := sinklog.Latest(ctx, st, dir)
+	latest, ok, err := sinklog.LatestAt(ctx, st)
 	if err != nil {
 		return 0, err
 	}

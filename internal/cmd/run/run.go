@@ -3,8 +3,6 @@ package run
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,25 +17,23 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/demo"
 	"github.com/ckpt-dev/ckpt/internal/engine"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
-// Demo defaults.
-const (
-	DemoTopic      = "demo"
-	DemoPartitions = 3
-	DemoRate       = 5 // records per second
-	DemoTrigger    = "2s"
-)
-
-// Options are the flags of `ckpt run`.
+// Options are the inputs of `ckpt run`, separate from cobra so tests can call run.
 type Options struct {
+	IO *iostreams.IOStreams
+	// OpenStore opens the checkpoint location (cli.Env.OpenStore).
+	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
+
 	File        string
 	Name        string
 	Source      string
@@ -62,14 +57,18 @@ type Options struct {
 	// AsyncSwitchOff performs Spark's procedure for switching async progress tracking off.
 	AsyncSwitchOff bool
 
+	// Demo is --demo: run on an embedded broker with a generated topic (internal/demo).
 	Demo          bool
 	DemoRate      int
 	DemoPartition int
+	// Keep is --keep: with --demo, leave the checkpoint folder and broker data it created.
+	// Default false: they are removed when the run ends.
+	Keep bool
 }
 
-// NewCmd builds `ckpt run`. runF replaces the run function in tests.
-func NewCmd(env *cli.Env, runF func(context.Context, *cli.Env, *Options) error) *cobra.Command {
-	o := &Options{}
+// NewCmd builds `ckpt run`. runF replaces run in tests of the flag wiring.
+func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
+	o := &Options{IO: env.IO, OpenStore: env.OpenStore}
 	cmd := &cobra.Command{
 		Use:   "run [flags]",
 		Short: "Run a Spark-compatible micro-batch query (Kafka in; Kafka, files or console out)",
@@ -93,9 +92,9 @@ timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --
 		Args: cli.ExactArgs(0, "no arguments (the query is given with flags or -f)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
-				return runF(cmd.Context(), env, o)
+				return runF(o)
 			}
-			return Run(cmd.Context(), env, o)
+			return run(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
@@ -120,8 +119,9 @@ timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --
 	f.BoolVar(&o.AsyncSwitchOff, "async-switch-off", false, "switch async progress tracking off safely: run with it at interval 0 for 2 batches (Spark's procedure), then continue without it")
 	f.DurationVar(&o.Duration, "duration", 0, "stop gracefully after this long (0: no limit)")
 	f.BoolVar(&o.Demo, "demo", false, "start an embedded Kafka broker with a generated topic and run a query on it")
-	f.IntVar(&o.DemoRate, "demo-rate", DemoRate, "records per second the --demo generator writes")
-	f.IntVar(&o.DemoPartition, "demo-partitions", DemoPartitions, "partitions of the --demo topic")
+	f.IntVar(&o.DemoRate, "demo-rate", demo.Rate, "records per second the --demo generator writes")
+	f.IntVar(&o.DemoPartition, "demo-partitions", demo.Partitions, "partitions of the --demo topic")
+	f.BoolVar(&o.Keep, "keep", false, "with --demo: keep the checkpoint folder and broker data it created (default: removed at the end)")
 	return cmd
 }
 
@@ -151,8 +151,12 @@ func buildQuery(o *Options) (*query.Query, error) {
 	return q, nil
 }
 
-// Run runs the query.
-func Run(ctx context.Context, env *cli.Env, o *Options) error {
+// run validates every flag and the query before it starts anything (a --demo broker, a
+// folder), then runs the query.
+func run(ctx context.Context, o *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	format, err := cli.ParseOutput(o.Output)
 	if err != nil {
 		return err
@@ -164,32 +168,44 @@ func Run(ctx context.Context, env *cli.Env, o *Options) error {
 	if o.StopTimeout <= 0 {
 		return exitcode.UsageError(fmt.Errorf("--stop-timeout must be positive"))
 	}
+	if o.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(o.MetricsAddr); err != nil {
+			return exitcode.UsageError(fmt.Errorf("--metrics-addr %q: want host:port or :port: %v", o.MetricsAddr, err))
+		}
+	}
+	if o.Keep && !o.Demo {
+		return exitcode.UsageError(errors.New("--keep keeps what --demo creates: give --demo too"))
+	}
 	q, err := buildQuery(o)
 	if err != nil {
 		return err
 	}
-	stderr := env.IO.ErrOut
+	stderr := o.IO.ErrOut
 	info := func(format string, a ...any) { fmt.Fprintf(stderr, "ckpt run: "+format+"\n", a...) }
 
+	var d *demo.Demo
 	if o.Demo {
-		cleanup, err := setupDemo(ctx, o, q, info)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-	}
-	r, err := q.Validate()
-	if err != nil {
-		return exitcode.UsageError(err)
-	}
-	if o.AsyncSwitchOff {
-		if err := checkSwitchOff(r); err != nil {
+		if d, err = demo.Prepare(q, demo.Options{Rate: o.DemoRate, Partitions: o.DemoPartition, Keep: o.Keep}); err != nil {
 			return exitcode.UsageError(err)
 		}
 	}
-	if r.Source == query.SourceKafka {
-		if _, err := engine.ParseKafkaSourceOptions(r); err != nil {
-			return exitcode.UsageError(fmt.Errorf("invalid query: %v", err))
+	vq := q
+	if d != nil {
+		vq = q.Clone() // validated again once the demo's placeholders are replaced
+	}
+	r, err := validate(vq, o)
+	if err != nil {
+		return err
+	}
+	if d != nil {
+		if err := d.Start(ctx, info); err != nil {
+			return err
+		}
+		defer d.Close()
+		// The broker's address and the demo's checkpoint replace the placeholders Prepare
+		// validated with.
+		if r, err = validate(q, o); err != nil {
+			return err
 		}
 	}
 	if o.Duration > 0 {
@@ -200,7 +216,7 @@ func Run(ctx context.Context, env *cli.Env, o *Options) error {
 		defer cancel()
 	}
 
-	store, err := env.OpenStore(ctx, r.Checkpoint)
+	store, err := o.OpenStore(ctx, r.Checkpoint)
 	if err != nil {
 		return err
 	}
@@ -227,11 +243,11 @@ func Run(ctx context.Context, env *cli.Env, o *Options) error {
 		info("Prometheus metrics on http://%s/metrics", ln.Addr())
 	}
 
-	console := env.IO.Out
+	console := o.IO.Out
 	if format == render.FormatJSON {
 		console = stderr // stdout carries the progress events
 	}
-	live := env.IO.IsStderrTTY() && format != render.FormatJSON && r.Sink != query.SinkConsole
+	live := o.IO.IsStderrTTY() && format != render.FormatJSON && r.Sink != query.SinkConsole
 	status := &statusLine{w: stderr, enabled: live}
 	var outMu sync.Mutex
 	onProgress := func(p *engine.Progress) {
@@ -242,13 +258,13 @@ func Run(ctx context.Context, env *cli.Env, o *Options) error {
 			fmt.Fprintf(progressLog, "%s\n", line)
 		}
 		if format == render.FormatJSON {
-			fmt.Fprintf(env.IO.Out, "%s\n", line)
+			fmt.Fprintf(o.IO.Out, "%s\n", line)
 		}
 		status.update(p)
 	}
 	opts := engine.Options{
 		Query: r, Store: store, Log: &prefixWriter{w: stderr, status: status}, Console: console, OnProgress: onProgress, Metrics: metrics,
-		StopTimeout: o.StopTimeout, MaxBatches: o.MaxBatches, FailAt: failAt, OpenStore: env.OpenStore,
+		StopTimeout: o.StopTimeout, MaxBatches: o.MaxBatches, FailAt: failAt, OpenStore: o.OpenStore,
 		AsyncSwitchOff: o.AsyncSwitchOff,
 	}
 	eng, err := engine.New(ctx, opts)
@@ -273,35 +289,44 @@ func Run(ctx context.Context, env *cli.Env, o *Options) error {
 	case "abandoned":
 		info("stopped: abandoned batch %d after its offsets were written (--stop-timeout %s); the next start re-runs it", *stats.AbandonedRun, o.StopTimeout)
 	default:
-		last := "none"
-		if stats.LastBatch >= 0 {
-			last = strconv.FormatInt(stats.LastBatch, 10)
-		}
-		info("stopped (%s) after %d batch(es), %d row(s); last committed batch %s; checkpoint %s", stopReason(stats.Stopped), stats.Batches, stats.Rows, last, r.Checkpoint)
+		info("stopped (%s) after %d batch(es), %d row(s); %s; checkpoint %s", stopReason(stats.Stopped), stats.Batches, stats.Rows, lastCommitText(stats), r.Checkpoint)
 	}
 	return nil
 }
 
-// checkSwitchOff: --async-switch-off runs the query with async progress tracking for its first
-// batches, so Spark's async validations apply; the query itself must be the one without it.
-func checkSwitchOff(r *query.Resolved) error {
-	var errs []string
-	if r.AsyncProgressTracking {
-		errs = append(errs, "--async-switch-off switches async progress tracking off: remove the sink option "+query.OptAsyncProgressTracking+"=true")
+// validate resolves the query and checks what the engine would refuse, as usage errors.
+func validate(q *query.Query, o *Options) (*query.Resolved, error) {
+	r, err := q.Validate()
+	if err != nil {
+		return nil, exitcode.UsageError(err)
 	}
-	if r.Sink == query.SinkFile {
-		errs = append(errs, fmt.Sprintf("--async-switch-off runs the query with async progress tracking, and Spark refuses it for this sink: Sink FileSink[%s] does not support async progress tracking; use ckpt repair instead", r.SinkPath))
+	if o.AsyncSwitchOff {
+		if err := query.CheckSwitchOff(r); err != nil {
+			return nil, exitcode.UsageError(err)
+		}
 	}
-	switch r.Trigger.Kind {
-	case query.TriggerOnce:
-		errs = append(errs, "--async-switch-off runs the query with async progress tracking: Async progress tracking cannot be used with Once trigger")
-	case query.TriggerAvailableNow:
-		errs = append(errs, "--async-switch-off runs the query with async progress tracking: Async progress tracking cannot be used with AvailableNow trigger")
+	if r.Source == query.SourceKafka {
+		if _, err := engine.ParseKafkaSourceOptions(r); err != nil {
+			return nil, exitcode.UsageError(fmt.Errorf("invalid query: %v", err))
+		}
 	}
-	if len(errs) > 0 {
-		return &query.Error{Problems: errs}
+	return r, nil
+}
+
+// lastCommitText names the last batch whose commit is on disk, where a restart resumes. With
+// async progress tracking that can be older than the last batch run, which is then said too.
+func lastCommitText(s engine.Stats) string {
+	id := func(n int64) string {
+		if n < 0 {
+			return "none"
+		}
+		return strconv.FormatInt(n, 10)
 	}
-	return nil
+	if s.LastBatch <= s.LastDurableCommit {
+		return "last committed batch " + id(s.LastDurableCommit)
+	}
+	return fmt.Sprintf("last batch run %s, last commit on disk %s (async progress tracking persists only some commits: a restart resumes after batch %s)",
+		id(s.LastBatch), id(s.LastDurableCommit), id(s.LastDurableCommit))
 }
 
 func stopReason(s string) string {
@@ -326,71 +351,6 @@ func sinkName(r *query.Resolved) string {
 		return r.FileFormat + " files in " + r.SinkPath
 	}
 	return r.Sink
-}
-
-// setupDemo starts the embedded broker and fills in the demo query.
-func setupDemo(ctx context.Context, o *Options, q *query.Query, info func(string, ...any)) (func(), error) {
-	if o.DemoRate < 0 || o.DemoPartition <= 0 {
-		return nil, exitcode.UsageError(errors.New("--demo-rate must be ≥ 0 and --demo-partitions > 0"))
-	}
-	if q.Options["kafka.bootstrap.servers"] != "" {
-		return nil, exitcode.UsageError(errors.New("--demo runs its own broker: leave out kafka.bootstrap.servers"))
-	}
-	bopts := broker.Options{
-		Topics:   []broker.TopicSpec{{Name: DemoTopic, Partitions: int32(o.DemoPartition)}},
-		Generate: &broker.GeneratorSpec{Topic: DemoTopic, Rate: o.DemoRate},
-	}
-	if q.Checkpoint != "" {
-		// A named checkpoint outlives this process, so the broker's log must too: otherwise a
-		// restart finds the topic empty and reports data loss, as Spark would.
-		sum := sha256.Sum256([]byte(q.Checkpoint))
-		bopts.DataDir = filepath.Join(os.TempDir(), "ckpt-demo-broker-"+hex.EncodeToString(sum[:6]))
-		info("broker data in %s (kept so that a restart on the same checkpoint finds its data)", bopts.DataDir)
-	}
-	b, err := broker.Start(context.WithoutCancel(ctx), bopts)
-	if err != nil {
-		return nil, err
-	}
-	cleanup := []func(){b.Close}
-	run := func() {
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			cleanup[i]()
-		}
-	}
-	info("started an embedded Kafka broker on %s: topic %q (%d partitions), %d generated records/s", b.Addr(), DemoTopic, o.DemoPartition, o.DemoRate)
-	if q.Options == nil {
-		q.Options = map[string]string{}
-	}
-	q.Options["kafka.bootstrap.servers"] = b.Addr()
-	if q.Options["subscribe"] == "" && q.Options["subscribePattern"] == "" && q.Options["assign"] == "" {
-		q.Options["subscribe"] = DemoTopic
-	}
-	if q.Options["startingOffsets"] == "" {
-		q.Options["startingOffsets"] = "earliest"
-	}
-	if q.Sink == query.SinkKafka && q.SinkOptions["kafka.bootstrap.servers"] == "" {
-		if q.SinkOptions == nil {
-			q.SinkOptions = map[string]string{}
-		}
-		q.SinkOptions["kafka.bootstrap.servers"] = b.Addr()
-	}
-	if q.Trigger == "" {
-		q.Trigger = DemoTrigger
-	}
-	if len(q.Select) == 0 && (q.Sink == "" || q.Sink == query.SinkConsole) {
-		q.Select = []string{"CAST(key AS STRING) AS key", `json(value, "amount") AS amount`, "partition", "offset", "CAST(value AS STRING) AS value"}
-	}
-	if q.Checkpoint == "" && q.SinkOptions["checkpointLocation"] == "" {
-		dir, err := os.MkdirTemp("", "ckpt-demo-")
-		if err != nil {
-			run()
-			return nil, err
-		}
-		q.Checkpoint = dir
-		info("checkpoint in %s (inspect it later with: ckpt doctor %s)", dir, dir)
-	}
-	info("stop with Ctrl-C (or --max-batches N / --duration 30s)")
-	return run, nil
 }
 
 // statusLine is the live one-line status on a terminal's stderr.

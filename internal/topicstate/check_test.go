@@ -1,4 +1,4 @@
-package brokerstate
+package topicstate
 
 import (
 	"encoding/json"
@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
-func codes(issues []Issue) []string {
+func codes(issues []recovery.BrokerIssue) []string {
 	var out []string
 	for _, is := range issues {
 		out = append(out, is.Code+" "+sparkTP(is.Topic, is.Partition))
@@ -28,7 +29,7 @@ func TestReadOffsets(t *testing.T) {
 	if len(st.Topics) != 1 || st.Topics[0].Topic != topic || !slices.Equal(st.Missing, []string{missing}) || !st.IsMissing(missing) {
 		t.Fatalf("state %+v", st)
 	}
-	want := []Partition{{0, 6, 10}, {1, 0, 0}, {2, 0, 4}}
+	want := []Partition{{Partition: 0, Start: 6, End: 10}, {Partition: 1, Start: 0, End: 0}, {Partition: 2, Start: 0, End: 4}}
 	if !slices.Equal(st.Topics[0].Partitions, want) {
 		t.Fatalf("partitions %+v, want %+v", st.Topics[0].Partitions, want)
 	}
@@ -60,17 +61,17 @@ func TestCheckOffsetsOutOfRange(t *testing.T) {
 	st := tb.read(topic)
 	ck := offsets(topic+":0=5", topic+":1=8")
 
-	issues := Check(ck, st, true)
+	issues := recovery.CheckBroker(ck, st, true)
 	if len(issues) != 1 {
 		t.Fatalf("issues %v", codes(issues))
 	}
 	is := issues[0]
 	tp := topic + "-0"
-	want := Issue{
-		Code: CodeOffsetsOutOfRange, Topic: topic, Partition: 0, CheckpointOffset: 5, LogStart: 12, LogEnd: 20,
-		Records: 7, DataLoss: true, Fails: true,
+	want := recovery.BrokerIssue{
+		Code: recovery.ReasonOffsetsOutOfRange, Topic: topic, Partition: 0, CheckpointOffset: 5, LogStart: 12, LogEnd: 20,
+		Records: 7, DataLoss: true, Fails: true, Class: dataloss.IllegalState, Executor: true,
 		Message:             tp + ": the checkpoint is at offset 5 but the log starts at 12: 7 records were deleted (retention or DeleteRecords) before the query read them",
-		SparkMessage:        "Cannot fetch offset 5 (GroupId: spark-kafka-source-<uuid>-<hash>-executor, TopicPartition: " + tp + "). " + kafka.InstructionFailOnDataLossTrue,
+		SparkMessage:        "Cannot fetch offset 5 (GroupId: spark-kafka-source-<uuid>-<hash>-executor, TopicPartition: " + tp + "). " + dataloss.InstructionTrue,
 		FailOnDataLossFalse: "Spark logs the message as a warning, skips offsets [5, 12) (7 records) and reads on from offset 12.",
 	}
 	if is != want {
@@ -84,9 +85,9 @@ func TestCheckOffsetsOutOfRange(t *testing.T) {
 	}
 
 	// failOnDataLoss=false: the restart goes on, Spark only warns.
-	lenient := Check(ck, st, false)
+	lenient := recovery.CheckBroker(ck, st, false)
 	if len(lenient) != 1 || lenient[0].Fails || !lenient[0].DataLoss || lenient[0].Records != 7 ||
-		!strings.HasSuffix(lenient[0].SparkMessage, kafka.InstructionFailOnDataLossFalse) {
+		!strings.HasSuffix(lenient[0].SparkMessage, dataloss.InstructionFalse) {
 		t.Fatalf("failOnDataLoss=false: %+v", lenient)
 	}
 }
@@ -100,7 +101,7 @@ func TestCheckTopicRecreated(t *testing.T) {
 		tb.produce(topic, p, 10, nil)
 	}
 	ck := offsets(topic+":0=10", topic+":1=6", topic+":2=10")
-	if issues := Check(ck, tb.read(topic), true); len(issues) != 0 {
+	if issues := recovery.CheckBroker(ck, tb.read(topic), true); len(issues) != 0 {
 		t.Fatalf("before: %v", codes(issues))
 	}
 	tb.DeleteTopic(topic)
@@ -108,19 +109,19 @@ func TestCheckTopicRecreated(t *testing.T) {
 	tb.produce(topic, 0, 3, nil) // 10 > 3: the offset went back
 	tb.produce(topic, 1, 8, nil) // 6 <= 8: indistinguishable from progress, not flagged
 	st := tb.read(topic)
-	issues := Check(ck, st, true)
-	if got := codes(issues); !slices.Equal(got, []string{CodePartitionsRemoved + " " + topic + "-2", CodeTopicRecreated + " " + topic + "-0"}) {
+	issues := recovery.CheckBroker(ck, st, true)
+	if got := codes(issues); !slices.Equal(got, []string{recovery.ReasonPartitionsRemoved + " " + topic + "-2", recovery.ReasonTopicRecreated + " " + topic + "-0"}) {
 		t.Fatalf("issues %v", got)
 	}
 	rm, rc := issues[0], issues[1]
 	if rm.CheckpointOffset != 10 || rm.LogStart != Unknown || rm.Records != Unknown || !rm.Fails ||
-		rm.SparkMessage != "Set("+topic+"-2) are gone. Some data may have been missed.. "+kafka.InstructionFailOnDataLossTrue {
+		rm.SparkMessage != "Set("+topic+"-2) are gone. Some data may have been missed.. "+dataloss.InstructionTrue {
 		t.Fatalf("partitions-removed %+v", rm)
 	}
 	if rc.CheckpointOffset != 10 || rc.LogStart != 0 || rc.LogEnd != 3 || rc.Records != 3 || !rc.DataLoss || !rc.Fails {
 		t.Fatalf("topic-recreated %+v", rc)
 	}
-	if want := "Partition " + topic + "-0's offset was changed from 10 to 3, some data may have been missed. " + kafka.InstructionFailOnDataLossTrue; rc.SparkMessage != want {
+	if want := "Partition " + topic + "-0's offset was changed from 10 to 3, some data may have been missed. " + dataloss.InstructionTrue; rc.SparkMessage != want {
 		t.Fatalf("spark message\n%q\nwant\n%q", rc.SparkMessage, want)
 	}
 	if !strings.Contains(rc.FailOnDataLossFalse, "continues from offset 3: the 3 records now in [0, 3) are never read") {
@@ -140,15 +141,15 @@ func TestCheckPartitionsAdded(t *testing.T) {
 	tb.produce(topic, 2, 9, nil)
 	tb.DeleteRecords(topic, 2, 3)
 	st := tb.read(topic)
-	issues := Check(ck, st, true)
-	if got := codes(issues); !slices.Equal(got, []string{CodePartitionsAdded + " " + topic + "-1", CodePartitionsAdded + " " + topic + "-2"}) {
+	issues := recovery.CheckBroker(ck, st, true)
+	if got := codes(issues); !slices.Equal(got, []string{recovery.ReasonPartitionsAdded + " " + topic + "-1", recovery.ReasonPartitionsAdded + " " + topic + "-2"}) {
 		t.Fatalf("issues %v", got)
 	}
 	atZero, notZero := issues[0], issues[1]
 	if atZero.DataLoss || atZero.Fails || atZero.Records != 0 || atZero.SparkMessage != "" || atZero.CheckpointOffset != Unknown || atZero.LogEnd != 4 {
 		t.Fatalf("partition starting at 0: %+v", atZero)
 	}
-	if want := "Added partition " + topic + "-2 starts from 3 instead of 0. Some data may have been missed. " + kafka.InstructionFailOnDataLossTrue; notZero.SparkMessage != want {
+	if want := "Added partition " + topic + "-2 starts from 3 instead of 0. Some data may have been missed. " + dataloss.InstructionTrue; notZero.SparkMessage != want {
 		t.Fatalf("spark message\n%q\nwant\n%q", notZero.SparkMessage, want)
 	}
 	if !notZero.DataLoss || !notZero.Fails || notZero.Records != 3 || notZero.LogStart != 3 || notZero.LogEnd != 9 {
@@ -173,12 +174,12 @@ func TestCheckTopicMissing(t *testing.T) {
 	}
 	ck := offsets(topic+":0=4", topic+":1=2", other+":0=2")
 	for _, fail := range []bool{true, false} {
-		issues := Check(ck, st, fail)
+		issues := recovery.CheckBroker(ck, st, fail)
 		if len(issues) != 1 {
 			t.Fatalf("issues %v", codes(issues))
 		}
 		is := issues[0]
-		if is.Code != CodeTopicMissing || is.Topic != topic || is.Partition != -1 || is.Records != Unknown || !is.Fails || !is.DataLoss {
+		if is.Code != recovery.ReasonTopicMissing || is.Topic != topic || is.Partition != -1 || is.Records != Unknown || !is.Fails || !is.DataLoss {
 			t.Fatalf("issue %+v", is)
 		}
 		if want := "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic " + topic + " not found."; is.SparkMessage != want {
@@ -194,13 +195,13 @@ func TestCheckTopicMissing(t *testing.T) {
 func TestCheckOrder(t *testing.T) {
 	st := &State{
 		Topics: []Topic{
-			{Topic: "a", Partitions: []Partition{{0, 10, 20}, {1, 0, 5}, {2, 7, 9}}},
-			{Topic: "b", Partitions: []Partition{{0, 0, 3}}},
+			{Topic: "a", Partitions: []Partition{{Partition: 0, Start: 10, End: 20}, {Partition: 1, Start: 0, End: 5}, {Partition: 2, Start: 7, End: 9}}},
+			{Topic: "b", Partitions: []Partition{{Partition: 0, Start: 0, End: 3}}},
 		},
 		Missing: []string{"c"},
 	}
 	ck := offsets("a:0=4", "a:1=9", "a:3=1", "b:0=3", "c:0=1")
-	got := codes(Check(ck, st, true))
+	got := codes(recovery.CheckBroker(ck, st, true))
 	want := []string{
 		"topic-missing c--1",
 		"partitions-added a-2",
@@ -212,18 +213,18 @@ func TestCheckOrder(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 	// Nothing to say when the checkpoint is within the log.
-	if issues := Check(offsets("a:0=10", "a:1=5", "a:2=8", "b:0=0"), st, true); len(issues) != 0 {
+	if issues := recovery.CheckBroker(offsets("a:0=10", "a:1=5", "a:2=8", "b:0=0"), st, true); len(issues) != 0 {
 		t.Fatalf("issues %v", codes(issues))
 	}
 }
 
 // A topic the state was not read for is not reported missing.
 func TestCheckUnreadTopic(t *testing.T) {
-	st := &State{Topics: []Topic{{Topic: "a", Partitions: []Partition{{0, 0, 5}}}}}
-	if issues := Check(offsets("a:0=5", "b:0=1"), st, true); len(issues) != 0 {
+	st := &State{Topics: []Topic{{Topic: "a", Partitions: []Partition{{Partition: 0, Start: 0, End: 5}}}}}
+	if issues := recovery.CheckBroker(offsets("a:0=5", "b:0=1"), st, true); len(issues) != 0 {
 		t.Fatalf("issues %v", codes(issues))
 	}
-	if issues := Check(offsets("a:0=5"), nil, true); len(issues) != 0 {
+	if issues := recovery.CheckBroker(offsets("a:0=5"), nil, true); len(issues) != 0 {
 		t.Fatalf("nil state: %v", codes(issues))
 	}
 }

@@ -1,4 +1,4 @@
-package brokerstate
+package cli
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 func TestFlagsParse(t *testing.T) {
@@ -26,10 +27,10 @@ kafka.client.id = from-file
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var f Flags
+	var f BrokerFlags
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	f.AddFlags(fs)
-	if f.Timeout != DefaultTimeout {
+	if f.Timeout != topicstate.DefaultTimeout {
 		t.Fatalf("default timeout %v", f.Timeout)
 	}
 	if err := fs.Parse([]string{"--bootstrap-server", "h1:9092,h2:9092", "--kafka-option-file", props,
@@ -64,30 +65,30 @@ kafka.client.id = from-file
 func TestFlagsErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		f    Flags
+		f    BrokerFlags
 		want string
 	}{
-		{Flags{}, "no Kafka broker: give --bootstrap-server"},
-		{Flags{BootstrapServers: "h:1", Options: []string{"novalue"}}, `--kafka-option "novalue": want key=value`},
-		{Flags{BootstrapServers: "h:1", Options: []string{"kafka.bootstrap.servers=other:1"}}, "disagree"},
-		{Flags{BootstrapServers: "h:1", Options: []string{"kafka.sasl.mechanism=GSSAPI"}}, "needs kafka.security.protocol SASL_PLAINTEXT or SASL_SSL"},
-		{Flags{BootstrapServers: "h:1", Options: []string{"kafka.security.protocol=SASL_PLAINTEXT", "kafka.sasl.mechanism=GSSAPI", "kafka.sasl.jaas.config=x required;"}}, `"GSSAPI" is not supported`},
-		{Flags{BootstrapServers: "h:1", Options: []string{"kafka.no.such=1"}}, "unknown Kafka client option 'kafka.no.such'"},
-		{Flags{BootstrapServers: "h:1", OptionsFile: "/nonexistent/file"}, "--kafka-option-file"},
+		{BrokerFlags{}, "no Kafka broker: give --bootstrap-server"},
+		{BrokerFlags{BootstrapServers: "h:1", Options: []string{"novalue"}}, `--kafka-option "novalue": want key=value`},
+		{BrokerFlags{BootstrapServers: "h:1", Options: []string{"kafka.bootstrap.servers=other:1"}}, "disagree"},
+		{BrokerFlags{BootstrapServers: "h:1", Options: []string{"kafka.sasl.mechanism=GSSAPI"}}, "needs kafka.security.protocol SASL_PLAINTEXT or SASL_SSL"},
+		{BrokerFlags{BootstrapServers: "h:1", Options: []string{"kafka.security.protocol=SASL_PLAINTEXT", "kafka.sasl.mechanism=GSSAPI", "kafka.sasl.jaas.config=x required;"}}, `"GSSAPI" is not supported`},
+		{BrokerFlags{BootstrapServers: "h:1", Options: []string{"kafka.no.such=1"}}, "unknown Kafka client option 'kafka.no.such'"},
+		{BrokerFlags{BootstrapServers: "h:1", OptionsFile: "/nonexistent/file"}, "--kafka-option-file"},
 	} {
 		_, err := tc.f.KgoClient(ctx)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("%+v: error %v (exit %d), want usage error containing %q", tc.f, err, exitcode.Code(err), tc.want)
 		}
 	}
-	if (&Flags{}).Enabled() || !(&Flags{Options: []string{"bootstrap.servers=h:1"}}).Enabled() {
+	if (&BrokerFlags{}).Enabled() || !(&BrokerFlags{Options: []string{"bootstrap.servers=h:1"}}).Enabled() {
 		t.Fatal("Enabled")
 	}
 }
 
 // An unreachable broker fails within the timeout, with a message naming it.
 func TestFlagsUnreachable(t *testing.T) {
-	f := &Flags{BootstrapServers: "127.0.0.1:1", Timeout: 500 * time.Millisecond}
+	f := &BrokerFlags{BootstrapServers: "127.0.0.1:1", Timeout: 500 * time.Millisecond}
 	start := time.Now()
 	_, err := f.Client(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "kafka 127.0.0.1:1: cannot reach the broker within 500ms") {

@@ -1,4 +1,4 @@
-package brokerstate
+package cli
 
 import (
 	"bufio"
@@ -16,14 +16,12 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
-// DefaultTimeout is the default of Flags.Timeout.
-const DefaultTimeout = 30 * time.Second
-
-// Flags are the broker-access flags shared by inspect, doctor, replay, repair and lag. Add them
+// BrokerFlags are the broker-access flags shared by inspect, doctor, replay, repair and lag. Add them
 // with AddFlags; a command without --bootstrap-server works without a broker (Enabled is false).
-type Flags struct {
+type BrokerFlags struct {
 	// BootstrapServers is --bootstrap-server host:port[,host:port…]. Default: "" (no broker).
 	BootstrapServers string
 	// Options are --kafka-option key=value: Spark's kafka.* client options
@@ -36,15 +34,15 @@ type Flags struct {
 	// Kafka client.properties file. --kafka-option wins over the file. Default: "".
 	OptionsFile string
 	// Timeout is --broker-timeout: how long one broker operation (a refresh of lag, doctor's
-	// read) may take before ckpt gives up. Default: DefaultTimeout (30s).
+	// read) may take before ckpt gives up. Default: topicstate.DefaultTimeout (30s).
 	Timeout time.Duration
 }
 
 // AddFlags registers --bootstrap-server, --kafka-option, --kafka-option-file and
 // --broker-timeout on fs.
-func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+func (f *BrokerFlags) AddFlags(fs *pflag.FlagSet) {
 	if f.Timeout == 0 {
-		f.Timeout = DefaultTimeout
+		f.Timeout = topicstate.DefaultTimeout
 	}
 	fs.StringVar(&f.BootstrapServers, "bootstrap-server", f.BootstrapServers, "Kafka `host:port[,host:port…]` to compare the checkpoint with (read only)")
 	fs.StringArrayVar(&f.Options, "kafka-option", f.Options, "Kafka client option `kafka.key=value`, as given to Spark: kafka.security.protocol, kafka.sasl.mechanism, kafka.sasl.jaas.config, kafka.ssl.ca.location, … (repeatable)")
@@ -54,7 +52,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 
 // Enabled reports whether a broker was given (--bootstrap-server, or kafka.bootstrap.servers
 // in the options).
-func (f *Flags) Enabled() bool {
+func (f *BrokerFlags) Enabled() bool {
 	if strings.TrimSpace(f.BootstrapServers) != "" {
 		return true
 	}
@@ -64,7 +62,7 @@ func (f *Flags) Enabled() bool {
 
 // ClientOptions merges the flags into the kafka.* map kafka.ClientOpts takes: the file, then
 // --kafka-option, then --bootstrap-server. Malformed entries are usage errors.
-func (f *Flags) ClientOptions() (map[string]string, error) {
+func (f *BrokerFlags) ClientOptions() (map[string]string, error) {
 	m := map[string]string{}
 	if f.OptionsFile != "" {
 		data, err := os.ReadFile(f.OptionsFile)
@@ -108,7 +106,7 @@ func kafkaKey(k string) string {
 // connection settings as `ckpt run`), set up for the read helpers here: control records kept,
 // offsets never reset, short fetch waits. It checks the connection (within Timeout) so that an
 // unreachable broker or bad credentials fail here with a clear message. The caller closes it.
-func (f *Flags) KgoClient(ctx context.Context) (*kgo.Client, error) {
+func (f *BrokerFlags) KgoClient(ctx context.Context) (*kgo.Client, error) {
 	m, err := f.ClientOptions()
 	if err != nil {
 		return nil, err
@@ -124,15 +122,7 @@ func (f *Flags) KgoClient(ctx context.Context) (*kgo.Client, error) {
 		}
 		return nil, err
 	}
-	opts = append(opts,
-		// RecordTimestamps and CountExact position themselves: out of range means "gone".
-		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
-		// Control records take offsets; seeing them tells where a range or a log ends.
-		kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(200*time.Millisecond),
-		// One batch is all a timestamp lookup needs; Kafka returns a larger first batch anyway.
-		kgo.FetchMaxPartitionBytes(1<<20),
-	)
+	opts = append(opts, topicstate.ClientOpts()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka %s: %w", m["kafka.bootstrap.servers"], err)
@@ -151,7 +141,7 @@ func (f *Flags) KgoClient(ctx context.Context) (*kgo.Client, error) {
 
 // Client is KgoClient wrapped in an admin client, what Read needs. Closing it closes the
 // underlying client.
-func (f *Flags) Client(ctx context.Context) (*kadm.Client, error) {
+func (f *BrokerFlags) Client(ctx context.Context) (*kadm.Client, error) {
 	cl, err := f.KgoClient(ctx)
 	if err != nil {
 		return nil, err
@@ -160,13 +150,13 @@ func (f *Flags) Client(ctx context.Context) (*kadm.Client, error) {
 }
 
 // Context bounds one broker operation by Timeout.
-func (f *Flags) Context(ctx context.Context) (context.Context, context.CancelFunc) {
+func (f *BrokerFlags) Context(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, f.timeout())
 }
 
-func (f *Flags) timeout() time.Duration {
+func (f *BrokerFlags) timeout() time.Duration {
 	if f.Timeout <= 0 {
-		return DefaultTimeout
+		return topicstate.DefaultTimeout
 	}
 	return f.Timeout
 }
@@ -210,4 +200,31 @@ func parseProperties(data []byte) (map[string]string, error) {
 		return nil, fmt.Errorf("line %d: the last line ends with a continuation backslash", n)
 	}
 	return out, nil
+}
+
+// ReadTopics connects with the flags, reads the topics' offsets (Read) within Timeout and
+// closes the connection: what doctor, inspect and repair need from the broker.
+func (f *BrokerFlags) ReadTopics(ctx context.Context, topics []string) (*topicstate.State, error) {
+	adm, err := f.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	rctx, cancel := f.Context(ctx)
+	defer cancel()
+	return topicstate.Read(rctx, adm, topics)
+}
+
+// CommandArgs are the broker flags to repeat in a ckpt command printed for the user:
+// --bootstrap-server and --kafka-option-file. --kafka-option values are left out (they may hold
+// passwords); a command that needs them says so.
+func (f *BrokerFlags) CommandArgs() []string {
+	var out []string
+	if b := strings.TrimSpace(f.BootstrapServers); b != "" {
+		out = append(out, "--bootstrap-server", b)
+	}
+	if f.OptionsFile != "" {
+		out = append(out, "--kafka-option-file", f.OptionsFile)
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package brokerstate
+package topicstate
 
 import (
 	"context"
@@ -11,15 +11,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker/brokertest"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka/kafkatest"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
 // testBroker is an embedded kfake broker on a free port with an admin client for arranging
 // the scene (DeleteRecords, CreatePartitions, DeleteTopics) over the real wire protocol; the
-// arranging is internal/broker/brokertest's.
+// arranging is internal/embedkafka/kafkatest's.
 type testBroker struct {
-	*brokertest.Env
+	*kafkatest.Env
 	t    *testing.T
 	adm  *kadm.Client
 	ctx  context.Context
@@ -28,19 +28,14 @@ type testBroker struct {
 
 func newBroker(t *testing.T) *testBroker {
 	t.Helper()
-	e := brokertest.New(t)
+	e := kafkatest.New(t)
 	return &testBroker{Env: e, t: t, adm: e.Adm, ctx: e.Ctx, addr: e.Addr}
-}
-
-// flags returns broker flags pointing at the test broker.
-func (tb *testBroker) flags() *Flags {
-	return &Flags{BootstrapServers: tb.addr, Timeout: 20 * time.Second}
 }
 
 // reader returns a fresh admin client (no cached metadata from before a change) and its client.
 func (tb *testBroker) reader() (*kadm.Client, *kgo.Client) {
 	tb.t.Helper()
-	cl, err := tb.flags().KgoClient(tb.ctx)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tb.addr)}, ClientOpts()...)...)
 	if err != nil {
 		tb.t.Fatal(err)
 	}

@@ -1,49 +1,48 @@
-package brokerstate
+package recovery
 
 import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 
-	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
-// The issue codes. They are stable: doctor reports them as finding codes and runbooks key on
-// them.
+// The reasons a restart fails, or loses data, on the Kafka broker rather than on the checkpoint
+// (BrokerIssue.Code, and Result.Reason when the issue fails the restart). They are stable:
+// doctor reports them as finding codes and runbooks key on them.
 const (
-	// CodeOffsetsOutOfRange: the checkpoint offset is below the log start, because retention
+	// ReasonOffsetsOutOfRange: the checkpoint offset is below the log start, because retention
 	// (or DeleteRecords) removed records the query has not read.
-	CodeOffsetsOutOfRange = "offsets-out-of-range"
-	// CodeTopicRecreated: the checkpoint offset is above the log end, because the topic was
+	ReasonOffsetsOutOfRange = "offsets-out-of-range"
+	// ReasonTopicRecreated: the checkpoint offset is above the log end, because the topic was
 	// deleted and recreated (or the high watermark went backwards).
-	CodeTopicRecreated = "topic-recreated"
-	// CodePartitionsRemoved: a partition in the checkpoint no longer exists.
-	CodePartitionsRemoved = "partitions-removed"
-	// CodePartitionsAdded: a partition of a checkpointed topic is not in the checkpoint; the next
+	ReasonTopicRecreated = "topic-recreated"
+	// ReasonPartitionsRemoved: a partition in the checkpoint no longer exists.
+	ReasonPartitionsRemoved = "partitions-removed"
+	// ReasonPartitionsAdded: a partition of a checkpointed topic is not in the checkpoint; the next
 	// batch reads it from its earliest offset.
-	CodePartitionsAdded = "partitions-added"
-	// CodeTopicMissing: a topic in the checkpoint does not exist.
-	CodeTopicMissing = "topic-missing"
+	ReasonPartitionsAdded = "partitions-added"
+	// ReasonTopicMissing: a topic in the checkpoint does not exist.
+	ReasonTopicMissing = "topic-missing"
 )
 
-// Codes lists the issue codes in the order Spark meets them on restart (see Check).
-var Codes = []string{CodeTopicMissing, CodePartitionsAdded, CodePartitionsRemoved, CodeTopicRecreated, CodeOffsetsOutOfRange}
+// BrokerReasons are the Result.Reason values of a restart that fails on the Kafka broker rather
+// than on the checkpoint (failOnDataLoss=true), in the order Spark meets them on restart (see
+// CheckBroker). Plan sets them when Options.Broker is given, with FailedFile naming the offsets
+// file whose offsets the broker no longer serves. Like Reasons, the set is closed and its values
+// are never renamed.
+var BrokerReasons = []string{ReasonTopicMissing, ReasonPartitionsAdded, ReasonPartitionsRemoved, ReasonTopicRecreated, ReasonOffsetsOutOfRange}
 
 // Unknown is the value of Issue.Records (and of offsets) that ckpt cannot know: the records of a
 // partition or topic that no longer exists.
 const Unknown int64 = -1
 
-// ExecutorGroupID stands for the group id in Spark's executor-side messages. Spark makes it
-// "<groupIdPrefix>-<random UUID>-<hash of the source's metadata path>-executor" when the query
-// starts (or uses kafka.group.id), so it differs in every run and cannot be predicted.
-const ExecutorGroupID = "spark-kafka-source-<uuid>-<hash>-executor"
-
-// Issue is one thing the restart of the query will hit on the broker. Its JSON form is part of
+// BrokerIssue is one thing the restart of the query will hit on the broker. Its JSON form is part of
 // doctor's and lag's output.
-type Issue struct {
-	// Code is one of the Code* constants.
+type BrokerIssue struct {
+	// Code is one of BrokerReasons.
 	Code string `json:"code"`
 	// Topic and Partition name the partition; Partition is -1 for topic-missing.
 	Topic     string `json:"topic"`
@@ -70,13 +69,19 @@ type Issue struct {
 	// SparkMessage is what Spark reports: the exception message when Fails, else the warning
 	// it logs; "" when Spark says nothing (a new partition starting at 0). Texts are Spark
 	// 3.5's (KafkaMicroBatchStream, KafkaDataConsumer), instruction included; a group id in an
-	// executor message is ExecutorGroupID.
+	// executor message is dataloss.ExecutorGroupID.
 	SparkMessage string `json:"sparkMessage"`
+	// Class is the JVM exception class Spark throws when Fails: dataloss.UnknownTopic for
+	// topic-missing, dataloss.IllegalState for every data-loss report.
+	Class string `json:"-"`
+	// Executor is true when Spark's executors report the issue (KafkaDataConsumer, reading a
+	// range), false when the driver does (KafkaMicroBatchStream, planning a batch).
+	Executor bool `json:"-"`
 	// FailOnDataLossFalse says what Spark does instead with failOnDataLoss=false.
 	FailOnDataLossFalse string `json:"failOnDataLossFalse"`
 }
 
-// Check compares the offsets a Kafka source reads from next with the broker and returns what
+// CheckBroker compares the offsets a Kafka source reads from next with the broker and returns what
 // the restart will hit, in the order Spark meets it: topic-missing (listing the latest offsets
 // fails), then the driver's checks when it plans the batch (partitions-added with an earliest
 // offset above 0, partitions-removed, topic-recreated), then the executors' (offsets-out-of-
@@ -93,15 +98,10 @@ type Issue struct {
 // assume no kafka.group.id (with it, "are gone." is followed by Spark's group-id warning).
 // st must have been read for Topics(offsets); topics it neither has nor lists as missing are
 // skipped.
-func Check(offsets logformat.KafkaOffsets, st *State, failOnDataLoss bool) []Issue {
+func CheckBroker(offsets logformat.KafkaOffsets, st *BrokerState, failOnDataLoss bool) []BrokerIssue {
 	from := offsets.Map()
-	var issues []Issue
-	instr := kafka.InstructionFailOnDataLossFalse
-	if failOnDataLoss {
-		instr = kafka.InstructionFailOnDataLossTrue
-	}
-	// reportDataLoss(msg): msg + ". " + the instruction, thrown or logged.
-	report := func(msg string) string { return msg + ". " + instr }
+	var issues []BrokerIssue
+	report := func(msg string) string { return dataloss.Driver(msg, failOnDataLoss) }
 
 	// Partitions gone from existing topics: Spark names them all in one message.
 	var gone []logformat.TopicPartition
@@ -114,24 +114,24 @@ func Check(offsets logformat.KafkaOffsets, st *State, failOnDataLoss bool) []Iss
 	}
 	goneMsg := ""
 	if len(gone) > 0 {
-		goneMsg = report(sparkSet(gone) + " are gone. Some data may have been missed.")
+		goneMsg = report(dataloss.Gone(sparkSet(gone), false))
 	}
 
-	for _, topic := range Topics(offsets) {
+	for _, topic := range KafkaTopics(offsets) {
 		if st.Topic(topic) == nil && !st.IsMissing(topic) {
 			continue // not read: nothing to say
 		}
 		if st.Topic(topic) == nil {
 			tps := partitionsOf(from, topic)
-			issues = append(issues, Issue{
-				Code: CodeTopicMissing, Topic: topic, Partition: -1,
+			issues = append(issues, BrokerIssue{
+				Code: ReasonTopicMissing, Topic: topic, Partition: -1,
 				CheckpointOffset: Unknown, LogStart: Unknown, LogEnd: Unknown, Records: Unknown,
-				DataLoss: true, Fails: true,
+				DataLoss: true, Fails: true, Class: dataloss.UnknownTopic,
 				Message:      fmt.Sprintf("topic %s is in the checkpoint (%d partitions) but not on the broker", topic, len(tps)),
-				SparkMessage: (&kafka.UnknownTopicError{Topics: []string{topic}}).Error(),
+				SparkMessage: dataloss.UnknownTopic + ": " + dataloss.UnknownTopicMessage([]string{topic}),
 				FailOnDataLossFalse: "failOnDataLoss does not apply: with subscribe or assign the query fails the same way until the topic exists. " +
-					"With subscribePattern the topic's partitions are dropped instead, reported as \"" + sparkSet(tps) +
-					" are gone. Some data may have been missed.\" (an error with failOnDataLoss=true, a warning with false), and the query goes on without them.",
+					"With subscribePattern the topic's partitions are dropped instead, reported as \"" + dataloss.Gone(sparkSet(tps), false) +
+					"\" (an error with failOnDataLoss=true, a warning with false), and the query goes on without them.",
 			})
 			continue
 		}
@@ -141,9 +141,9 @@ func Check(offsets logformat.KafkaOffsets, st *State, failOnDataLoss bool) []Iss
 			if _, ok := from[tp]; ok {
 				continue
 			}
-			is := Issue{
-				Code: CodePartitionsAdded, Topic: topic, Partition: p.Partition,
-				CheckpointOffset: Unknown, LogStart: p.Start, LogEnd: p.End,
+			is := BrokerIssue{
+				Code: ReasonPartitionsAdded, Topic: topic, Partition: p.Partition,
+				CheckpointOffset: Unknown, LogStart: p.Start, LogEnd: p.End, Class: dataloss.IllegalState,
 			}
 			if p.Start == 0 {
 				is.Message = fmt.Sprintf("%s is not in the checkpoint: the next batch reads it from its earliest offset 0 (%d records)", sparkTP(topic, p.Partition), p.End)
@@ -151,7 +151,7 @@ func Check(offsets logformat.KafkaOffsets, st *State, failOnDataLoss bool) []Iss
 			} else {
 				is.Records, is.DataLoss, is.Fails = p.Start, true, failOnDataLoss
 				is.Message = fmt.Sprintf("%s is not in the checkpoint and its earliest offset is %d: offsets [0, %d) were removed before the query could read them", sparkTP(topic, p.Partition), p.Start, p.Start)
-				is.SparkMessage = report(fmt.Sprintf("Added partition %s starts from %d instead of 0. Some data may have been missed", sparkTP(topic, p.Partition), p.Start))
+				is.SparkMessage = report(dataloss.AddedPartition(sparkTP(topic, p.Partition), p.Start))
 				is.FailOnDataLossFalse = fmt.Sprintf("Spark logs the message as a warning and reads the partition from offset %d; offsets [0, %d) are never read.", p.Start, p.Start)
 			}
 			issues = append(issues, is)
@@ -160,10 +160,10 @@ func Check(offsets logformat.KafkaOffsets, st *State, failOnDataLoss bool) []Iss
 			off := from[tp]
 			p, ok := t.Partition(tp.Partition)
 			if !ok {
-				issues = append(issues, Issue{
-					Code: CodePartitionsRemoved, Topic: topic, Partition: tp.Partition,
+				issues = append(issues, BrokerIssue{
+					Code: ReasonPartitionsRemoved, Topic: topic, Partition: tp.Partition,
 					CheckpointOffset: off, LogStart: Unknown, LogEnd: Unknown, Records: Unknown,
-					DataLoss: true, Fails: failOnDataLoss,
+					DataLoss: true, Fails: failOnDataLoss, Class: dataloss.IllegalState,
 					Message:             fmt.Sprintf("%s is in the checkpoint (next offset %d) but topic %s has only %d partitions", sparkTP(topic, tp.Partition), off, topic, len(t.Partitions)),
 					SparkMessage:        goneMsg,
 					FailOnDataLossFalse: "Spark logs the message as a warning and stops reading the partition; whatever it held after the checkpoint is lost.",
@@ -174,34 +174,34 @@ func Check(offsets logformat.KafkaOffsets, st *State, failOnDataLoss bool) []Iss
 			case off < 0:
 				// Not an offset a batch ends at (-1/-2 only appear in startingOffsets).
 			case off > p.End:
-				issues = append(issues, Issue{
-					Code: CodeTopicRecreated, Topic: topic, Partition: tp.Partition,
+				issues = append(issues, BrokerIssue{
+					Code: ReasonTopicRecreated, Topic: topic, Partition: tp.Partition,
 					CheckpointOffset: off, LogStart: p.Start, LogEnd: p.End, Records: p.Records(),
-					DataLoss: true, Fails: failOnDataLoss,
+					DataLoss: true, Fails: failOnDataLoss, Class: dataloss.IllegalState,
 					Message: fmt.Sprintf("%s: the checkpoint is at offset %d but the log ends at %d: the topic was deleted and recreated (or the high watermark went backwards)",
 						sparkTP(topic, tp.Partition), off, p.End),
-					SparkMessage: report(fmt.Sprintf("Partition %s's offset was changed from %d to %d, some data may have been missed", sparkTP(topic, tp.Partition), off, p.End)),
+					SparkMessage: report(dataloss.OffsetChanged(sparkTP(topic, tp.Partition), off, p.End)),
 					FailOnDataLossFalse: fmt.Sprintf("Spark logs the message as a warning, reads nothing from the partition in that batch and continues from offset %d: "+
 						"the %d records now in [%d, %d) are never read, nor anything the old topic held after offset %d.", p.End, p.Records(), p.Start, p.End, off),
 				})
 			case off < p.Start:
 				lost := p.Start - off
-				issues = append(issues, Issue{
-					Code: CodeOffsetsOutOfRange, Topic: topic, Partition: tp.Partition,
+				issues = append(issues, BrokerIssue{
+					Code: ReasonOffsetsOutOfRange, Topic: topic, Partition: tp.Partition,
 					CheckpointOffset: off, LogStart: p.Start, LogEnd: p.End, Records: lost,
-					DataLoss: true, Fails: failOnDataLoss,
+					DataLoss: true, Fails: failOnDataLoss, Class: dataloss.IllegalState, Executor: true,
 					Message: fmt.Sprintf("%s: the checkpoint is at offset %d but the log starts at %d: %d records were deleted (retention or DeleteRecords) before the query read them",
 						sparkTP(topic, tp.Partition), off, p.Start, lost),
 					// Executor side (KafkaDataConsumer.get): the fetch at the offset is out of range.
-					SparkMessage: fmt.Sprintf("Cannot fetch offset %d (GroupId: %s, TopicPartition: %s). ", off, ExecutorGroupID, sparkTP(topic, tp.Partition)) + instr,
+					SparkMessage: dataloss.Executor(dataloss.CannotFetch(off), dataloss.ExecutorGroupID, sparkTP(topic, tp.Partition), failOnDataLoss),
 					FailOnDataLossFalse: fmt.Sprintf("Spark logs the message as a warning, skips offsets [%d, %d) (%d records) and reads on from offset %d.",
 						off, p.Start, lost, p.Start),
 				})
 			}
 		}
 	}
-	rank := func(code string) int { return slices.Index(Codes, code) }
-	slices.SortStableFunc(issues, func(a, b Issue) int {
+	rank := func(code string) int { return slices.Index(BrokerReasons, code) }
+	slices.SortStableFunc(issues, func(a, b BrokerIssue) int {
 		return cmp.Or(cmp.Compare(rank(a.Code), rank(b.Code)), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return issues
@@ -241,5 +241,8 @@ func sparkSet(tps []logformat.TopicPartition) string {
 	for i, tp := range tps {
 		parts[i] = sparkTP(tp.Topic, tp.Partition)
 	}
-	return "Set(" + strings.Join(parts, ", ") + ")"
+	return dataloss.Set(parts)
 }
+
+// sparkTP is Kafka's TopicPartition.toString, which Spark's messages use: "topic-partition".
+func sparkTP(topic string, p int32) string { return dataloss.TP(topic, p) }

@@ -1,4 +1,4 @@
-package brokerstate
+package topicstate
 
 import (
 	"cmp"
@@ -120,4 +120,19 @@ func lockClient(cl *kgo.Client) func() {
 	mu := m.(*sync.Mutex)
 	mu.Lock()
 	return mu.Unlock
+}
+
+// ClientOpts are the client settings the read helpers here (RecordTimestamps, CountExact) need
+// on top of the connection settings: control records kept, offsets never reset, short fetch
+// waits. cli.BrokerFlags.KgoClient adds them.
+func ClientOpts() []kgo.Opt {
+	return []kgo.Opt{
+		// RecordTimestamps and CountExact position themselves: out of range means "gone".
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
+		// Control records take offsets; seeing them tells where a range or a log ends.
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		// One batch is all a timestamp lookup needs; Kafka returns a larger first batch anyway.
+		kgo.FetchMaxPartitionBytes(1 << 20),
+	}
 }

@@ -1,4 +1,4 @@
-package brokerstate
+package topicstate
 
 import (
 	"slices"

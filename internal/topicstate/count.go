@@ -1,13 +1,16 @@
-package brokerstate
+package topicstate
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
 // PartitionCount is one partition of a re-run range (start, end]: what the checkpoint says and
@@ -128,7 +131,7 @@ func CountExact(ctx context.Context, cl *kgo.Client, counts []PartitionCount, id
 		}
 		tp := logformat.TopicPartition{Topic: c.Topic, Partition: c.Partition}
 		if _, dup := wants[tp]; dup {
-			return fmt.Errorf("brokerstate: %s listed twice", sparkTP(c.Topic, c.Partition))
+			return fmt.Errorf("topicstate: %s-%d listed twice", c.Topic, c.Partition)
 		}
 		wants[tp] = &want{i: i, lo: lo, hi: hi}
 	}
@@ -204,5 +207,32 @@ func partitionLists(m map[string]map[int32]kgo.Offset) map[string][]int32 {
 			out[t] = append(out[t], p)
 		}
 	}
+	return out
+}
+
+// CountRestart counts, per re-running source of r with a known start and end, the records its
+// recorded range holds on the broker (CountRange), by source index. Sources that start a new
+// batch have no recorded range and no counts.
+func CountRestart(r *recovery.KafkaRestart, st *State) map[int][]PartitionCount {
+	out := map[int][]PartitionCount{}
+	if r == nil {
+		return out
+	}
+	for _, s := range r.Sources {
+		if s.Rerun && s.Start != nil && s.End != nil {
+			out[s.Index] = CountRange(st, *s.Start, *s.End)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[logformat.TopicPartition]int64) []logformat.TopicPartition {
+	out := make([]logformat.TopicPartition, 0, len(m))
+	for tp := range m {
+		out = append(out, tp)
+	}
+	slices.SortFunc(out, func(a, b logformat.TopicPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
 	return out
 }

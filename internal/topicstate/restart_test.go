@@ -1,4 +1,4 @@
-package brokerstate
+package topicstate
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -64,41 +64,58 @@ func (m *memCheckpoint) plan() (*checkpoint.Checkpoint, *recovery.Result) {
 	return cp, res
 }
 
-func (m *memCheckpoint) restart() (*checkpoint.Checkpoint, *recovery.Result, *Restart) {
+// planWith plans the restart with the broker's state (Options.Broker).
+func (m *memCheckpoint) planWith(st *State, failOnDataLossFalse bool) *recovery.Result {
+	m.t.Helper()
+	cp, err := checkpoint.Load(context.Background(), m.s)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	res, err := recovery.Plan(context.Background(), cp, recovery.Options{Broker: st, FailOnDataLossFalse: failOnDataLossFalse})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if res.Broker == nil || res.Broker.CheckpointOutcome != recovery.OutcomeResume {
+		m.t.Fatalf("broker verdict %+v", res.Broker)
+	}
+	return res
+}
+
+func (m *memCheckpoint) restart() (*checkpoint.Checkpoint, *recovery.Result, *recovery.KafkaRestart) {
 	m.t.Helper()
 	cp, res := m.plan()
-	r, err := PlanRestart(context.Background(), cp, res)
+	r, err := recovery.PlanKafkaRestart(context.Background(), cp, res)
 	if err != nil {
 		m.t.Fatal(err)
 	}
 	return cp, res, r
 }
 
-// CheckRerun models the re-run of a recorded range: new partitions on the driver, then the
+// CheckBrokerRerun models the re-run of a recorded range: new partitions on the driver, then the
 // executors' reads.
 func TestCheckRerunOffline(t *testing.T) {
-	st := &State{Topics: []Topic{{Topic: "a", Partitions: []Partition{{0, 10, 20}, {1, 0, 5}, {2, 3, 9}, {4, 0, 2}}}}}
+	st := &State{Topics: []Topic{{Topic: "a", Partitions: []Partition{{Partition: 0, Start: 10, End: 20}, {Partition: 1, Start: 0, End: 5}, {Partition: 2, Start: 3, End: 9}, {Partition: 4, Start: 0, End: 2}}}}}
 	start := offsets("a:0=4", "a:1=2", "a:4=0", "a:5=1")
 	end := offsets("a:0=15", "a:1=8", "a:2=6", "a:3=4", "a:4=2", "a:6=0")
-	got := CheckRerun(start, end, st, true)
+	got := recovery.CheckBrokerRerun(start, end, st, true)
 	if c := codes(got); !slices.Equal(c, []string{
 		"partitions-removed a-3", "partitions-removed a-6", "partitions-added a-2", "offsets-out-of-range a-0", "topic-recreated a-1",
 	}) {
 		t.Fatalf("issues %v", c)
 	}
 	gone, added, aged, beyond := got[0], got[2], got[3], got[4]
-	if want := "Cannot find earliest offsets of Set(a-3, a-6). Some data may have been missed. " + kafka.InstructionFailOnDataLossTrue; gone.SparkMessage != want || got[1].SparkMessage != want {
+	if want := "Cannot find earliest offsets of Set(a-3, a-6). Some data may have been missed. " + dataloss.InstructionTrue; gone.SparkMessage != want || got[1].SparkMessage != want {
 		t.Errorf("cannot find earliest: %q", gone.SparkMessage)
 	}
 	if gone.CheckpointOffset != 4 || gone.Records != Unknown || !gone.Fails || !gone.DataLoss {
 		t.Errorf("gone %+v", gone)
 	}
-	if want := "Added partition a-2 starts from 3 instead of 0. Some data may have been missed. " + kafka.InstructionFailOnDataLossTrue; added.SparkMessage != want || added.Records != 3 {
+	if want := "Added partition a-2 starts from 3 instead of 0. Some data may have been missed. " + dataloss.InstructionTrue; added.SparkMessage != want || added.Records != 3 {
 		t.Errorf("added %+v", added)
 	}
-	wantAged := Issue{Code: CodeOffsetsOutOfRange, Topic: "a", Partition: 0, CheckpointOffset: 4, LogStart: 10, LogEnd: 20, Records: 6, DataLoss: true, Fails: true,
+	wantAged := recovery.BrokerIssue{Code: recovery.ReasonOffsetsOutOfRange, Topic: "a", Partition: 0, CheckpointOffset: 4, LogStart: 10, LogEnd: 20, Records: 6, DataLoss: true, Fails: true, Class: dataloss.IllegalState, Executor: true,
 		Message:             "a-0: the re-run reads offsets [4, 15) but the log starts at 10: 6 of them were deleted (retention or DeleteRecords) before the query read them",
-		SparkMessage:        "Cannot fetch offset 4 (GroupId: " + ExecutorGroupID + ", TopicPartition: a-0). " + kafka.InstructionFailOnDataLossTrue,
+		SparkMessage:        "Cannot fetch offset 4 (GroupId: " + dataloss.ExecutorGroupID + ", TopicPartition: a-0). " + dataloss.InstructionTrue,
 		FailOnDataLossFalse: "Spark logs the message as a warning, skips offsets [4, 10) (6 records) and reads [10, 15).",
 	}
 	if aged != wantAged {
@@ -111,19 +128,19 @@ func TestCheckRerunOffline(t *testing.T) {
 	}
 
 	// A range wholly below the log start, and one wholly above the end; failOnDataLoss=false.
-	lenient := CheckRerun(offsets("a:0=1", "a:1=7"), offsets("a:0=6", "a:1=9"), st, false)
+	lenient := recovery.CheckBrokerRerun(offsets("a:0=1", "a:1=7"), offsets("a:0=6", "a:1=9"), st, false)
 	if c := codes(lenient); !slices.Equal(c, []string{"offsets-out-of-range a-0", "topic-recreated a-1"}) {
 		t.Fatalf("issues %v", c)
 	}
 	if lenient[0].Fails || lenient[0].Records != 5 || !strings.Contains(lenient[0].FailOnDataLossFalse, "the re-run reads nothing from the partition") ||
-		!strings.HasSuffix(lenient[0].SparkMessage, kafka.InstructionFailOnDataLossFalse) {
+		!strings.HasSuffix(lenient[0].SparkMessage, dataloss.InstructionFalse) {
 		t.Errorf("below the start %+v", lenient[0])
 	}
 	if lenient[1].Records != 2 || !strings.Contains(lenient[1].Message, "none of them exist") || !strings.HasPrefix(lenient[1].SparkMessage, "Cannot fetch offset 7 ") {
 		t.Errorf("above the end %+v", lenient[1])
 	}
 	// Nothing to say about a range the log holds, an empty range or an unread topic.
-	if issues := CheckRerun(offsets("a:0=10", "a:1=5", "b:0=1"), offsets("a:0=20", "a:1=5", "b:0=9"), st, true); len(issues) != 0 {
+	if issues := recovery.CheckBrokerRerun(offsets("a:0=10", "a:1=5", "b:0=1"), offsets("a:0=20", "a:1=5", "b:0=9"), st, true); len(issues) != 0 {
 		t.Errorf("issues %v", codes(issues))
 	}
 }
@@ -171,18 +188,18 @@ func TestPlanRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err = PlanRestart(ctx, cp, res)
+	r, err = recovery.PlanKafkaRestart(ctx, cp, res)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s := r.Sources[0]; s.Start != nil || s.StartFile != "startingOffsets (sources/0/0 is missing)" || s.End == nil {
 		t.Fatalf("no initial offsets %+v", s)
 	}
-	st := &State{Topics: []Topic{{Topic: "u", Partitions: []Partition{{0, 3, 9}}}}}
+	st := &State{Topics: []Topic{{Topic: "u", Partitions: []Partition{{Partition: 0, Start: 3, End: 9}}}}}
 	if issues := r.Check(st, true); len(issues) != 0 {
 		t.Fatalf("unknown start: only the end is checked, and 7 is in [3, 9): %+v", issues)
 	}
-	if counts := r.Count(st); len(counts) != 0 {
+	if counts := CountRestart(r, st); len(counts) != 0 {
 		t.Fatalf("unknown start: no counts, got %+v", counts)
 	}
 
@@ -191,14 +208,14 @@ func TestPlanRestart(t *testing.T) {
 	if len(r.Sources) != 0 {
 		t.Fatalf("sources %+v", r.Sources)
 	}
-	topics, err := CheckpointTopics(ctx, cp)
+	topics, err := recovery.CheckpointTopics(ctx, cp)
 	if err != nil || !slices.Equal(topics, []string{"u"}) {
 		t.Fatalf("checkpoint topics %v %v", topics, err)
 	}
 }
 
 // Retention ran past the start of the batch a restart re-runs: the re-run meets it, the counts
-// say what really exists, and Apply turns the prediction into Spark's failure.
+// say what really exists, and the planner, given the broker, turns the prediction into Spark's failure.
 func TestRestartAgainstBroker(t *testing.T) {
 	tb := newBroker(t)
 	topic := uniqueTopic(t, "in")
@@ -210,7 +227,7 @@ func TestRestartAgainstBroker(t *testing.T) {
 		offsets(1, fmt.Sprintf(`{%q:{"0":5,"1":4}}`, topic)).commit(1).
 		offsets(2, fmt.Sprintf(`{%q:{"0":15,"1":4}}`, topic))
 	tb.DeleteRecords(topic, 0, 8)
-	_, res, r := m.restart()
+	_, _, r := m.restart()
 	st := tb.read(r.Topics()...)
 
 	issues := r.Check(st, true)
@@ -218,16 +235,16 @@ func TestRestartAgainstBroker(t *testing.T) {
 		t.Fatalf("issues %+v", issues)
 	}
 	is := issues[0]
-	if is.Code != CodeOffsetsOutOfRange || !is.Rerun || is.Batch != 2 || is.File != "offsets/1" || is.Records != 3 || !is.Fails || is.Where() != "re-run of batch 2" {
+	if is.Code != recovery.ReasonOffsetsOutOfRange || !is.Rerun || is.Batch != 2 || is.File != "offsets/1" || is.Records != 3 || !is.Fails || is.Where() != "re-run of batch 2" {
 		t.Fatalf("issue %+v", is)
 	}
-	counts := r.Count(st)[0]
+	counts := CountRestart(r, st)[0]
 	if len(counts) != 2 || counts[0].Records != 7 || counts[0].AgedOut != 3 || counts[0].Offsets != 10 || counts[1].Records != 0 {
 		t.Fatalf("counts %+v", counts)
 	}
 
-	Apply(res, issues)
-	if !res.Failed() || res.Exception != "java.lang.IllegalStateException" || res.NextBatch != 2 || res.Reason != CodeOffsetsOutOfRange || res.FailedFile != "offsets/1" ||
+	res := m.planWith(st, false)
+	if !res.Failed() || res.Exception != "java.lang.IllegalStateException" || res.NextBatch != 2 || res.Reason != recovery.ReasonOffsetsOutOfRange || res.FailedFile != "offsets/1" ||
 		!strings.HasPrefix(res.ErrorText(), "Cannot fetch offset 5 (GroupId: ") {
 		t.Fatalf("result %+v", res)
 	}
@@ -241,9 +258,7 @@ func TestRestartAgainstBroker(t *testing.T) {
 	}
 
 	// failOnDataLoss=false: a warning, the restart goes on.
-	_, res, r = m.restart()
-	lenient := r.Check(st, false)
-	Apply(res, lenient)
+	res = m.planWith(st, true)
 	if res.Failed() || !strings.Contains(res.Warnings[len(res.Warnings)-1], "Spark logs a warning (failOnDataLoss=false): Cannot fetch offset 5") {
 		t.Fatalf("lenient %+v", res)
 	}
@@ -253,18 +268,10 @@ func TestRestartAgainstBroker(t *testing.T) {
 	tb.DeleteTopic(topic)
 	st = tb.read(r.Topics()...)
 	gone := r.Check(st, false)
-	if len(gone) != 1 || gone[0].Code != CodeTopicMissing || gone[0].Batch != 3 || gone[0].Rerun || !gone[0].Fails {
+	if len(gone) != 1 || gone[0].Code != recovery.ReasonTopicMissing || gone[0].Batch != 3 || gone[0].Rerun || !gone[0].Fails {
 		t.Fatalf("topic missing %+v", gone)
 	}
 	if class, msg := gone[0].Exception(); class != "org.apache.kafka.common.errors.UnknownTopicOrPartitionException" || msg != "Topic "+topic+" not found." {
 		t.Fatalf("exception %q %q", class, msg)
-	}
-}
-
-// The reasons brokerstate writes into a planner Result are the ones recovery documents.
-func TestCodesAreBrokerReasons(t *testing.T) {
-	codes := []string{CodeOffsetsOutOfRange, CodeTopicRecreated, CodePartitionsRemoved, CodePartitionsAdded, CodeTopicMissing}
-	if !slices.Equal(codes, recovery.BrokerReasons) {
-		t.Errorf("brokerstate codes %v, recovery.BrokerReasons %v", codes, recovery.BrokerReasons)
 	}
 }

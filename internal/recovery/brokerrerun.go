@@ -1,13 +1,13 @@
-package brokerstate
+package recovery
 
 import (
 	"fmt"
 
-	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
-// CheckRerun is Check for a batch that runs again over a range the checkpoint recorded,
+// CheckBrokerRerun is CheckBroker for a batch that runs again over a range the checkpoint recorded,
 // (start, end]: the uncommitted latest batch a restart re-runs. Spark plans such a batch from
 // the checkpoint alone (KafkaMicroBatchStream.planInputPartitions with the logged offsets: no
 // latest offsets are listed), asks the broker only for the earliest offsets of partitions that
@@ -23,25 +23,21 @@ import (
 //
 // Partitions in start but not in end, and ranges going backwards, are visible in the
 // checkpoint alone (recovery.Plan warns about them) and are not repeated here. A partition of
-// the range whose topic or partition is gone from the broker is left to Check(end, …): Spark
+// the range whose topic or partition is gone from the broker is left to CheckBroker(end, …): Spark
 // has no data-loss check for it while re-running (its tasks wait for the partition until the
 // Kafka consumer's timeouts expire), and the batch after the re-run reports it. Issues come in
 // the order Spark meets them: the driver's, then the executors' by topic and partition.
-func CheckRerun(start, end logformat.KafkaOffsets, st *State, failOnDataLoss bool) []Issue {
+func CheckBrokerRerun(start, end logformat.KafkaOffsets, st *BrokerState, failOnDataLoss bool) []BrokerIssue {
 	from, until := start.Map(), end.Map()
-	instr := kafka.InstructionFailOnDataLossFalse
-	if failOnDataLoss {
-		instr = kafka.InstructionFailOnDataLossTrue
-	}
-	report := func(msg string) string { return msg + ". " + instr }
+	report := func(msg string) string { return dataloss.Driver(msg, failOnDataLoss) }
 	executor := func(offset int64, tp logformat.TopicPartition) string {
-		return fmt.Sprintf("Cannot fetch offset %d (GroupId: %s, TopicPartition: %s). ", offset, ExecutorGroupID, sparkTP(tp.Topic, tp.Partition)) + instr
+		return dataloss.Executor(dataloss.CannotFetch(offset), dataloss.ExecutorGroupID, sparkTP(tp.Topic, tp.Partition), failOnDataLoss)
 	}
 	read := func(topic string) bool { return st.Topic(topic) != nil || st.IsMissing(topic) }
 
 	// Driver: partitions new in end (KafkaOffsetReader.getOffsetRangesFromResolvedOffsets).
 	var missingNew []logformat.TopicPartition
-	var added []Issue
+	var added []BrokerIssue
 	for _, tp := range sortedKeys(until) {
 		if _, ok := from[tp]; ok || !read(tp.Topic) || st.IsMissing(tp.Topic) {
 			continue
@@ -52,28 +48,28 @@ func CheckRerun(start, end logformat.KafkaOffsets, st *State, failOnDataLoss boo
 			continue
 		}
 		name := sparkTP(tp.Topic, tp.Partition)
-		is := Issue{Code: CodePartitionsAdded, Topic: tp.Topic, Partition: tp.Partition,
-			CheckpointOffset: Unknown, LogStart: p.Start, LogEnd: p.End}
+		is := BrokerIssue{Code: ReasonPartitionsAdded, Topic: tp.Topic, Partition: tp.Partition,
+			CheckpointOffset: Unknown, LogStart: p.Start, LogEnd: p.End, Class: dataloss.IllegalState}
 		if p.Start == 0 {
 			is.Message = fmt.Sprintf("%s is new in the re-run's end offsets: the re-run reads it from its earliest offset 0 up to %d", name, until[tp])
 			is.FailOnDataLossFalse = "The same: the partition is read from offset 0 and nothing is lost."
 		} else {
 			is.Records, is.DataLoss, is.Fails = p.Start, true, failOnDataLoss
 			is.Message = fmt.Sprintf("%s is new in the re-run's end offsets and its earliest offset is %d: offsets [0, %d) were removed before the query could read them", name, p.Start, p.Start)
-			is.SparkMessage = report(fmt.Sprintf("Added partition %s starts from %d instead of 0. Some data may have been missed", name, p.Start))
+			is.SparkMessage = report(dataloss.AddedPartition(name, p.Start))
 			is.FailOnDataLossFalse = fmt.Sprintf("Spark logs the message as a warning and reads the partition from offset %d; offsets [0, %d) are never read.", p.Start, p.Start)
 		}
 		added = append(added, is)
 	}
-	var issues []Issue
+	var issues []BrokerIssue
 	if len(missingNew) > 0 {
-		msg := report("Cannot find earliest offsets of " + sparkSet(missingNew) + ". Some data may have been missed")
+		msg := report(dataloss.CannotFindEarliest(sparkSet(missingNew)))
 		for _, tp := range missingNew {
 			t := st.Topic(tp.Topic)
-			issues = append(issues, Issue{
-				Code: CodePartitionsRemoved, Topic: tp.Topic, Partition: tp.Partition,
+			issues = append(issues, BrokerIssue{
+				Code: ReasonPartitionsRemoved, Topic: tp.Topic, Partition: tp.Partition,
 				CheckpointOffset: until[tp], LogStart: Unknown, LogEnd: Unknown, Records: Unknown,
-				DataLoss: true, Fails: failOnDataLoss,
+				DataLoss: true, Fails: failOnDataLoss, Class: dataloss.IllegalState,
 				Message: fmt.Sprintf("%s is new in the re-run's end offsets (up to offset %d) but topic %s has only %d partitions",
 					sparkTP(tp.Topic, tp.Partition), until[tp], tp.Topic, len(t.Partitions)),
 				SparkMessage:        msg,
@@ -98,20 +94,20 @@ func CheckRerun(start, end logformat.KafkaOffsets, st *State, failOnDataLoss boo
 			continue // nothing to read (Spark drops empty and negative ranges)
 		}
 		name := sparkTP(tp.Topic, tp.Partition)
-		rangeText := fmt.Sprintf("AvailableOffsetRange(%d,%d)", p.Start, p.End)
+		rangeText := dataloss.AvailableRange(p.Start, p.End)
 		if f < p.Start {
 			lost := min(u, p.Start) - f
-			is := Issue{
-				Code: CodeOffsetsOutOfRange, Topic: tp.Topic, Partition: tp.Partition,
+			is := BrokerIssue{
+				Code: ReasonOffsetsOutOfRange, Topic: tp.Topic, Partition: tp.Partition,
 				CheckpointOffset: f, LogStart: p.Start, LogEnd: p.End, Records: lost,
-				DataLoss: true, Fails: failOnDataLoss,
+				DataLoss: true, Fails: failOnDataLoss, Class: dataloss.IllegalState, Executor: true,
 				Message: fmt.Sprintf("%s: the re-run reads offsets [%d, %d) but the log starts at %d: %d of them were deleted (retention or DeleteRecords) before the query read them",
 					name, f, u, p.Start, lost),
 				SparkMessage: executor(f, tp),
 			}
 			if u <= p.Start {
-				is.FailOnDataLossFalse = fmt.Sprintf("Spark logs the message as a warning, then \"The current available offset range is %s. Offset %d is out of range, and records in [%d, %d) will be skipped\": the re-run reads nothing from the partition.",
-					rangeText, f, f, u)
+				is.FailOnDataLossFalse = fmt.Sprintf("Spark logs the message as a warning, then \"%s\": the re-run reads nothing from the partition.",
+					dataloss.SkippedShort(rangeText, f, u))
 			} else {
 				is.FailOnDataLossFalse = fmt.Sprintf("Spark logs the message as a warning, skips offsets [%d, %d) (%d records) and reads [%d, %d).", f, p.Start, lost, p.Start, u)
 			}
@@ -127,14 +123,14 @@ func CheckRerun(start, end logformat.KafkaOffsets, st *State, failOnDataLoss boo
 				msg += fmt.Sprintf("[%d, %d) (%d offsets) no longer exist", at, u, gone)
 			}
 			msg += ": the topic was deleted and recreated (or the high watermark went backwards)"
-			issues = append(issues, Issue{
-				Code: CodeTopicRecreated, Topic: tp.Topic, Partition: tp.Partition,
+			issues = append(issues, BrokerIssue{
+				Code: ReasonTopicRecreated, Topic: tp.Topic, Partition: tp.Partition,
 				CheckpointOffset: f, LogStart: p.Start, LogEnd: p.End, Records: gone,
-				DataLoss: true, Fails: failOnDataLoss,
+				DataLoss: true, Fails: failOnDataLoss, Class: dataloss.IllegalState, Executor: true,
 				Message:      msg,
 				SparkMessage: executor(at, tp),
-				FailOnDataLossFalse: fmt.Sprintf("Spark logs the message as a warning, then \"The current available offset range is %s. Offset %d is out of range, and records in [%d, %d) will be skipped\": offsets [%d, %d) are never read.",
-					rangeText, at, at, u, at, u),
+				FailOnDataLossFalse: fmt.Sprintf("Spark logs the message as a warning, then \"%s\": offsets [%d, %d) are never read.",
+					dataloss.SkippedShort(rangeText, at, u), at, u),
 			})
 		}
 	}

@@ -1,5 +1,5 @@
 // Package brokertest sets the scene for tests of the broker checks of doctor, replay, inspect
-// and repair: an embedded Kafka (internal/broker, kfake over the real wire protocol) arranged
+// and repair: an embedded Kafka (internal/embedkafka, kfake over the real wire protocol) arranged
 // with an admin client (DeleteRecords, CreatePartitions, DeleteTopics), and checkpoints written
 // to a directory. Tests only.
 package brokertest
@@ -14,12 +14,13 @@ import (
 	"testing"
 	"time"
 
-	kafkatest "github.com/ckpt-dev/ckpt/internal/broker/brokertest"
-	"github.com/ckpt-dev/ckpt/internal/brokerstate"
+	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka/kafkatest"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
-// Env is an embedded broker with an admin client (internal/broker/brokertest), with the
-// helpers that need brokerstate.
+// Env is an embedded broker with an admin client (internal/embedkafka/kafkatest), with the
+// helpers that need topicstate.
 type Env struct {
 	*kafkatest.Env
 }
@@ -31,8 +32,8 @@ func New(t testing.TB) *Env {
 }
 
 // Flags are broker flags for the test broker.
-func (e *Env) Flags() brokerstate.Flags {
-	return brokerstate.Flags{BootstrapServers: e.Addr, Timeout: 20 * time.Second}
+func (e *Env) Flags() cli.BrokerFlags {
+	return cli.BrokerFlags{BootstrapServers: e.Addr, Timeout: 20 * time.Second}
 }
 
 // Produce writes n records to one partition.
@@ -45,7 +46,7 @@ func (e *Env) Produce(topic string, partition int32, n int) {
 }
 
 // State reads the topics as ckpt does (a fresh client).
-func (e *Env) State(topics ...string) *brokerstate.State {
+func (e *Env) State(topics ...string) *topicstate.State {
 	e.T.Helper()
 	f := e.Flags()
 	st, err := f.ReadTopics(e.Ctx, topics)

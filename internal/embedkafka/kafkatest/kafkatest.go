@@ -1,8 +1,8 @@
-// Package brokertest arranges an embedded Kafka (internal/broker, kfake over the real wire
+// Package kafkatest arranges an embedded Kafka (internal/embedkafka, kfake over the real wire
 // protocol) for tests: an admin client to create and delete topics, add partitions, move log
-// starts (DeleteRecords) and produce records. It imports only internal/broker and franz-go, so
-// that the tests of any package, internal/brokerstate's own included, can use it. Tests only.
-package brokertest
+// starts (DeleteRecords) and produce records. It imports only internal/embedkafka and franz-go, so
+// that the tests of any package, internal/topicstate's own included, can use it. Tests only.
+package kafkatest
 
 import (
 	"context"
@@ -14,14 +14,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ckpt-dev/ckpt/internal/broker"
+	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 )
 
 // Env is an embedded broker with an admin client.
 type Env struct {
 	T    testing.TB
 	Ctx  context.Context
-	B    *broker.Broker
+	B    *embedkafka.Broker
 	Adm  *kadm.Client
 	Addr string
 }
@@ -31,7 +31,7 @@ func New(t testing.TB) *Env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	b, err := broker.Start(ctx, broker.Options{})
+	b, err := embedkafka.Start(ctx, embedkafka.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package brokerstate
+package recovery
 
 import (
 	"cmp"
@@ -11,17 +11,17 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
-	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
-// This file connects the recovery planner's prediction to the broker, for doctor, replay and
-// repair. recovery.Plan stays a pure function of the checkpoint: it says which batch runs first
-// and over which recorded range; here that range (or the next batch's start) is read against
-// the broker.
+// This file connects the planner's prediction to the broker's facts (Options.Broker): which
+// batch runs first and over which recorded range (PlanKafkaRestart), and what that range, or the
+// next batch's start, meets on the broker (CheckRestart). Plan applies it when Options.Broker is
+// given, so doctor, replay, repair and lag get every restart outcome from the planner.
 
-// RestartSource is where a restart reads one Kafka source.
-type RestartSource struct {
+// KafkaRestartSource is where a restart reads one Kafka source.
+type KafkaRestartSource struct {
 	// Index is the source's line in the offsets files (sources/<Index>/).
 	Index int `json:"source"`
 	// Batch is the batch that reads from Start: the re-run batch, or the next new batch.
@@ -40,20 +40,20 @@ type RestartSource struct {
 	EndFile string `json:"endFile,omitempty"`
 }
 
-// Restart is the Kafka side of a restart, per Kafka source.
-type Restart struct {
-	Sources []RestartSource
+// KafkaRestart is the Kafka side of a restart, per Kafka source.
+type KafkaRestart struct {
+	Sources []KafkaRestartSource
 }
 
-// PlanRestart says where the restart predicted by res reads each Kafka source. When a batch
+// PlanKafkaRestart says where the restart predicted by res reads each Kafka source. When a batch
 // re-runs (res.RerunRange), each source reads the recorded range: start from the previous
 // offsets file (or sources/<i>/0 when the source has no start), end from offsets/L. Otherwise
 // the next batch starts from the latest offsets file, offsets/L = offsets/C of the latest
 // commit; that is also used when the restart fails before any batch (after a repair the query
 // continues from about there). A checkpoint without offsets has no sources. Unreadable offsets
 // files add nothing (the planner and doctor report them); only I/O failures are errors.
-func PlanRestart(ctx context.Context, cp *checkpoint.Checkpoint, res *recovery.Result) (*Restart, error) {
-	r := &Restart{}
+func PlanKafkaRestart(ctx context.Context, cp *checkpoint.Checkpoint, res *Result) (*KafkaRestart, error) {
+	r := &KafkaRestart{}
 	if res.RerunBatch != nil && res.RerunRange != nil {
 		L := *res.RerunBatch
 		prevFile := ""
@@ -66,31 +66,29 @@ func PlanRestart(ctx context.Context, cp *checkpoint.Checkpoint, res *recovery.R
 				startRaw = res.RerunRange.Start[i]
 			}
 			end, endKafka := kafkaRaw(res.RerunRange.End[i])
-			s := RestartSource{Index: i, Batch: L, Rerun: true}
+			s := KafkaRestartSource{Index: i, Batch: L, Rerun: true}
 			if end != nil {
 				s.End, s.EndFile = end, cp.Offsets.Path(L)
 			}
 			if isNull(startRaw) {
-				rel := fmt.Sprintf("%s/%d/0", checkpoint.DirSources, i)
-				data, err := cp.ReadFile(ctx, rel)
+				rel := checkpoint.InitialOffsetsPath(i)
+				ini, err := cp.ReadKafkaInitialOffsets(ctx, i)
+				var le *logformat.Error
 				switch {
 				case errors.Is(err, fs.ErrNotExist):
 					if !endKafka {
 						continue
 					}
 					s.StartFile = "startingOffsets (" + rel + " is missing)"
+				case errors.As(err, &le):
+					if !endKafka {
+						continue // not a Kafka source, or unreadable: the planner reports it
+					}
+					s.StartFile = rel
 				case err != nil:
 					return nil, err
 				default:
-					ini, err := logformat.ParseKafkaInitialOffsets(rel, data)
-					if err != nil {
-						if !endKafka {
-							continue // not a Kafka source, or unreadable: the planner reports it
-						}
-					} else {
-						s.Start = &ini.Offsets
-					}
-					s.StartFile = rel
+					s.Start, s.StartFile = &ini.Offsets, rel
 				}
 			} else {
 				start, ok := kafkaRaw(startRaw)
@@ -120,12 +118,12 @@ func PlanRestart(ctx context.Context, cp *checkpoint.Checkpoint, res *recovery.R
 		batch = res.NextBatch
 	}
 	for _, src := range KafkaSources(seq) {
-		r.Sources = append(r.Sources, RestartSource{Index: src.Index, Batch: batch, Start: &src.Offsets, StartFile: cp.Offsets.Path(L)})
+		r.Sources = append(r.Sources, KafkaRestartSource{Index: src.Index, Batch: batch, Start: &src.Offsets, StartFile: cp.Offsets.Path(L)})
 	}
 	return r, nil
 }
 
-// kafkaRaw parses a raw offset of recovery.Range as Kafka offsets. ok is true when it is one;
+// kafkaRaw parses a raw offset of Range as Kafka offsets. ok is true when it is one;
 // null, a JSON string (an offset line that is not JSON) or another source's offset give false.
 func kafkaRaw(raw json.RawMessage) (*logformat.KafkaOffsets, bool) {
 	if isNull(raw) || raw[0] != '{' {
@@ -140,8 +138,8 @@ func kafkaRaw(raw json.RawMessage) (*logformat.KafkaOffsets, bool) {
 
 func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
 
-// Topics returns every topic the restart reads: the argument Read needs.
-func (r *Restart) Topics() []string {
+// Topics returns every topic the restart reads: the topics to read from the broker.
+func (r *KafkaRestart) Topics() []string {
 	var offs []logformat.KafkaOffsets
 	for _, s := range r.Sources {
 		if s.Start != nil {
@@ -151,18 +149,19 @@ func (r *Restart) Topics() []string {
 			offs = append(offs, *s.End)
 		}
 	}
-	return Topics(offs...)
+	return KafkaTopics(offs...)
 }
 
-// RestartIssue is an Issue the restart meets, with where it meets it.
+// RestartIssue is a BrokerIssue the restart meets, with where it meets it.
 type RestartIssue struct {
-	Issue
+	BrokerIssue
 	// Source is the Kafka source's index.
 	Source int `json:"source"`
 	// Batch is the batch that meets the issue.
 	Batch int64 `json:"batch"`
-	// Rerun is true when the re-run of Batch over its recorded range meets it (CheckRerun);
-	// false when a new batch does, planned against the broker's latest offsets (Check).
+	// Rerun is true when the re-run of Batch over its recorded range meets it
+	// (CheckBrokerRerun); false when a new batch does, planned against the broker's latest
+	// offsets (CheckBroker).
 	Rerun bool `json:"rerun"`
 	// File is the offsets file whose offsets meet it: "offsets/6".
 	File string `json:"file"`
@@ -171,44 +170,44 @@ type RestartIssue struct {
 }
 
 // Check returns what the restart meets on the broker, in the order Spark meets it: for a
-// source that re-runs a batch, CheckRerun over the recorded range, then Check of its end offsets
+// source that re-runs a batch, CheckBrokerRerun over the recorded range, then CheckBroker of its end offsets
 // (the batch after the re-run plans from them against the broker's latest offsets); for a
-// source that starts a new batch, or re-runs one whose end is unknown (--what-if), Check of its
+// source that starts a new batch, or re-runs one whose end is unknown (--what-if), CheckBroker of its
 // start offsets. An issue about a partition's existence (topic-missing, partitions-removed,
 // partitions-added) is reported once per source, by the first batch that meets it. A source
 // whose start is unknown is checked at its end only.
-func (r *Restart) Check(st *State, failOnDataLoss bool) []RestartIssue {
+func (r *KafkaRestart) Check(st *BrokerState, failOnDataLoss bool) []RestartIssue {
 	var out []RestartIssue
-	add := func(s RestartSource, rerun bool, batch int64, file string, issues []Issue) {
+	add := func(s KafkaRestartSource, rerun bool, batch int64, file string, issues []BrokerIssue) {
 		for _, is := range issues {
-			out = append(out, RestartIssue{Issue: is, Source: s.Index, Batch: batch, Rerun: rerun, File: file, FailOnDataLoss: failOnDataLoss})
+			out = append(out, RestartIssue{BrokerIssue: is, Source: s.Index, Batch: batch, Rerun: rerun, File: file, FailOnDataLoss: failOnDataLoss})
 		}
 	}
 	for _, s := range r.Sources {
 		if !s.Rerun {
 			if s.Start != nil {
-				add(s, false, s.Batch, s.StartFile, Check(*s.Start, st, failOnDataLoss))
+				add(s, false, s.Batch, s.StartFile, CheckBroker(*s.Start, st, failOnDataLoss))
 			}
 			continue
 		}
 		if s.End == nil && s.Start != nil {
 			// The re-run's end is not known (--what-if): Spark will have planned it up to the
 			// latest offsets of its time, so check the start as a new batch's.
-			add(s, false, s.Batch, s.StartFile, Check(*s.Start, st, failOnDataLoss))
+			add(s, false, s.Batch, s.StartFile, CheckBroker(*s.Start, st, failOnDataLoss))
 			continue
 		}
-		var rerun []Issue
+		var rerun []BrokerIssue
 		if s.Start != nil && s.End != nil {
-			rerun = CheckRerun(*s.Start, *s.End, st, failOnDataLoss)
+			rerun = CheckBrokerRerun(*s.Start, *s.End, st, failOnDataLoss)
 			add(s, true, s.Batch, s.StartFile, rerun)
 		}
 		if s.End == nil {
 			continue
 		}
-		var next []Issue
-		for _, is := range Check(*s.End, st, failOnDataLoss) {
-			structural := is.Code != CodeOffsetsOutOfRange && is.Code != CodeTopicRecreated
-			if structural && slices.ContainsFunc(rerun, func(o Issue) bool {
+		var next []BrokerIssue
+		for _, is := range CheckBroker(*s.End, st, failOnDataLoss) {
+			structural := is.Code != ReasonOffsetsOutOfRange && is.Code != ReasonTopicRecreated
+			if structural && slices.ContainsFunc(rerun, func(o BrokerIssue) bool {
 				return o.Code == is.Code && o.Topic == is.Topic && o.Partition == is.Partition
 			}) {
 				continue
@@ -230,29 +229,30 @@ func (is RestartIssue) Where() string {
 	return fmt.Sprintf("batch %d", is.Batch)
 }
 
-// Exception splits SparkMessage into the JVM exception class Spark throws and its message:
-// Kafka's UnknownTopicOrPartitionException for topic-missing, IllegalStateException for every
-// data-loss report (KafkaMicroBatchStream.reportDataLoss, KafkaDataConsumer.reportDataLoss0).
+// Exception is the JVM exception class Spark throws for the issue and its message: Kafka's
+// UnknownTopicOrPartitionException for topic-missing, IllegalStateException for every data-loss
+// report (KafkaMicroBatchStream.reportDataLoss, KafkaDataConsumer.reportDataLoss0).
 func (is RestartIssue) Exception() (class, message string) {
+	class = is.Class
+	if class == "" {
+		class = dataloss.IllegalState
+	}
 	msg := is.SparkMessage
 	if msg == "" {
 		msg = is.Message
 	}
-	if c, m, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(c, "org.apache.kafka.") && !strings.ContainsAny(c, " \n") {
-		return c, m
-	}
-	return "java.lang.IllegalStateException", msg
+	return class, strings.TrimPrefix(msg, class+": ")
 }
 
-// Warning renders the issue as one line for recovery.Result's warnings: where, what, Spark's
+// Warning renders the issue as one line for Result's warnings: where, what, Spark's
 // first line, and what the other failOnDataLoss setting does.
 func (is RestartIssue) Warning() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Kafka, %s: %s", is.Where(), is.Message)
-	if is.DataLoss && is.Code != CodeOffsetsOutOfRange { // offsets-out-of-range messages count already
+	if is.DataLoss && is.Code != ReasonOffsetsOutOfRange { // offsets-out-of-range messages count already
 		fmt.Fprintf(&b, " (records affected: %s)", recordsText(is.Records))
 	}
-	spark := firstLine(is.SparkMessage)
+	spark := strings.TrimSpace(firstLine(is.SparkMessage)) // without the instruction on the next lines
 	switch {
 	case is.Fails:
 		class, _ := is.Exception()
@@ -260,7 +260,7 @@ func (is RestartIssue) Warning() string {
 			spark = class + ": " + spark
 		}
 		fmt.Fprintf(&b, ". The restart fails: %s", spark)
-		if is.FailOnDataLoss && is.Code != CodeTopicMissing {
+		if is.FailOnDataLoss && is.Code != ReasonTopicMissing {
 			fmt.Fprintf(&b, " With failOnDataLoss=false: %s", is.FailOnDataLossFalse)
 		}
 	case is.DataLoss:
@@ -278,22 +278,12 @@ func recordsText(n int64) string {
 	return fmt.Sprint(n)
 }
 
-// firstLine is the first line of a Spark message, without the instruction text that follows
-// it on the next lines.
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return strings.TrimSpace(s)
-}
-
-// Apply records on res what the restart meets on the broker: one warning per issue and, when
-// an issue fails the restart, outcome "fail" with the exception of the first one Spark meets
-// (the batch still starts: NextBatch stays), Reason the issue's code (one of Codes, not of
-// recovery.Reasons, which are the checkpoint's) and FailedFile the offsets file that meets it.
-// A restart that already fails is left failing for its own reason. Everything else in res
-// stays the planner's.
-func Apply(res *recovery.Result, issues []RestartIssue) {
+// applyBroker records on res what the restart meets on the broker: one warning per issue and,
+// when an issue fails the restart, outcome "fail" with the exception of the first one Spark
+// meets (the batch still starts: NextBatch stays), Reason the issue's code (one of
+// BrokerReasons) and FailedFile the offsets file that meets it. A restart that already fails
+// is left failing for its own reason. Everything else in res stays the checkpoint's verdict.
+func applyBroker(res *Result, issues []RestartIssue) {
 	for _, is := range issues {
 		res.Warnings = append(res.Warnings, is.Warning())
 	}
@@ -305,26 +295,11 @@ func Apply(res *recovery.Result, issues []RestartIssue) {
 			continue
 		}
 		class, msg := is.Exception()
-		res.Outcome = recovery.OutcomeFail
+		res.Outcome = OutcomeFail
 		res.Error, res.Exception = &msg, class
-		// The planner's reasons (recovery.Reasons) are about the checkpoint; a failure on the
-		// broker is keyed by its issue code, and the offsets file that meets it.
 		res.Reason, res.FailedFile = is.Code, is.File
 		return
 	}
-}
-
-// Count counts, per re-running source with a known start and end, the records its recorded
-// range holds on the broker (CountRange), by source index. Sources that start a new batch have
-// no recorded range and no counts.
-func (r *Restart) Count(st *State) map[int][]PartitionCount {
-	out := map[int][]PartitionCount{}
-	for _, s := range r.Sources {
-		if s.Rerun && s.Start != nil && s.End != nil {
-			out[s.Index] = CountRange(st, *s.Start, *s.End)
-		}
-	}
-	return out
 }
 
 // CheckpointTopics returns the Kafka topics a checkpoint's restart can read, without running
@@ -359,17 +334,57 @@ func CheckpointTopics(ctx context.Context, cp *checkpoint.Checkpoint) ([]string,
 		}
 	}
 	for i := range kafkaIndex {
-		rel := fmt.Sprintf("%s/%d/0", checkpoint.DirSources, i)
-		data, err := cp.ReadFile(ctx, rel)
+		ini, err := cp.ReadKafkaInitialOffsets(ctx, i)
+		var le *logformat.Error
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return nil, err
+		case err == nil:
+			offs = append(offs, ini.Offsets)
+		case errors.Is(err, fs.ErrNotExist), errors.As(err, &le):
 		default:
-			if ini, err := logformat.ParseKafkaInitialOffsets(rel, data); err == nil {
-				offs = append(offs, ini.Offsets)
-			}
+			return nil, err
 		}
 	}
-	return Topics(offs...), nil
+	return KafkaTopics(offs...), nil
+}
+
+// BrokerVerdict is what Plan found on the broker (Options.Broker).
+type BrokerVerdict struct {
+	// Restart is where the restart reads each Kafka source (PlanKafkaRestart).
+	Restart *KafkaRestart
+	// Issues are what the restart meets there, in the order Spark meets them; each is one of
+	// the result's warnings, and the first that fails is its error.
+	Issues []RestartIssue
+	// CheckpointOutcome is the outcome from the checkpoint alone, before the broker.
+	CheckpointOutcome string
+	// FailOnDataLoss is the source option the check assumed.
+	FailOnDataLoss bool
+}
+
+// CheckRestart assesses a planner result against the broker's state: where the restart res
+// predicts reads each Kafka source, and what it meets there. It changes nothing; Plan applies it
+// to its result when Options.Broker is given, and repair uses it to check the restart after a
+// plan. st must hold the topics of CheckpointTopics (or of the KafkaRestart's Topics).
+func CheckRestart(ctx context.Context, cp *checkpoint.Checkpoint, res *Result, st *BrokerState, failOnDataLoss bool) (*KafkaRestart, []RestartIssue, error) {
+	rs, err := PlanKafkaRestart(ctx, cp, res)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rs, rs.Check(st, failOnDataLoss), nil
+}
+
+// assessBroker applies CheckRestart to res when the caller gave the broker's state (st non-nil).
+func assessBroker(ctx context.Context, cp *checkpoint.Checkpoint, st *BrokerState, failOnDataLoss bool, res *Result) error {
+	if st == nil {
+		return nil
+	}
+	rs, issues, err := CheckRestart(ctx, cp, res, st, failOnDataLoss)
+	if err != nil {
+		return err
+	}
+	if issues == nil {
+		issues = []RestartIssue{}
+	}
+	res.Broker = &BrokerVerdict{Restart: rs, Issues: issues, CheckpointOutcome: res.Outcome, FailOnDataLoss: failOnDataLoss}
+	applyBroker(res, issues)
+	return nil
 }

@@ -1,10 +1,10 @@
-// Package broker runs an embedded, single-node Kafka (franz-go's kfake) for `ckpt broker`,
+// Package embedkafka runs an embedded, single-node Kafka (franz-go's kfake) for `ckpt broker`,
 // `ckpt run --demo` and tests, plus a deterministic record generator.
 //
 // kfake speaks the real Kafka wire protocol, so every client (franz-go, the Java client, Spark)
 // talks to it as to a real broker. It listens on 127.0.0.1 only, keeps everything in memory
 // unless DataDir is set, never auto-creates topics, and does not replicate or throttle.
-package broker
+package embedkafka
 
 import (
 	"context"
