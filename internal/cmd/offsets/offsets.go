@@ -445,4 +445,3 @@ func writeCSV(name string, rows []position.Row) error {
 	}
 	return nil
 }
-
