@@ -119,7 +119,7 @@ func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*
 		return nil, err
 	}
 	var warnings []string
-	if err := CheckIdle(cp, now, opts.ActiveWindow, nil); err != nil {
+	if err := CheckLive(ctx, s, cp, now, opts.ActiveWindow, nil); err != nil {
 		if !opts.Force {
 			return nil, err
 		}
@@ -226,7 +226,7 @@ func guard(ctx context.Context, s storage.Store, j *Journal, opts *ExecOptions, 
 		ignore[a.Path] = true
 	}
 	now := opts.now()
-	if err := CheckIdle(cp, now, opts.ActiveWindow, ignore); err != nil {
+	if err := CheckLive(ctx, s, cp, now, opts.ActiveWindow, ignore); err != nil {
 		if !opts.Force {
 			return err
 		}

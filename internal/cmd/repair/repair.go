@@ -322,7 +322,7 @@ func addStateWarnings(ctx context.Context, s storage.Store, p *repair.Plan, opts
 		return
 	}
 	if cp, err := loadCheckpoint(ctx, s); err == nil {
-		if err := repair.CheckIdle(cp, opts.Now(), opts.ActiveWindow, nil); err != nil {
+		if err := repair.CheckLive(ctx, s, cp, opts.Now(), opts.ActiveWindow, nil); err != nil {
 			p.Warnings = append(p.Warnings, strings.TrimSuffix(firstLine(err.Error()), ".")+"; --execute will refuse")
 		}
 	}

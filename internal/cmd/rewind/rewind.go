@@ -15,7 +15,9 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cmd/change"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/liveness"
 	"github.com/ckpt-dev/ckpt/internal/position"
+	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
@@ -95,9 +97,6 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 				}
 				opts.ToTime = &t
 			}
-			if opts.AllowDuplicates && !opts.KafkaSink {
-				return exitcode.UsageError(errors.New("--allow-duplicates goes with --kafka-sink"))
-			}
 			f, err := cli.ParseOutput(output)
 			if err != nil {
 				return err
@@ -144,9 +143,18 @@ func run(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
+	var detected string
+	if rec, err := liveness.Read(ctx, store); err == nil && rec != nil && rec.Sink == query.SinkKafka && !ro.KafkaSink {
+		// `ckpt run` recorded its sink: a Kafka sink is known without --kafka-sink.
+		ro.KafkaSink = true
+		detected = "the query writes to Kafka (sink recorded by ckpt run in " + liveness.Path + ")"
+	}
 	p, err := position.PlanRewind(ctx, store, ro)
 	if err != nil {
 		return err
+	}
+	if detected != "" {
+		p.Warnings = append(p.Warnings, detected)
 	}
 	jsonOut := opts.Output == render.FormatJSON
 	doc := &rewindDoc{RewindPlan: p}

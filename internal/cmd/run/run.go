@@ -25,6 +25,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/engine"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/liveness"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/render"
 )
@@ -260,6 +261,13 @@ func Run(ctx context.Context, env *cli.Env, o *Options) error {
 		return err
 	}
 	info("query %s: %s → %s, trigger %s, checkpoint %s", describeName(r), r.Source, sinkName(r), r.Trigger, r.Checkpoint)
+	// The liveness record tells repair, offsets reset, rewind and undo at once whether this
+	// engine is alive, also after a kill -9.
+	if hold, err := liveness.Hold(ctx, store, liveness.Options{Tool: "ckpt " + env.Version, Sink: string(r.Sink)}); err != nil {
+		info("warning: %v (repair and rewind fall back to the file-age window)", err)
+	} else {
+		defer func() { _ = hold.Release(context.WithoutCancel(ctx)) }()
+	}
 	stats, err := eng.Run(ctx)
 	status.done()
 	if err != nil {
