@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,6 +142,14 @@ func Hold(ctx context.Context, s storage.Store, o Options) (*Holder, error) {
 	now := o.Now().UTC()
 	h := &Holder{s: s, now: o.Now, stop: make(chan struct{}), done: make(chan struct{}),
 		rec: Record{Host: host, PID: os.Getpid(), Start: now, Heartbeat: now, Interval: o.Interval, Tool: o.Tool, Sink: o.Sink}}
+	// A record write interrupted by kill -9 leaves the local store's temporary file behind.
+	if es, err := s.List(ctx, path.Dir(Path)); err == nil {
+		for _, e := range es {
+			if n := path.Base(e.Path); !e.IsDir && strings.HasPrefix(n, "."+path.Base(Path)+".") && strings.HasSuffix(n, ".tmp") {
+				_ = s.Delete(ctx, e.Path)
+			}
+		}
+	}
 	if err := h.write(ctx); err != nil {
 		return nil, err
 	}
