@@ -52,7 +52,7 @@ func ExportOffsets(ctx context.Context, cp *checkpoint.Checkpoint, b Broker) (*E
 	x.Batch = N
 	if L, _ := cp.Offsets.Latest(); L > N {
 		x.Uncommitted = &L
-		x.Warnings = append(x.Warnings, fmt.Sprintf("batches %s have offsets but no commit: their output may be partly written; a new query from these offsets processes them again", idRange(N+1, L)))
+		x.Warnings = append(x.Warnings, fmt.Sprintf("batch(es) %s have offsets but no commit: their output may be partly written; a new query from these offsets processes them again", idRange(N+1, L)))
 	}
 	seq, err := cp.ReadOffsets(ctx, N)
 	if err != nil {
