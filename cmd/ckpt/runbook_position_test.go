@@ -78,7 +78,9 @@ func stagePointInTime(sc *rbScene) {
 }
 
 func pointInTime() runbook {
-	at := func(min int) string { return pit.first.Add(time.Duration(min) * time.Minute).UTC().Format(time.RFC3339) }
+	at := func(min int) string {
+		return pit.first.Add(time.Duration(min) * time.Minute).UTC().Format(time.RFC3339)
+	}
 	return runbook{
 		file:  "restart-from-a-point-in-time.md",
 		title: "Restart from a point in time",
