@@ -25,9 +25,10 @@ type RewindOptions struct {
 	// KafkaSink says the query writes to Kafka, which cannot take records back: the rewind is
 	// refused unless AllowDuplicates.
 	KafkaSink, AllowDuplicates bool
-	// SinkLatest is the file sink's latest batch (--sink), nil without one.
-	SinkLatest *int64
-	Planner    recovery.Options
+	// Sink is a file sink's output directory (--sink), nil without one: its log entries above N
+	// move too, in a journal of their own in the sink's store.
+	Sink    storage.Store
+	Planner recovery.Options
 }
 
 // RewindPlan is what PlanRewind would do.
@@ -51,12 +52,14 @@ type RewindPlan struct {
 	// DuplicateRecords is what a Kafka sink receives a second time (--allow-duplicates): the
 	// records of the committed batches run again, as input records (a stateless query with one
 	// output per input writes as many).
-	DuplicateRecords *int64           `json:"duplicateRecords,omitempty"`
-	Actions          []repair.Action  `json:"actions"`
-	Before           *recovery.Result `json:"before"`
-	After            *recovery.Result `json:"after"`
-	Refused          string           `json:"refused,omitempty"`
-	Warnings         []string         `json:"warnings"`
+	DuplicateRecords *int64 `json:"duplicateRecords,omitempty"`
+	// Sink is the file sink half (--sink), applied after the checkpoint's.
+	Sink     *SinkRewind      `json:"sink,omitempty"`
+	Actions  []repair.Action  `json:"actions"`
+	Before   *recovery.Result `json:"before"`
+	After    *recovery.Result `json:"after"`
+	Refused  string           `json:"refused,omitempty"`
+	Warnings []string         `json:"warnings"`
 
 	options recovery.Options
 }
@@ -108,10 +111,18 @@ func PlanRewind(ctx context.Context, s storage.Store, opts RewindOptions) (*Rewi
 	if rec := kafkaRecords(ctx, cp, N, C); rec != nil {
 		p.RerunRecords = rec
 	}
-	if opts.SinkLatest != nil && *opts.SinkLatest > N {
-		p.Refused = fmt.Sprintf("the file sink has committed batches up to %d: its _spark_metadata entries above %d would make it skip the re-run batches as \"already committed\". "+
-			"Moving the sink log is not supported yet: move _spark_metadata/%d and above aside by hand (the data files they list stay, invisible to readers), or rewind to batch %d or later", *opts.SinkLatest, N, N+1, *opts.SinkLatest)
-		return p, nil
+	if opts.Sink != nil {
+		sr, refusal, err := planSinkRewind(ctx, opts.Sink, N)
+		if err != nil {
+			return nil, err
+		}
+		if refusal != "" {
+			p.Refused = refusal
+			return p, nil
+		}
+		if len(sr.Actions) > 0 {
+			p.Sink = sr
+		}
 	}
 	if opts.KafkaSink {
 		if p.RerunRecords != nil {

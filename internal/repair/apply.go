@@ -251,6 +251,9 @@ func checkAction(s storage.Store, a Action) error {
 	if a.Op == OpDelete && IsStateFile(a.Path) {
 		return confineState(s, a.Path) // `ckpt rewind` moves state versions into the backup
 	}
+	if a.Op == OpDelete && IsSinkLogFile(a.Path) {
+		return confineSinkLog(s, a.Path) // `ckpt rewind --sink`, in the sink's own journal
+	}
 	if err := Confine(s, a.Path); err != nil {
 		return err
 	}

@@ -82,3 +82,36 @@ func confineState(s storage.Store, p string) error {
 	}
 	return nil
 }
+
+// SinkLogDir is a file sink's log directory in its output directory.
+const SinkLogDir = "_spark_metadata"
+
+// IsSinkLogFile reports whether p is a batch file of a file sink's log, _spark_metadata/<n> or
+// _spark_metadata/<n>.compact, or the Hadoop checksum of one: the files `ckpt rewind --sink`
+// moves into the backup of the sink's own journal.
+func IsSinkLogFile(p string) bool {
+	if lexical(p) != nil {
+		return false
+	}
+	dir, name := path.Split(p)
+	if dir != SinkLogDir+"/" {
+		return false
+	}
+	if n, isCRC := strings.CutSuffix(name, ".crc"); isCRC {
+		if !strings.HasPrefix(n, ".") {
+			return false
+		}
+		name = n[1:]
+	}
+	return digits(strings.TrimSuffix(name, ".compact"))
+}
+
+func confineSinkLog(s storage.Store, p string) error {
+	if !IsSinkLogFile(p) {
+		return fmt.Errorf("%w: %q is not a file sink log file", ErrOutside, p)
+	}
+	if root, isLocal := localRoot(s); isLocal {
+		return confineLocal(root, p)
+	}
+	return nil
+}

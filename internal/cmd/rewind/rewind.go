@@ -20,7 +20,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
-	"github.com/ckpt-dev/ckpt/internal/sinklog"
+	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -58,8 +58,10 @@ By default it only prints the plan. --execute applies it like a repair: backup, 
 verification by the recovery planner; 'ckpt repair undo <journal>' restores every byte.
 
 Sinks: output already written is not taken back.
-  --sink DIR        a file sink: refused while its _spark_metadata has batches above N (the sink
-                    would skip the re-run as already committed); moving its log is not supported yet
+  --sink DIR        a file sink: its _spark_metadata entries above N move too, into a backup and
+                    a journal of their own in the sink (undo it with ckpt repair undo as well);
+                    the data files they added stay, invisible to readers. Without --sink the sink
+                    would skip the re-run batches as already committed
   --kafka-sink      the query writes to Kafka, which cannot unsend: refused unless
                     --allow-duplicates, and then the plan says how many records run again
 
@@ -120,7 +122,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	fl := cmd.Flags()
 	fl.Int64Var(&toBatch, "to-batch", 0, "stand after batch `N`: the next run executes N+1")
 	fl.StringVar(&toTime, "to-time", "", "go back to the last batch whose batch timestamp is at or before `T` (RFC 3339 or epoch ms)")
-	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): refuse while it has batches above N")
+	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): its log entries above N move too")
 	fl.BoolVar(&opts.KafkaSink, "kafka-sink", false, "the query writes to Kafka: refuse unless --allow-duplicates")
 	fl.BoolVar(&opts.AllowDuplicates, "allow-duplicates", false, "with --kafka-sink: rewind although the re-run batches write their output again")
 	opts.Apply.AddFlags(fl)
@@ -139,7 +141,7 @@ func run(ctx context.Context, opts *Options) error {
 	ro := position.RewindOptions{ToBatch: opts.ToBatch, ToTime: opts.ToTime, KafkaSink: opts.KafkaSink, AllowDuplicates: opts.AllowDuplicates,
 		Planner: recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}}
 	if opts.Sink != "" {
-		if ro.SinkLatest, err = sinkLatest(ctx, opts); err != nil {
+		if ro.Sink, err = openSink(ctx, opts); err != nil {
 			return err
 		}
 	}
@@ -195,10 +197,30 @@ func run(ctx context.Context, opts *Options) error {
 		}
 		return err
 	}
+	if p.Sink != nil {
+		// The checkpoint first: should the sink's half fail, the re-run batches are skipped by
+		// the sink as already committed, which loses nothing; the other order would hide output.
+		flags := opts.Apply
+		flags.Yes, flags.ActiveWindow = true, 0 // asked once; the query's liveness was checked on the checkpoint
+		sj, err := change.Apply(ctx, env, &flags, ro.Sink, p.Sink.RepairPlan(), "")
+		if sj != nil {
+			doc.SinkJournal = &sj.Location
+		}
+		if err != nil {
+			if jsonOut {
+				_ = render.JSON(opts.IO.Out, doc)
+			}
+			return fmt.Errorf("the checkpoint is rewound (journal %s), but the file sink's log is not: %w", j.Location, err)
+		}
+	}
 	if jsonOut {
 		return render.JSON(opts.IO.Out, doc)
 	}
 	change.PrintExecuted(r, p.After, j)
+	if doc.SinkJournal != nil {
+		r.Printf("File sink log: %d entr(ies) moved; %d data file(s) they added are left in place, invisible to readers\n", len(p.Sink.Entries), len(p.Sink.DataFiles))
+		r.Printf("To revert the sink: ckpt repair undo %s\n", *doc.SinkJournal)
+	}
 	return nil
 }
 
@@ -207,6 +229,8 @@ type rewindDoc struct {
 	Executed bool             `json:"executed"`
 	Journal  *string          `json:"journal"`
 	Verified *recovery.Result `json:"verified"`
+	// SinkJournal is the journal of the file sink's half (--sink).
+	SinkJournal *string `json:"sinkJournal,omitempty"`
 }
 
 func printPlan(r *render.Renderer, p *position.RewindPlan) {
@@ -233,6 +257,19 @@ func printPlan(r *render.Renderer, p *position.RewindPlan) {
 			}
 		}
 		r.KV([][2]string{{"Restart after the plan", strings.TrimPrefix(verdict(p.After), "Restart ")}, {"Replay", again}})
+		if p.Sink != nil {
+			r.Println()
+			r.Printf("%s: move %d log entr(ies) of %s into a backup there (a journal of its own)\n", r.Bold("File sink"), len(p.Sink.Entries), p.Sink.Sink)
+			change.PrintActions(r, p.Sink.Actions)
+			r.Printf("  %d data file(s) those entries added stay in place, invisible to readers of the sink:\n", len(p.Sink.DataFiles))
+			for i, f := range p.Sink.DataFiles {
+				if i == 5 {
+					r.Printf("    … and %d more (-o json lists them all)\n", len(p.Sink.DataFiles)-5)
+					break
+				}
+				r.Printf("    %s\n", f)
+			}
+		}
 	}
 	for _, w := range p.Warnings {
 		r.Printf("%s %s\n", r.Warn("warning:"), w)
@@ -246,22 +283,20 @@ func verdict(r *recovery.Result) string {
 	return r.Verdict()
 }
 
-// sinkLatest reads the file sink's latest batch, -1 for an empty log.
-func sinkLatest(ctx context.Context, opts *Options) (*int64, error) {
-	s, err := opts.OpenStore(ctx, opts.Sink)
+// openSink opens the file sink's output directory (--sink names it or its _spark_metadata).
+func openSink(ctx context.Context, opts *Options) (storage.Store, error) {
+	dir := strings.TrimRight(opts.Sink, "/")
+	if path.Base(dir) == repair.SinkLogDir {
+		dir = strings.TrimSuffix(dir, "/"+repair.SinkLogDir)
+	}
+	s, err := opts.OpenStore(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("--sink: %w", err)
 	}
-	dir := "_spark_metadata"
-	if path.Base(strings.TrimRight(opts.Sink, "/")) == dir {
-		dir = ""
+	if es, err := s.List(ctx, repair.SinkLogDir); err != nil {
+		return nil, fmt.Errorf("--sink: %w", err)
+	} else if len(es) == 0 {
+		return nil, exitcode.UsageError(fmt.Errorf("--sink %s: no %s log there", opts.Sink, repair.SinkLogDir))
 	}
-	latest, ok, err := sinklog.Latest(ctx, s, dir)
-	if err != nil {
-		return nil, fmt.Errorf("read the file sink log: %w", err)
-	}
-	if !ok {
-		latest = -1
-	}
-	return &latest, nil
+	return s, nil
 }
