@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -167,4 +168,28 @@ func PrintActions(r *render.Renderer, as []repair.Action) {
 // Refused is the error of a refused plan (exit code 1).
 func Refused(what, reason string) error {
 	return exitcode.New(exitcode.Failure, fmt.Errorf("%s refused: %s", what, reason))
+}
+
+// StateWarnings tells, at plan time, what would stop --execute: a held repair lock, or a query
+// that is (or looks) alive. The plan itself is harmless to print either way.
+func StateWarnings(ctx context.Context, env Env, f *Flags, s storage.Store) []string {
+	var out []string
+	if l, err := repair.ReadLock(ctx, s); err == nil && l != nil {
+		out = append(out, (&repair.LockedError{Holder: *l}).Error())
+	}
+	if env.Now == nil {
+		return out
+	}
+	cp, err := checkpoint.Load(ctx, s)
+	if err != nil {
+		return out
+	}
+	if err := repair.CheckLive(ctx, s, cp, env.Now(), f.ActiveWindow, nil); err != nil {
+		msg := err.Error()
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		out = append(out, strings.TrimSuffix(msg, ".")+"; --execute will refuse")
+	}
+	return out
 }

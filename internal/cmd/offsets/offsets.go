@@ -317,6 +317,9 @@ func runReset(ctx context.Context, opts *Options, store storage.Store, broker po
 	if err != nil {
 		return err
 	}
+	if len(p.Actions) > 0 {
+		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now}, &opts.Apply, store)...)
+	}
 	if opts.Export != "" && p.Refused == "" {
 		if err := writeCSV(opts.Export, p.Rows); err != nil {
 			return err

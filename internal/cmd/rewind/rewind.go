@@ -155,6 +155,9 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if len(p.Actions) > 0 {
+		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now}, &opts.Apply, store)...)
+	}
 	if detected != "" {
 		p.Warnings = append(p.Warnings, detected)
 	}
