@@ -22,6 +22,9 @@ const (
 	OpDelete Op = "delete"
 	// OpCopy creates Path with the bytes of From; Path must not exist.
 	OpCopy Op = "copy"
+	// OpWrite creates Path with Data, bytes ckpt computed (a new offsets file of `ckpt offsets
+	// reset`); Path must not exist. The journal carries the bytes, so resume needs nothing else.
+	OpWrite Op = "write"
 )
 
 // Action is one change to one file.
@@ -31,6 +34,8 @@ type Action struct {
 	Path string `json:"path"`
 	// From is the file whose bytes OpCopy writes; empty for deletes.
 	From string `json:"from,omitempty"`
+	// Data are the bytes OpWrite writes (base64 in JSON); nil for other operations.
+	Data []byte `json:"data,omitempty"`
 	// Reason says why, in one sentence, for the plan's table.
 	Reason string `json:"reason"`
 	// Code is the doctor finding code this action answers.

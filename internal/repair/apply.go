@@ -82,6 +82,9 @@ func NewID(now time.Time, checkpointURI string, actions []Action) string {
 	h.Write([]byte(checkpointURI))
 	for _, a := range actions {
 		fmt.Fprintf(h, "\x00%s\x00%s\x00%s\x00%s", a.Op, a.Path, a.From, a.Before)
+		if a.Op == OpWrite {
+			fmt.Fprintf(h, "\x00%s", a.After)
+		}
 	}
 	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(h.Sum(nil))[:8]
 }
@@ -234,7 +237,7 @@ func guard(ctx context.Context, s storage.Store, j *Journal, opts *ExecOptions, 
 		ignore[a.Path] = true
 	}
 	now := opts.now()
-	if err := CheckIdle(cp, now, opts.ActiveWindow, ignore); err != nil {
+	if err := CheckLive(ctx, s, cp, now, opts.ActiveWindow, ignore); err != nil {
 		if !opts.Force {
 			return nil, err
 		}
@@ -257,6 +260,12 @@ func lockFor(j *Journal, op string, now time.Time) Lock {
 
 // checkAction confines both files an action names.
 func checkAction(s storage.Store, a Action) error {
+	if a.Op == OpDelete && IsStateFile(a.Path) {
+		return confineState(s, a.Path) // `ckpt rewind` moves state versions into the backup
+	}
+	if a.Op == OpDelete && IsSinkLogFile(a.Path) {
+		return confineSinkLog(s, a.Path) // `ckpt rewind --sink`, in the sink's own journal
+	}
 	if err := Confine(s, a.Path); err != nil {
 		return err
 	}
@@ -265,6 +274,10 @@ func checkAction(s storage.Store, a Action) error {
 	case OpCopy:
 		if err := Confine(s, a.From); err != nil {
 			return err
+		}
+	case OpWrite:
+		if IsStateFile(a.Path) {
+			return fmt.Errorf("%w: %q: state files are only ever moved into the backup, never written", ErrOutside, a.Path)
 		}
 	default:
 		return fmt.Errorf("unknown repair action %q on %s", a.Op, a.Path)
@@ -331,6 +344,12 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 			}
 			data = src
 		}
+		if a.Op == OpWrite {
+			if DigestOf(a.Data) != a.After {
+				return fmt.Errorf("journal: the bytes to write to %s are %s, expected %s", a.Path, DigestOf(a.Data).Short(), a.After.Short())
+			}
+			data = a.Data
+		}
 		work = append(work, todo{i: i, data: data})
 	}
 	if len(conflicts) > 0 {
@@ -371,7 +390,7 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 		switch ja.Op {
 		case OpDelete:
 			err = del(ctx, s, ja.Path)
-		case OpCopy:
+		case OpCopy, OpWrite:
 			err = put(ctx, s, ja.Path, w.data)
 		}
 		if err != nil {

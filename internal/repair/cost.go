@@ -124,6 +124,13 @@ func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *re
 		}
 	}
 	r.ReplayedRecords, r.LostRecords = &replayed, &lost
+	if lost == 0 && after.RerunBatch != nil && len(start.m) >= len(from.m) {
+		// The re-run starts at or before the delivered end on every partition (copy-committed):
+		// the skipped ids' records are read again within it, so no batch's data is lost.
+		r.LostBatches = slices.DeleteFunc(r.LostBatches, func(id int64) bool {
+			return slices.Contains(r.SkippedBatches, id) && id < *after.RerunBatch
+		})
+	}
 	return r, nil
 }
 

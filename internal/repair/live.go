@@ -73,12 +73,12 @@ func CheckIdle(cp *checkpoint.Checkpoint, now time.Time, window time.Duration, i
 	return nil
 }
 
-// checkIdleOwn is CheckIdle for a new repair, which knows ckpt's own writes: a file a journal says
+// checkIdleOwn is CheckLive for a new repair, which knows ckpt's own writes: a file a journal says
 // ckpt wrote (a copy, or a restore by undo), still with the modification time it had then, is not a
 // sign of a running query. Journals are read only when the plain check fails, from the checkpoint's
 // _ckpt/repairs and from backupRoot (--backup-dir) when set; a journal elsewhere is not seen.
 func checkIdleOwn(ctx context.Context, s storage.Store, cp *checkpoint.Checkpoint, now time.Time, window time.Duration, backupRoot *Location) error {
-	err := CheckIdle(cp, now, window, nil)
+	err := CheckLive(ctx, s, cp, now, window, nil)
 	var live *LiveError
 	if !errors.As(err, &live) {
 		return err
@@ -106,7 +106,7 @@ func checkIdleOwn(ctx context.Context, s storage.Store, cp *checkpoint.Checkpoin
 		mark(l.Checksums...)
 	}
 	mark(cp.Root...)
-	return CheckIdle(cp, now, window, ignore)
+	return CheckLive(ctx, s, cp, now, window, ignore)
 }
 
 type writeKey struct {

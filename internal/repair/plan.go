@@ -33,15 +33,20 @@ const (
 	// StrategyDelete deletes the offsets files after the last pair of consecutive ones (and the
 	// commits at or above the first deleted id), so the restart goes back to that pair.
 	StrategyDelete Strategy = "delete"
+	// StrategyCopyCommitted answers the async crash (the latest batch L uncommitted, offsets/L-1
+	// missing): it writes a copy of offsets/C, C the latest commit, as offsets/L-1, so the sync
+	// engine re-runs batch L over (end of C, end of L], which is what an async restart does:
+	// nothing is lost. Stateless queries only (copycommitted.go).
+	StrategyCopyCommitted Strategy = "copy-committed"
 )
 
 // Strategies lists every strategy, in the order plans show them: the (a), (b), (c).
-var Strategies = []Strategy{StrategyDelete, StrategyCopyPrevious, StrategySparkProcedure}
+var Strategies = []Strategy{StrategyDelete, StrategyCopyPrevious, StrategyCopyCommitted, StrategySparkProcedure}
 
 // preference breaks ties between strategies that lose and replay the same: a plan ckpt applies,
 // verifies and can undo comes before a manual procedure, and a copy that changes one file before
 // deletes that change several.
-var preference = []Strategy{StrategyCopyPrevious, StrategyDelete, StrategySparkProcedure}
+var preference = []Strategy{StrategyCopyPrevious, StrategyDelete, StrategyCopyCommitted, StrategySparkProcedure}
 
 // ParseStrategy validates a --strategy value ("" means the recommended one).
 func ParseStrategy(s string) (Strategy, error) {
@@ -53,7 +58,7 @@ func ParseStrategy(s string) (Strategy, error) {
 			return st, nil
 		}
 	}
-	return "", fmt.Errorf("unknown strategy %q: want %s, %s or %s", s, StrategyDelete, StrategyCopyPrevious, StrategySparkProcedure)
+	return "", fmt.Errorf("unknown strategy %q: want %s, %s, %s or %s", s, StrategyDelete, StrategyCopyPrevious, StrategyCopyCommitted, StrategySparkProcedure)
 }
 
 // Options configures NewPlan.
@@ -200,6 +205,9 @@ func NewPlan(ctx context.Context, s storage.Store, opts Options) (*Plan, error) 
 		return p, nil
 	}
 	for _, st := range Strategies {
+		if st == StrategyCopyCommitted && !copyCommittedApplies(cp) && opts.Strategy != st {
+			continue // only the async crash has a commit to copy that differs from copy-previous
+		}
 		c, err := build(ctx, s, cp, opts, st)
 		if err != nil {
 			return nil, err
@@ -254,6 +262,7 @@ type candidate struct {
 	replay       Replay
 	remaining    []doctor.Finding
 	refusal      string
+	preRefusal   string // a refusal known while building the actions (copy-committed's)
 	warnings     []string
 	note         string
 }
@@ -296,7 +305,7 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 		if rep, err = diagnose(ctx, cp, opts.Planner); err != nil {
 			return nil, err
 		}
-		next, err := stepActions(ctx, cp, rep, st, &procedure, c)
+		next, err := stepActions(ctx, cp, rep, st, &procedure, opts.Planner.SinkLatest, c)
 		if err != nil {
 			return nil, err
 		}
@@ -365,6 +374,9 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 		return nil, err
 	}
 	c.refusal = refusal(c, opts, after, procedure)
+	if c.preRefusal != "" {
+		c.refusal = c.preRefusal
+	}
 	if st == "" && c.refusal == "" && after.Failed() {
 		// A single repair that leaves a problem only a person can fix is still worth applying
 		// (leftovers go); the remaining findings say what is left.
@@ -377,6 +389,8 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 		c.note = "Spark's documented procedure (Structured Streaming performance tips, \"Switching the setting off\"); it needs a query that supports async progress tracking: stateless, with a Kafka, foreach, console or noop sink"
 	case StrategyDelete:
 		c.note = "Spark's own advice in its error message: delete the offsets files after the last consecutive pair"
+	case StrategyCopyCommitted:
+		c.note = "derived from Spark's code: the sync engine re-runs batch L from offsets/L-1, here the end of the latest commit, as an async restart would; stateless queries only"
 	}
 	return c, nil
 }
@@ -521,7 +535,7 @@ func remaining(fs []doctor.Finding) []doctor.Finding {
 // stepActions turns one doctor report into actions. Findings about leftovers are answered first
 // (they never depend on a strategy); then the problems that block the restart, one kind per step,
 // so that each step's report reflects the previous step's changes.
-func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Report, st Strategy, procedure *bool, c *candidate) ([]Action, error) {
+func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Report, st Strategy, procedure *bool, sinkLatest *int64, c *candidate) ([]Action, error) {
 	var out []Action
 	L, hasL := cp.Offsets.Latest()
 	C, hasC := cp.Commits.Latest()
@@ -615,6 +629,8 @@ func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Rep
 		case StrategySparkProcedure:
 			*procedure = true
 			return nil, nil
+		case StrategyCopyCommitted:
+			return copyCommitted(ctx, cp, f.Code, sinkLatest, c)
 		case StrategyDelete:
 			// Go back to the newest id whose predecessor exists (or 0): everything above it goes.
 			keep := int64(-1)
@@ -715,9 +731,18 @@ func fill(ctx context.Context, s storage.Store, a *Action) error {
 			return fmt.Errorf("repair: planned to copy %s, which does not exist", a.From)
 		}
 		a.After, a.Size = sd, int64(len(src))
+	case OpWrite:
+		if !d.Absent() {
+			return fmt.Errorf("repair: planned to create %s, which exists", a.Path)
+		}
+		a.After, a.Size = DigestOf(a.Data), int64(len(a.Data))
 	}
 	return nil
 }
+
+// Fill sets an action's digests and size from s as it is before the action: the planning step
+// of callers that build their own actions (offsets reset, rewind).
+func Fill(ctx context.Context, s storage.Store, a *Action) error { return fill(ctx, s, a) }
 
 // order sorts actions so that every intermediate state is one Spark can restart from as well as
 // the original: leftovers first, then commits before offsets, newest batch first (a commit never

@@ -77,6 +77,10 @@ What it repairs:
                                --strategy copy-previous  write a copy of offsets/L as offsets/L-1
                                                          (replays nothing; derived from Spark's
                                                          code, not documented by Spark)
+                               --strategy copy-committed  the async crash (latest batch uncommitted):
+                                                         write a copy of offsets/C (latest commit)
+                                                         as offsets/L-1; batch L re-runs from C's
+                                                         end, nothing lost (stateless queries only)
                                --strategy spark-procedure  Spark's documented steps; no file change
                                The recommended strategy loses nothing and replays the least.
   commits ahead of offsets     the commits without offsets are deleted
@@ -147,7 +151,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	}
 	cli.AddOutputFlag(cmd, &output)
 	fl := cmd.Flags()
-	fl.StringVar(&strategy, "strategy", "", "way out of missing-previous-offsets: delete, copy-previous or spark-procedure (default: the recommended one)")
+	fl.StringVar(&strategy, "strategy", "", "way out of missing-previous-offsets: delete, copy-previous, copy-committed or spark-procedure (default: the recommended one)")
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): never delete offsets the sink has committed")
 	fl.BoolVar(&opts.Execute, "execute", false, "apply the plan (default: only print it)")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "apply without asking (required with --execute when stdin is not a terminal)")
@@ -312,7 +316,7 @@ func addStateWarnings(ctx context.Context, s storage.Store, p *repair.Plan, opts
 		return
 	}
 	if cp, err := loadCheckpoint(ctx, s); err == nil {
-		if err := repair.CheckIdle(cp, opts.Now(), opts.ActiveWindow, nil); err != nil {
+		if err := repair.CheckLive(ctx, s, cp, opts.Now(), opts.ActiveWindow, nil); err != nil {
 			p.Warnings = append(p.Warnings, strings.TrimSuffix(firstLine(err.Error()), ".")+"; --execute will refuse")
 		}
 	}

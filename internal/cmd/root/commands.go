@@ -8,8 +8,10 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cmd/doctor"
 	"github.com/ckpt-dev/ckpt/internal/cmd/inspect"
 	"github.com/ckpt-dev/ckpt/internal/cmd/lag"
+	"github.com/ckpt-dev/ckpt/internal/cmd/offsets"
 	"github.com/ckpt-dev/ckpt/internal/cmd/repair"
 	"github.com/ckpt-dev/ckpt/internal/cmd/replay"
+	"github.com/ckpt-dev/ckpt/internal/cmd/rewind"
 	"github.com/ckpt-dev/ckpt/internal/cmd/run"
 	"github.com/ckpt-dev/ckpt/internal/cmd/version"
 )
@@ -22,6 +24,8 @@ func commands(env *cli.Env) []*cobra.Command {
 		replay.NewCmd(env, nil),
 		lag.NewCmd(env, nil),
 		repair.NewCmd(env, nil),
+		offsets.NewCmd(env, nil),
+		rewind.NewCmd(env, nil),
 		run.NewCmd(env, nil),
 		broker.NewCmd(env),
 		version.NewCmd(env),

@@ -23,6 +23,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/liveness"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -64,11 +65,13 @@ type Options struct {
 	// Keep is --keep: with --demo, leave the checkpoint folder and broker data it created.
 	// Default false: they are removed when the run ends.
 	Keep bool
+	// Version is ckpt's version, recorded in the liveness record (cli.Env.Version).
+	Version string
 }
 
 // NewCmd builds `ckpt run`. runF replaces run in tests of the flag wiring.
 func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
-	o := &Options{IO: env.IO, OpenStore: env.OpenStore}
+	o := &Options{IO: env.IO, OpenStore: env.OpenStore, Version: env.Version}
 	cmd := &cobra.Command{
 		Use:   "run [flags]",
 		Short: "Run a Spark-compatible micro-batch query (Kafka in; Kafka, files or console out)",
@@ -276,6 +279,13 @@ func run(ctx context.Context, o *Options) error {
 		return err
 	}
 	info("query %s: %s → %s, trigger %s, checkpoint %s", describeName(r), r.Source, sinkName(r), r.Trigger, r.Checkpoint)
+	// The liveness record tells repair, offsets reset, rewind and undo at once whether this
+	// engine is alive, also after a kill -9.
+	if hold, err := liveness.Hold(ctx, store, liveness.Options{Tool: "ckpt " + o.Version, Sink: string(r.Sink)}); err != nil {
+		info("warning: %v (repair and rewind fall back to the file-age window)", err)
+	} else {
+		defer func() { _ = hold.Release(context.WithoutCancel(ctx)) }()
+	}
 	stats, err := eng.Run(ctx)
 	status.done()
 	if err != nil {

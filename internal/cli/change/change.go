@@ -1,0 +1,195 @@
+// Package change applies a journaled plan for the commands that move a query's position
+// (`ckpt offsets reset`, `ckpt rewind`): the shared --execute, --yes, --backup-dir,
+// --active-window and --force flags, the confirmation, repair.Execute, and the closing lines that
+// name the journal and `ckpt repair undo`.
+package change
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/doctor"
+	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Flags are the apply flags.
+type Flags struct {
+	// Execute applies the plan (default: only print it); Yes confirms without a prompt.
+	Execute, Yes bool
+	// BackupDir is where the journal and backups go (default <checkpoint>/_ckpt/repairs).
+	BackupDir string
+	// ActiveWindow refuses when the checkpoint looks in use (default repair.DefaultActiveWindow;
+	// a liveness record of `ckpt run` answers at once, see docs/offsets.md); Force overrides.
+	ActiveWindow time.Duration
+	Force        bool
+}
+
+// AddFlags registers the apply flags.
+func (f *Flags) AddFlags(fl *pflag.FlagSet) {
+	fl.BoolVar(&f.Execute, "execute", false, "apply the plan (default: only print it)")
+	fl.BoolVarP(&f.Yes, "yes", "y", false, "apply without asking (required with --execute when stdin is not a terminal)")
+	fl.StringVar(&f.BackupDir, "backup-dir", "", "where to put the journal and backups (default `DIR` <checkpoint>/_ckpt/repairs)")
+	fl.DurationVar(&f.ActiveWindow, "active-window", repair.DefaultActiveWindow, "for checkpoints Spark writes: refuse when a log file is younger than this (0: no check)")
+	fl.BoolVar(&f.Force, "force", false, "run even if the query looks alive or a repair holds the lock")
+}
+
+// Validate checks the flags' combination.
+func (f *Flags) Validate() error {
+	if f.ActiveWindow < 0 {
+		return exitcode.UsageError(fmt.Errorf("--active-window %s: want 0 (no check) or more", f.ActiveWindow))
+	}
+	if f.Yes && !f.Execute {
+		return exitcode.UsageError(errors.New("--yes confirms --execute; without --execute nothing changes"))
+	}
+	return nil
+}
+
+// Env is what Apply needs from the command.
+type Env struct {
+	IO        *iostreams.IOStreams
+	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
+	Now       func() time.Time
+	Version   string
+	JSON      bool
+}
+
+// ErrDeclined is returned when the user answers no.
+var ErrDeclined = errors.New("declined")
+
+// Apply asks (or requires --yes) and executes p with repair's machinery. It returns ErrDeclined
+// when the user says no.
+func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *repair.Plan, question string) (*repair.Journal, error) {
+	if !f.Yes {
+		if env.JSON || !env.IO.CanPrompt() {
+			why := "stdin is not a terminal"
+			if env.JSON {
+				why = "-o json output cannot carry a prompt"
+			}
+			return nil, exitcode.UsageError(fmt.Errorf("--execute needs --yes when %s (review the plan first: run without --execute)", why))
+		}
+		ok, err := env.IO.Confirm(question)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			fmt.Fprintln(env.IO.Out, "Nothing changed.")
+			return nil, ErrDeclined
+		}
+	}
+	eo := repair.ExecOptions{
+		Now:          env.Now,
+		Tool:         "ckpt " + env.Version,
+		ActiveWindow: f.ActiveWindow,
+		Force:        f.Force,
+		Progress:     progress(env.IO),
+	}
+	if f.BackupDir != "" {
+		bs, err := env.OpenStore(ctx, f.BackupDir)
+		if err != nil {
+			return nil, fmt.Errorf("--backup-dir: %w", err)
+		}
+		eo.BackupRoot = &repair.Location{Store: bs}
+	}
+	return repair.Execute(ctx, s, p, eo)
+}
+
+// killAfterEnv makes the process kill itself with SIGKILL right after its N-th file change: the
+// crash test of every journaled command (kill -9 during --execute, then undo restores byte for
+// byte). Only tests set it.
+const killAfterEnv = "CKPT_TEST_KILL_AFTER_CHANGES"
+
+func progress(io *iostreams.IOStreams) func(format string, args ...any) {
+	killAfter, _ := strconv.Atoi(os.Getenv(killAfterEnv))
+	changes := 0
+	return func(format string, args ...any) {
+		line := fmt.Sprintf(format, args...)
+		fmt.Fprintf(io.ErrOut, "ckpt: %s\n", line)
+		if killAfter <= 0 {
+			return
+		}
+		for _, op := range []repair.Op{repair.OpDelete, repair.OpCopy, repair.OpWrite} {
+			if strings.HasPrefix(line, string(op)+" ") {
+				changes++
+			}
+		}
+		if changes == killAfter {
+			killSelf()
+		}
+	}
+}
+
+// PrintExecuted closes a successful --execute: the verified restart, warnings, the journal, undo.
+func PrintExecuted(r *render.Renderer, predicted *recovery.Result, j *repair.Journal) {
+	r.Println()
+	note := "as predicted"
+	if predicted != nil && j.Verified != nil && predicted.Verdict() != j.Verified.Verdict() {
+		note = "NOT as predicted: " + predicted.Verdict()
+	}
+	verified := "unknown"
+	if j.Verified != nil {
+		verified = strings.TrimPrefix(j.Verified.Verdict(), "Restart ")
+	}
+	r.Printf("%s %s (%s)\n", r.Good("Applied and verified:"), verified, note)
+	for _, w := range j.Warnings {
+		r.Printf("%s %s\n", r.Warn("warning:"), w)
+	}
+	r.Printf("Journal and backups: %s\n", j.Location)
+	r.Printf("To revert: ckpt repair undo %s\n", doctor.ShellQuote(j.Location))
+}
+
+// PrintActions lists a plan's file changes.
+func PrintActions(r *render.Renderer, as []repair.Action) {
+	for i, a := range as {
+		switch a.Op {
+		case repair.OpCopy:
+			r.Printf("  %d. copy %s to %s\n", i+1, a.From, a.Path)
+		case repair.OpDelete:
+			r.Printf("  %d. move %s into the backup\n", i+1, a.Path)
+		default:
+			r.Printf("  %d. %s %s\n", i+1, a.Op, a.Path)
+		}
+		r.Printf("     %s\n", r.Faint(a.Reason))
+	}
+}
+
+// Refused is the error of a refused plan (exit code 1).
+func Refused(what, reason string) error {
+	return exitcode.New(exitcode.Failure, fmt.Errorf("%s refused: %s", what, reason))
+}
+
+// StateWarnings tells, at plan time, what would stop --execute: a held repair lock, or a query
+// that is (or looks) alive. The plan itself is harmless to print either way.
+func StateWarnings(ctx context.Context, env Env, f *Flags, s storage.Store) []string {
+	var out []string
+	if l, err := repair.ReadLock(ctx, s); err == nil && l != nil {
+		out = append(out, (&repair.LockedError{Holder: *l}).Error())
+	}
+	if env.Now == nil {
+		return out
+	}
+	cp, err := checkpoint.Load(ctx, s)
+	if err != nil {
+		return out
+	}
+	if err := repair.CheckLive(ctx, s, cp, env.Now(), f.ActiveWindow, nil); err != nil {
+		msg := err.Error()
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		out = append(out, strings.TrimSuffix(msg, ".")+"; --execute will refuse")
+	}
+	return out
+}
