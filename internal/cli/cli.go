@@ -6,6 +6,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,8 @@ type Env struct {
 	Now func() time.Time
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
+	// Rand is the source of random bits (repair ids); nil: crypto/rand. Tests pin it.
+	Rand io.Reader
 }
 
 // OpenStore opens a checkpoint location given as a path, file:// URI or s3://bucket/prefix.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -31,6 +32,9 @@ type ExecOptions struct {
 	Force bool
 	// Progress, when set, is told each step as it happens (the CLI prints them on stderr).
 	Progress func(format string, args ...any)
+	// Rand is the source of the random bits of repair ids. nil: crypto/rand; tests that pin the
+	// clock pin it too, for byte-stable pages.
+	Rand io.Reader
 }
 
 func (o *ExecOptions) now() time.Time {
@@ -75,9 +79,17 @@ func (e *HalfwayError) Unwrap() error { return e.Err }
 // sort by time, a person can tell them apart, and two runs of the same plan in the same second
 // (two processes, or one process twice) never share an id, a journal directory or a lock.
 func NewID(now time.Time, checkpointURI string, actions []Action) string {
+	return newID(now, checkpointURI, actions, nil)
+}
+
+// newID is NewID with the random bits read from r (nil: crypto/rand).
+func newID(now time.Time, checkpointURI string, actions []Action, r io.Reader) string {
 	h := sha256.New()
 	var nonce [16]byte
-	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails (Go 1.24+)
+	if r == nil {
+		r = rand.Reader
+	}
+	_, _ = io.ReadFull(r, nonce[:])
 	h.Write(nonce[:])
 	h.Write([]byte(checkpointURI))
 	for _, a := range actions {
@@ -115,7 +127,7 @@ func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*
 		return nil, err
 	}
 	now := opts.now()
-	id := NewID(now, s.URI(), p.Actions)
+	id := newID(now, s.URI(), p.Actions, opts.Rand)
 	root := Location{Store: s, Dir: RepairsDir}
 	if opts.BackupRoot != nil {
 		root = *opts.BackupRoot

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -27,6 +28,8 @@ type Options struct {
 	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
 	// Now is the clock (journal ids, the liveness window).
 	Now func() time.Time
+	// Rand is the source of the random bits of repair ids (nil: crypto/rand).
+	Rand io.Reader
 	// Version names the ckpt build in the journal.
 	Version string
 
@@ -109,7 +112,7 @@ Exit codes:
 // NewCmd builds `ckpt repair` with its undo and resume subcommands. runF replaces runRepair in
 // tests of the flag wiring.
 func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Command {
-	opts := &Options{IO: env.IO, OpenStore: env.OpenStore, Now: env.Now, Version: env.Version}
+	opts := &Options{IO: env.IO, OpenStore: env.OpenStore, Now: env.Now, Version: env.Version, Rand: env.Rand}
 	var output, strategy string
 	var restart cli.RestartFlags
 	cmd := &cobra.Command{
@@ -272,6 +275,7 @@ func runRepair(ctx context.Context, opts *Options) error {
 func (o *Options) execOptions(ctx context.Context) (repair.ExecOptions, error) {
 	eo := repair.ExecOptions{
 		Now:          o.Now,
+		Rand:         o.Rand,
 		Tool:         "ckpt " + o.Version,
 		ActiveWindow: o.ActiveWindow,
 		Force:        o.Force,
