@@ -11,6 +11,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cmd/repair"
 	"github.com/ckpt-dev/ckpt/internal/cmd/replay"
 	"github.com/ckpt-dev/ckpt/internal/cmd/run"
+	statecmd "github.com/ckpt-dev/ckpt/internal/cmd/state"
 	"github.com/ckpt-dev/ckpt/internal/cmd/version"
 )
 
@@ -22,6 +23,7 @@ func commands(env *cli.Env) []*cobra.Command {
 		replay.NewCmd(env, nil),
 		lag.NewCmd(env, nil),
 		repair.NewCmd(env, nil),
+		statecmd.NewCmd(env, nil),
 		run.NewCmd(env, nil),
 		broker.NewCmd(env),
 		version.NewCmd(env),
