@@ -156,6 +156,8 @@ func TestCodeCoverage(t *testing.T) {
 	// The broker codes need a live broker, not a scenario: broker_test.go writes their goldens.
 	brokerFiles, _ := filepath.Glob(filepath.Join("testdata", "broker", "*.golden.json"))
 	files = append(files, brokerFiles...)
+	stateFiles, _ := filepath.Glob(filepath.Join("testdata", "state", "*.golden.json"))
+	files = append(files, stateFiles...)
 	found := map[string]map[doctor.Severity]bool{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

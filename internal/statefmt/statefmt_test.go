@@ -1,6 +1,7 @@
 package statefmt
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -45,7 +46,15 @@ func readAll(t testing.TB, file string, data []byte) ([]Record, error) {
 		return nil, err
 	}
 	defer dr.Close()
-	rr := NewRecordReader(file, kind, dr)
+	var src io.Reader = dr
+	if kind == Changelog {
+		br := bufio.NewReader(dr)
+		if _, err := ReadChangelogHeader(file, br); err != nil {
+			return nil, err
+		}
+		src = br
+	}
+	rr := NewRecordReader(file, kind, src)
 	var recs []Record
 	for {
 		r, err := rr.Next()
@@ -71,13 +80,9 @@ func TestRealStateFilesDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs, err := readAll(t, f, data)
-		if err != nil {
+		// A batch that changed nothing writes a delta with no records: only errors count.
+		if _, err := readAll(t, f, data); err != nil {
 			t.Errorf("%s: %v", f, err)
-			continue
-		}
-		if len(recs) == 0 {
-			t.Errorf("%s: no records", f)
 		}
 	}
 }

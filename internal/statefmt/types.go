@@ -113,8 +113,11 @@ func (t *Type) UnmarshalJSON(b []byte) error {
 
 func (t *Type) setName(name string) error {
 	switch name {
-	case "string", "integer", "long", "double", "float", "short", "byte", "boolean", "binary",
+	case "string", "integer", "long", "double", "float", "short", "byte", "boolean", "binary", "void",
 		"date", "timestamp", "timestamp_ntz", "null", "calendarinterval", "variant":
+		if name == "void" {
+			name = "null"
+		}
 		*t = Type{Name: name}
 		return nil
 	case "decimal":
