@@ -99,6 +99,9 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 	r.leftovers()
 	r.retention()
 	r.emptyFiles()
+	if err := r.stateChecks(); err != nil {
+		return nil, err
+	}
 	if opts.Deep {
 		if err := r.deep(); err != nil {
 			return nil, err

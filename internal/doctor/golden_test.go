@@ -159,6 +159,8 @@ func TestCodeCoverage(t *testing.T) {
 	// The sink entry codes need a sink log, not a scenario: sinkpaths_test.go writes their goldens.
 	sinkFiles, _ := filepath.Glob(filepath.Join("testdata", "sink", "*.golden.json"))
 	files = append(files, sinkFiles...)
+	stateFiles, _ := filepath.Glob(filepath.Join("testdata", "state", "*.golden.json"))
+	files = append(files, stateFiles...)
 	found := map[string]map[doctor.Severity]bool{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

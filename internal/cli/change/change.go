@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -64,6 +65,8 @@ type Env struct {
 	Now       func() time.Time
 	Version   string
 	JSON      bool
+	// Rand is the source of the random bits of repair ids (nil: crypto/rand; tests pin it).
+	Rand io.Reader
 }
 
 // ErrDeclined is returned when the user answers no.
@@ -95,6 +98,7 @@ func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *repair.Pl
 		ActiveWindow: f.ActiveWindow,
 		Force:        f.Force,
 		Progress:     progress(env.IO),
+		Rand:         env.Rand,
 	}
 	if f.BackupDir != "" {
 		bs, err := env.OpenStore(ctx, f.BackupDir)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -29,6 +30,8 @@ type Options struct {
 	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
 	Now       func() time.Time
 	Version   string
+	// Rand is the source of the random bits of repair ids (cli.Env.Rand; nil: crypto/rand).
+	Rand io.Reader
 
 	// Checkpoint is the checkpoint location.
 	Checkpoint string
@@ -99,7 +102,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 }
 
 func newOptions(env *cli.Env) *Options {
-	return &Options{IO: env.IO, OpenStore: env.OpenStore, Now: env.Now, Version: env.Version}
+	return &Options{IO: env.IO, OpenStore: env.OpenStore, Now: env.Now, Version: env.Version, Rand: env.Rand}
 }
 
 func newExportCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Command {
@@ -348,7 +351,7 @@ func runReset(ctx context.Context, opts *Options, store storage.Store, broker po
 		}
 		return nil
 	}
-	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut}
+	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand}
 	j, err := change.Apply(ctx, env, &opts.Apply, store, p.RepairPlan(),
 		fmt.Sprintf("Write batch %d with the new offsets to %s?", p.NewBatch, p.Checkpoint))
 	if errors.Is(err, change.ErrDeclined) {

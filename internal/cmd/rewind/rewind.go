@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 	"time"
@@ -30,6 +31,8 @@ type Options struct {
 	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
 	Now       func() time.Time
 	Version   string
+	// Rand is the source of the random bits of repair ids (cli.Env.Rand; nil: crypto/rand).
+	Rand io.Reader
 
 	Checkpoint string
 	// ToBatch or ToTime: where to go back to (exactly one).
@@ -69,7 +72,7 @@ Exit codes: 0 planned or applied, 1 refused or failed, 2 usage error.`
 
 // NewCmd builds `ckpt rewind`. runF replaces run in tests of the wiring.
 func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Command {
-	opts := &Options{IO: env.IO, OpenStore: env.OpenStore, Now: env.Now, Version: env.Version}
+	opts := &Options{IO: env.IO, OpenStore: env.OpenStore, Now: env.Now, Version: env.Version, Rand: env.Rand}
 	var output, toTime string
 	var toBatch int64
 	var restart cli.RestartFlags
@@ -185,7 +188,7 @@ func run(ctx context.Context, opts *Options) error {
 		}
 		return nil
 	}
-	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut}
+	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand}
 	j, err := change.Apply(ctx, env, &opts.Apply, store, p.RepairPlan(),
 		fmt.Sprintf("Move %d file(s) of %s into the backup?", len(p.Actions), p.Checkpoint))
 	if errors.Is(err, change.ErrDeclined) {

@@ -1,0 +1,259 @@
+// Package state implements `ckpt state ls` and `ckpt state read`: the state stores of a
+// checkpoint, listed and read without a JVM.
+package state
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/state"
+	"github.com/ckpt-dev/ckpt/internal/statefmt"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Options are the inputs of `ckpt state ls|read`, separate from cobra so tests call run.
+type Options struct {
+	IO *iostreams.IOStreams
+	// OpenStore opens the location argument (cli.Env.OpenStore).
+	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
+
+	// Location is the checkpoint.
+	Location string
+	// Output is "table" or "json" (read: JSON lines).
+	Output render.Format
+	// Read selects `read`; false is `ls`.
+	Read bool
+	// Read is what `read` reads: --operator (required), --store (default "default"),
+	// --partition (default -1: all), --version (default 0: the latest committed batch's),
+	// --key NAME=VALUE (repeatable; default none), --changes (default false).
+	ReadOptions state.ReadOptions
+}
+
+// NewCmd builds `ckpt state` with its ls and read subcommands. runF replaces run in tests of
+// the flag wiring.
+func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "state",
+		Short: "List and read the state stores of a checkpoint (HDFS-backed and RocksDB), without a JVM",
+		Long: `List and read the state stores of stateful operators (aggregations, dropDuplicates,
+stream-stream joins, ...) under state/ of a checkpoint, without Spark.
+
+  ckpt state ls CHECKPOINT      operators, stores, partitions, versions, provider, format, schema
+  ckpt state read CHECKPOINT    the rows of one store, like spark.read.format("statestore")
+
+See docs/state.md.`,
+	}
+	cmd.AddCommand(newLs(env, runF), newRead(env, runF))
+	return cmd
+}
+
+func newLs(env *cli.Env, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: env.IO, OpenStore: env.OpenStore}
+	var output string
+	cmd := &cobra.Command{
+		Use:   "ls CHECKPOINT",
+		Short: "List the state stores: operators, stores, partitions, versions, format, schema, bytes",
+		Long: `List every state store of a checkpoint: operator id and name, store name, provider
+(hdfs or rocksdb), partitions, the versions on disk (version = batch id + 1), the checkpoint
+format (2 when file names carry unique ids), files, SST files, bytes, and the key and value
+schema Spark stored. Reads the listing of state/ and the small schema and metadata files.`,
+		Example: `  ckpt state ls /data/checkpoints/orders
+  ckpt state ls s3://bucket/ckpt/orders -o json`,
+		Args: cli.ExactArgs(1, "a checkpoint location"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Location = args[0]
+			f, err := cli.ParseOutput(output)
+			if err != nil {
+				return err
+			}
+			opts.Output = f
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(cmd.Context(), opts)
+		},
+	}
+	cli.AddOutputFlag(cmd, &output)
+	return cmd
+}
+
+func newRead(env *cli.Env, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: env.IO, OpenStore: env.OpenStore, Read: true}
+	var output string
+	ro := &opts.ReadOptions
+	cmd := &cobra.Command{
+		Use:   "read CHECKPOINT --operator N",
+		Short: "Read the rows of a state store (as Spark's statestore reader does), streamed",
+		Long: `Read the rows of one state store: one row per key, with the key and value columns named
+by the schema Spark stored, like spark.read.format("statestore"). The rows stream: memory
+holds the deltas or changelogs after the newest snapshot, not the snapshot.
+
+The version read is the latest committed batch's (version = batch id + 1) unless --version
+says otherwise. --changes reads only that version's delta or changelog: what that batch
+changed (change_type update or delete), like Spark's readChangeFeed.
+
+HDFS-backed stores are read from N.snapshot and N.delta files. RocksDB stores are read from
+their changelogs (changelog checkpointing): a version held only in SST files cannot be read
+yet, --changes still can. Output: a table, or JSON lines (-o json) with key, value and
+partition_id (and batch_id, change_type with --changes).`,
+		Example: `  ckpt state read ./ckpt --operator 0
+  ckpt state read ./ckpt --operator 0 --partition 3 --key userId=42 -o json
+  ckpt state read ./ckpt --operator 0 --store left-keyToNumValues
+  ckpt state read ./ckpt --operator 0 --version 12 --changes`,
+		Args: cli.ExactArgs(1, "a checkpoint location"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Location = args[0]
+			f, err := cli.ParseOutput(output)
+			if err != nil {
+				return err
+			}
+			opts.Output = f
+			if !cmd.Flags().Changed("operator") {
+				return exitcode.UsageError(fmt.Errorf("ckpt state read needs --operator N (ckpt state ls lists them)"))
+			}
+			if ro.Version < 0 {
+				return exitcode.UsageError(fmt.Errorf("--version %d: must be positive", ro.Version))
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(cmd.Context(), opts)
+		},
+	}
+	cli.AddOutputFlag(cmd, &output)
+	fl := cmd.Flags()
+	fl.Int64Var(&ro.Operator, "operator", 0, "operator id (required; see ckpt state ls)")
+	fl.StringVar(&ro.Store, "store", state.DefaultStore, "store name (a join has four)")
+	fl.IntVar(&ro.Partition, "partition", -1, "read one partition (default: all)")
+	fl.Int64Var(&ro.Version, "version", 0, "state version = batch id + 1 (default: the latest committed batch's)")
+	fl.StringArrayVar(&ro.Keys, "key", nil, "keep rows whose key field `NAME=VALUE` (repeatable; all must match)")
+	fl.BoolVar(&ro.Changes, "changes", false, "read only the version's delta or changelog: what its batch changed")
+	return cmd
+}
+
+func run(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	st, err := opts.OpenStore(ctx, opts.Location)
+	if err != nil {
+		return err
+	}
+	l, err := state.Scan(ctx, st)
+	if err != nil {
+		return err
+	}
+	if !opts.Read {
+		sums, err := state.Summarize(ctx, st, l)
+		if err != nil {
+			return err
+		}
+		return renderLs(opts, sums)
+	}
+	cp, err := checkpoint.Load(ctx, st)
+	if err != nil {
+		return err
+	}
+	r, err := state.NewReader(ctx, cp, l, opts.ReadOptions)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(opts.IO.Out, 64<<10)
+	defer w.Flush()
+	if opts.Output == render.FormatJSON {
+		var buf []byte
+		return r.Each(ctx, func(row *state.Row) error {
+			buf = append(row.AppendJSON(buf[:0]), '\n')
+			_, err := w.Write(buf)
+			return err
+		})
+	}
+	return streamTable(w, r, opts.ReadOptions.Changes)
+}
+
+// streamTable writes rows as aligned columns, flushing every block of rows so that memory
+// stays flat however many rows there are (columns align within a block).
+func streamTable(w io.Writer, r *state.Reader, changes bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "PARTITION\tKEY\tVALUE"
+	if changes {
+		head = "PARTITION\tBATCH\tCHANGE\tKEY\tVALUE"
+	}
+	fmt.Fprintln(tw, head)
+	n := 0
+	err := r.Each(context.Background(), func(row *state.Row) error {
+		cells := []string{strconv.Itoa(row.Partition)}
+		if changes {
+			cells = append(cells, strconv.FormatInt(row.BatchID, 10), row.ChangeType)
+		}
+		cells = append(cells, cell(row.Key, row.RawKey), cell(row.Value, row.RawValue))
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		if n++; n%512 == 0 {
+			return tw.Flush()
+		}
+		return nil
+	})
+	if ferr := tw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// cell renders a row as name=value pairs.
+func cell(o *statefmt.Object, raw []byte) string {
+	if o == nil {
+		if raw == nil {
+			return "-"
+		}
+		return statefmt.Text(raw)
+	}
+	parts := make([]string, len(o.Names))
+	for i, n := range o.Names {
+		parts[i] = n + "=" + statefmt.Text(o.Values[i])
+	}
+	return strings.Join(parts, " ")
+}
+
+func renderLs(opts *Options, sums []state.StoreSummary) error {
+	if opts.Output == render.FormatJSON {
+		return render.JSON(opts.IO.Out, sums)
+	}
+	r := render.New(opts.IO)
+	if len(sums) == 0 {
+		r.Println("no state stores under state/")
+		return nil
+	}
+	t := render.Table{Headers: []string{"OP", "NAME", "STORE", "PROVIDER", "PARTS", "VERSIONS", "FORMAT", "FILES", "SSTS", "BYTES", "KEY", "VALUE"}}
+	for _, s := range sums {
+		versions := "-"
+		if s.MaxVersion > 0 {
+			versions = fmt.Sprintf("%d-%d", s.MinVersion, s.MaxVersion)
+		}
+		key, val := s.KeySchema, s.ValueSchema
+		if s.SchemaError != "" {
+			key, val = "(unreadable schema)", ""
+		} else if key == "" {
+			key, val = "(no schema)", ""
+		}
+		name := s.OperatorName
+		if name == "" {
+			name = "-"
+		}
+		t.Rows = append(t.Rows, []string{strconv.FormatInt(s.Operator, 10), name, s.Store, s.Provider, strconv.Itoa(s.Partitions),
+			versions, "v" + strconv.Itoa(s.CheckpointFormat), strconv.Itoa(s.Files), strconv.Itoa(s.SSTs), strconv.FormatInt(s.Bytes, 10), key, val})
+	}
+	r.Table(t)
+	return nil
+}

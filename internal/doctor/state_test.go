@@ -1,0 +1,248 @@
+package doctor
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// copyFixture copies a checkpoint real Spark wrote (testdata/spark-state) to a temp dir, so a
+// test can damage it.
+func copyFixture(t *testing.T, rel string) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "testdata", "spark-state", rel, "checkpoint")
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		r, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, r), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, r), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func runDoctor(t *testing.T, dir string, opts Options) *Report {
+	t.Helper()
+	ctx := context.Background()
+	st, err := storage.Open(ctx, dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.Load(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(ctx, cp, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("UPDATE_STATE_GOLDENS") != "" {
+		// testdata/state/*.golden.json feed TestCodeCoverage (the state codes need Spark's
+		// fixtures, not a scenario).
+		_ = os.MkdirAll(filepath.Join("testdata", "state"), 0o755)
+		b, _ := json.MarshalIndent(map[string]any{"findings": rep.Findings}, "", "  ")
+		name := strings.NewReplacer("/", "_").Replace(t.Name())
+		_ = os.WriteFile(filepath.Join("testdata", "state", name+".golden.json"), append(b, '\n'), 0o644)
+	}
+	return rep
+}
+
+func findCode(rep *Report, code string) *Finding {
+	for i := range rep.Findings {
+		if rep.Findings[i].Code == code {
+			return &rep.Findings[i]
+		}
+	}
+	return nil
+}
+
+func stateCodesIn(rep *Report) []string {
+	var out []string
+	for _, f := range rep.Findings {
+		if strings.HasPrefix(f.Code, "state-") || f.Code == CodeRocksDBSSTMissing {
+			out = append(out, f.Code)
+		}
+	}
+	return out
+}
+
+func TestStateFixturesAreClean(t *testing.T) {
+	for _, rel := range []string{"4.0.2/agg-hdfs", "3.5.8/agg-hdfs", "3.5.8/agg-rocksdb-changelog"} {
+		rep := runDoctor(t, filepath.Join("..", "..", "testdata", "spark-state", rel, "checkpoint"), Options{Deep: true})
+		if c := stateCodesIn(rep); len(c) != 0 {
+			t.Errorf("%s: state findings on a checkpoint Spark left whole: %v", rel, c)
+		}
+	}
+}
+
+func TestStateVersionMissing(t *testing.T) {
+	dir := copyFixture(t, "4.0.2/agg-hdfs")
+	if err := os.Remove(filepath.Join(dir, "state/0/1/4.delta")); err != nil {
+		t.Fatal(err)
+	}
+	rep := runDoctor(t, dir, Options{SparkVersion: "4.0"})
+	f := findCode(rep, CodeStateVersionMissing)
+	if f == nil || f.Severity != Error || f.Path != "state/0/1/4.delta" {
+		t.Fatalf("want state-version-missing on state/0/1/4.delta, got %+v", rep.Findings)
+	}
+	if !strings.Contains(f.Message, "newest whole version of this partition is 3") {
+		t.Errorf("message does not name the newest whole version: %s", f.Message)
+	}
+	if f.SparkError == nil || !strings.Contains(*f.SparkError, "[CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS]") ||
+		!strings.Contains(*f.SparkError, "HDFSStateStoreProvider[id = (op=0,part=1),dir = file:") {
+		t.Errorf("Spark error: %v", f.SparkError)
+	}
+	// Spark 3.5's text.
+	rep = runDoctor(t, dir, Options{SparkVersion: "3.5"})
+	if f := findCode(rep, CodeStateVersionMissing); f == nil || !strings.HasPrefix(*f.SparkError, "java.lang.IllegalStateException: Error reading delta file file:") {
+		t.Errorf("3.5 Spark error: %+v", f)
+	}
+}
+
+func TestStateSnapshotLossIsHarmlessWithAllDeltas(t *testing.T) {
+	dir := copyFixture(t, "4.0.2/agg-hdfs")
+	// Deltas 1-5 are all there: without the snapshot Spark replays them from version 0.
+	if err := os.Remove(filepath.Join(dir, "state/0/0/3.snapshot")); err != nil {
+		t.Fatal(err)
+	}
+	rep := runDoctor(t, dir, Options{Deep: true})
+	if c := stateCodesIn(rep); len(c) != 0 {
+		t.Fatalf("findings %v", c)
+	}
+	// Without delta 2 as well, version 5 cannot be rebuilt.
+	if err := os.Remove(filepath.Join(dir, "state/0/0/2.delta")); err != nil {
+		t.Fatal(err)
+	}
+	rep = runDoctor(t, dir, Options{})
+	if f := findCode(rep, CodeStateVersionMissing); f == nil || f.Path != "state/0/0/2.delta" {
+		t.Fatalf("want state-version-missing on 2.delta, got %+v", rep.Findings)
+	}
+}
+
+func TestStatePartitionsMismatch(t *testing.T) {
+	dir := copyFixture(t, "4.0.2/agg-hdfs")
+	if err := os.RemoveAll(filepath.Join(dir, "state/0/1")); err != nil {
+		t.Fatal(err)
+	}
+	rep := runDoctor(t, dir, Options{})
+	f := findCode(rep, CodeStatePartitionsMismatch)
+	if f == nil || f.Severity != Error || !strings.Contains(f.Message, "missing: 1") {
+		t.Fatalf("want state-partitions-mismatch error, got %+v", rep.Findings)
+	}
+	// An extra directory is a warning.
+	dir = copyFixture(t, "4.0.2/agg-hdfs")
+	if err := os.MkdirAll(filepath.Join(dir, "state/0/2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "state/0/2/1.delta"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep = runDoctor(t, dir, Options{})
+	if f := findCode(rep, CodeStatePartitionsMismatch); f == nil || f.Severity != Warning {
+		t.Fatalf("want a warning, got %+v", rep.Findings)
+	}
+}
+
+func TestStateFileCorruptOnlyWithDeep(t *testing.T) {
+	dir := copyFixture(t, "4.0.2/agg-hdfs")
+	p := filepath.Join(dir, "state/0/1/5.delta")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c := stateCodesIn(runDoctor(t, dir, Options{})); len(c) != 0 {
+		t.Fatalf("the default run read files: %v", c)
+	}
+	rep := runDoctor(t, dir, Options{Deep: true})
+	f := findCode(rep, CodeStateFileCorrupt)
+	if f == nil || f.Path != "state/0/1/5.delta" || !strings.Contains(f.Message, "state/0/1/5.delta: offset") {
+		t.Fatalf("want state-file-corrupt naming the file and offset, got %+v", rep.Findings)
+	}
+}
+
+func TestStateSchemaMissing(t *testing.T) {
+	dir := copyFixture(t, "4.0.2/agg-hdfs")
+	if err := os.Remove(filepath.Join(dir, "state/0/0/_metadata/schema")); err != nil {
+		t.Fatal(err)
+	}
+	rep := runDoctor(t, dir, Options{})
+	if f := findCode(rep, CodeStateSchemaMissing); f == nil || f.Severity != Warning || f.Path != "state/0/0/_metadata/schema" {
+		t.Fatalf("want state-schema-missing, got %+v", rep.Findings)
+	}
+}
+
+func TestStateLineageBroken(t *testing.T) {
+	dir := copyFixture(t, "4.0.2/agg-rocksdb-changelog-v2")
+	m, _ := filepath.Glob(filepath.Join(dir, "state/0/1/5_*.changelog"))
+	if len(m) != 1 {
+		t.Fatalf("fixture: %v", m)
+	}
+	// A changelog of version 5 with another id: a retried attempt's, not the committed one.
+	if err := os.Rename(m[0], filepath.Join(dir, "state/0/1/5_00000000-0000-0000-0000-000000000000.changelog")); err != nil {
+		t.Fatal(err)
+	}
+	rep := runDoctor(t, dir, Options{SparkVersion: "4.1"})
+	f := findCode(rep, CodeStateLineageBroken)
+	if f == nil || !strings.Contains(f.Message, "commits/4 names state id") || len(f.Files) != 1 {
+		t.Fatalf("want state-lineage-broken, got %+v", rep.Findings)
+	}
+}
+
+func TestRocksDBSSTMissing(t *testing.T) {
+	dir := copyFixture(t, "3.5.8/agg-rocksdb")
+	ssts, _ := filepath.Glob(filepath.Join(dir, "state/0/0/SSTs/*.sst"))
+	if len(ssts) == 0 {
+		t.Fatal("fixture has no SSTs")
+	}
+	for _, s := range ssts {
+		if err := os.Remove(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := stateCodesIn(runDoctor(t, dir, Options{})); len(c) != 0 {
+		t.Fatalf("the default run read zips: %v", c)
+	}
+	rep := runDoctor(t, dir, Options{Deep: true})
+	f := findCode(rep, CodeRocksDBSSTMissing)
+	if f == nil || !strings.HasPrefix(f.Path, "state/0/0/SSTs/") || !strings.Contains(*f.SparkError, "FileNotFoundException") {
+		t.Fatalf("want rocksdb-sst-missing, got %+v", rep.Findings)
+	}
+}
+
+func TestStateReclaimable(t *testing.T) {
+	dir := copyFixture(t, "4.0.2/agg-hdfs")
+	// Versions 6-106 on disk (listing only): maintenance keeps what version 6 needs
+	// (3.snapshot, 4-6.delta) and deletes 1.delta and 2.delta.
+	for v := 6; v <= 106; v++ {
+		if err := os.WriteFile(filepath.Join(dir, "state/0/0", strconv.Itoa(v)+".delta"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := runDoctor(t, dir, Options{})
+	f := findCode(rep, CodeStateReclaimable)
+	if f == nil || f.Severity != Info || !strings.Contains(f.Message, "2 state files") {
+		t.Fatalf("want state-reclaimable for 2 files, got %+v", rep.Findings)
+	}
+}

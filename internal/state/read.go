@@ -1,0 +1,409 @@
+package state
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/statefmt"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Change types of --changes rows, as Spark's change feed names them.
+const (
+	ChangeUpdate = "update"
+	ChangeDelete = "delete"
+)
+
+// Row is one state row: the decoded key and value, and its partition. Changes rows also carry
+// the batch and the change type. Key and Value are nil when the store has no schema (RawKey
+// and RawValue hold the UnsafeRow bytes then).
+type Row struct {
+	BatchID    int64
+	ChangeType string
+	Key, Value *statefmt.Object
+	RawKey     []byte
+	RawValue   []byte
+	Partition  int
+}
+
+// ReadOptions select what Read reads.
+type ReadOptions struct {
+	// Operator is the operator id.
+	Operator int64
+	// Store is the store name. Default: "default".
+	Store string
+	// Partition reads one partition; -1 (the default of the command) reads all.
+	Partition int
+	// Version is the state version (batch id + 1). Default 0: the latest committed batch's
+	// version, as Spark's state reader does (the highest version on disk without commits).
+	Version int64
+	// Keys keep only rows whose key field NAME renders as VALUE, for every NAME=VALUE.
+	Keys []string
+	// Changes reads only the delta or changelog of Version: what batch Version-1 changed.
+	Changes bool
+	// Codec overrides the compression codec; default: told by each file's framing.
+	Codec string
+}
+
+// ErrNeedSST is returned for a RocksDB version that only SST files hold (no changelog chain
+// from version 1): ckpt does not read RocksDB's SST format.
+var ErrNeedSST = errors.New("this RocksDB version is held only in SST files (no changelog chain from version 1); ckpt reads RocksDB state through changelogs: use --changes for one version, or enable changelog checkpointing")
+
+// Reader reads rows of one store.
+type Reader struct {
+	st     storage.Store
+	cp     *checkpoint.Checkpoint
+	op     *Operator
+	store  *Store
+	schema *statefmt.Schema
+	opts   ReadOptions
+	filter [][2]string
+	// Version is the version read.
+	Version int64
+}
+
+// NewReader resolves opts against the listing and the checkpoint.
+func NewReader(ctx context.Context, cp *checkpoint.Checkpoint, l *Listing, opts ReadOptions) (*Reader, error) {
+	if opts.Store == "" {
+		opts.Store = DefaultStore
+	}
+	op := l.Operator(opts.Operator)
+	if op == nil {
+		return nil, fmt.Errorf("no operator %d under state/ (operators: %s)", opts.Operator, operatorIDs(l))
+	}
+	s := op.Store(opts.Store)
+	if s == nil {
+		names := []string{}
+		for _, s := range op.Stores {
+			names = append(names, s.Name)
+		}
+		return nil, fmt.Errorf("operator %d has no store %q (stores: %s)", opts.Operator, opts.Store, strings.Join(names, ", "))
+	}
+	r := &Reader{st: cp.Store, cp: cp, op: op, store: s, opts: opts}
+	for _, k := range opts.Keys {
+		n, v, ok := strings.Cut(k, "=")
+		if !ok {
+			return nil, fmt.Errorf("--key %q: want NAME=VALUE", k)
+		}
+		r.filter = append(r.filter, [2]string{n, v})
+	}
+	r.Version = opts.Version
+	if r.Version == 0 {
+		if c, ok := cp.Commits.Latest(); ok {
+			r.Version = c + 1
+		} else if _, hi, ok := s.Versions(); ok {
+			r.Version = hi
+		}
+	}
+	if s.SchemaFile != "" {
+		data, err := cp.Store.ReadFile(ctx, s.SchemaFile)
+		if err != nil {
+			return nil, err
+		}
+		if r.schema, err = statefmt.ParseSchema(s.SchemaFile, data); err != nil {
+			return nil, err
+		}
+	}
+	if r.schema != nil {
+		f := r.schema.Family(statefmt.DefaultColumnFamily)
+		if f == nil {
+			return nil, fmt.Errorf("%s: no column family %q", s.SchemaFile, statefmt.DefaultColumnFamily)
+		}
+		for _, kv := range r.filter {
+			if !slices.ContainsFunc(f.Key.Fields, func(fl statefmt.Field) bool { return fl.Name == kv[0] }) {
+				return nil, fmt.Errorf("--key %s: the key has no field %q (key schema %s)", kv[0]+"="+kv[1], kv[0], f.KeyString)
+			}
+		}
+	} else if len(r.filter) > 0 {
+		return nil, fmt.Errorf("--key needs the state schema, and %s has none", s.Partitions[0].Dir)
+	}
+	return r, nil
+}
+
+func operatorIDs(l *Listing) string {
+	ids := []string{}
+	for _, o := range l.Operators {
+		ids = append(ids, fmt.Sprint(o.ID))
+	}
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// Schema is the store's schema, or nil.
+func (r *Reader) Schema() *statefmt.Schema { return r.schema }
+
+// storeIndex is the store's position in a commit's stateUniqueIds[op][partition] array.
+func (r *Reader) storeIndex() int {
+	for i, n := range JoinStoreNames {
+		if n == r.store.Name {
+			return i
+		}
+	}
+	return 0
+}
+
+// JoinStoreNames are a stream-stream join's four stores in Spark's order
+// (SymmetricHashJoinStateManager.allStateStoreNames), the order of commit v2 unique ids.
+var JoinStoreNames = []string{"left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue"}
+
+// IDsFor returns the v2 unique ids of partition p of a store of operator op from the commits.
+func IDsFor(ctx context.Context, cp *checkpoint.Checkpoint, op int64, storeIdx, p int) IDs {
+	return func(v int64) (string, bool) {
+		if v < 1 || !cp.Commits.Has(v-1) {
+			return "", false
+		}
+		c, err := cp.ReadCommit(ctx, v-1)
+		if err != nil {
+			return "", false
+		}
+		m, err := c.StateIDs()
+		if err != nil || m == nil {
+			return "", false
+		}
+		parts := m[op]
+		if p >= len(parts) || storeIdx >= len(parts[p]) {
+			return "", false
+		}
+		return parts[p][storeIdx], true
+	}
+}
+
+// Each calls emit for every row, partition by partition (a partition's rows in storage order).
+func (r *Reader) Each(ctx context.Context, emit func(*Row) error) error {
+	for _, p := range r.store.Partitions {
+		if r.opts.Partition >= 0 && p.ID != r.opts.Partition {
+			continue
+		}
+		if err := r.partition(ctx, p, emit); err != nil {
+			return err
+		}
+	}
+	if r.opts.Partition >= 0 && r.store.Partition(r.opts.Partition) == nil {
+		return fmt.Errorf("operator %d store %s has no partition %d", r.op.ID, r.store.Name, r.opts.Partition)
+	}
+	return nil
+}
+
+func (r *Reader) partition(ctx context.Context, p *Partition, emit func(*Row) error) error {
+	ids := IDsFor(ctx, r.cp, r.op.ID, r.storeIndex(), p.ID)
+	rocks := r.store.Provider == ProviderRocksDB
+	if r.opts.Changes {
+		kind := KindDelta
+		if rocks {
+			kind = KindChangelog
+		}
+		f := pick(p.Files, r.Version, kind, ids)
+		if f == nil {
+			return &MissingError{Dir: p.Dir, Version: r.Version, Need: r.Version, Path: fileName(p.Dir, r.Version, kind, ids), Kind: kind}
+		}
+		return r.records(ctx, *f, func(rec statefmt.Record) error {
+			row := &Row{BatchID: r.Version - 1, ChangeType: ChangeUpdate, Partition: p.ID}
+			if rec.Delete {
+				row.ChangeType = ChangeDelete
+			}
+			ok, err := r.decode(row, rec.Key, rec.Value, rec.Delete)
+			if err != nil || !ok {
+				return err
+			}
+			return emit(row)
+		})
+	}
+	chain, err := ChainFor(p, r.store.Provider, r.Version, ids)
+	if err != nil {
+		return err
+	}
+	if rocks && chain.Base != nil {
+		c, ok := ReplayChain(p, r.store.Provider, r.Version, ids)
+		if !ok {
+			return fmt.Errorf("%s version %d: %w", p.Dir, r.Version, ErrNeedSST)
+		}
+		chain = c
+	}
+	// The deltas after the base are held in memory (latest wins, nil for a delete); the base,
+	// usually the bulk, streams past them.
+	pending := map[string][]byte{}
+	for _, f := range chain.Steps {
+		err := r.records(ctx, f, func(rec statefmt.Record) error {
+			if rec.Delete {
+				pending[string(rec.Key)] = nil
+			} else {
+				pending[string(rec.Key)] = slices.Clone(rec.Value)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if chain.Base != nil {
+		err := r.records(ctx, *chain.Base, func(rec statefmt.Record) error {
+			if _, ok := pending[string(rec.Key)]; ok {
+				return nil
+			}
+			row := &Row{Partition: p.ID}
+			ok, err := r.decode(row, rec.Key, rec.Value, false)
+			if err != nil || !ok {
+				return err
+			}
+			return emit(row)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	keys := make([]string, 0, len(pending))
+	for k, v := range pending {
+		if v != nil {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		row := &Row{Partition: p.ID}
+		ok, err := r.decode(row, []byte(k), pending[k], false)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := emit(row); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// records streams the records of one file.
+func (r *Reader) records(ctx context.Context, f File, fn func(statefmt.Record) error) error {
+	rc, err := r.st.Open(ctx, f.Path)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 64<<10)
+	codec := r.opts.Codec
+	if codec == "" {
+		head, _ := br.Peek(8)
+		if codec = statefmt.DetectCodec(head); codec == "" {
+			return &statefmt.Error{File: f.Path, Offset: 0, Expected: "the framing of a compression codec (lz4, zstd, snappy, lzf)", Got: fmt.Sprintf("%q", head)}
+		}
+	}
+	dr, err := statefmt.Decompress(f.Path, codec, br)
+	if err != nil {
+		return err
+	}
+	defer dr.Close()
+	kind := statefmt.Delta
+	switch f.Kind {
+	case KindSnapshot:
+		kind = statefmt.Snapshot
+	case KindChangelog:
+		kind = statefmt.Changelog
+	}
+	var src io.Reader = dr
+	if kind == statefmt.Changelog {
+		br := bufio.NewReader(dr)
+		if _, err := statefmt.ReadChangelogHeader(f.Path, br); err != nil {
+			return err
+		}
+		src = br
+	}
+	rr := statefmt.NewRecordReader(f.Path, kind, src)
+	for {
+		rec, err := rr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if kind == statefmt.Changelog {
+			// RocksDB's encoding puts a version byte before each UnsafeRow.
+			if len(rec.Key) < 1 || (!rec.Delete && len(rec.Value) < 1) {
+				return &statefmt.Error{File: f.Path, Offset: rec.Offset, Expected: "a RocksDB-encoded row (a version byte, then an UnsafeRow)", Got: "an empty row"}
+			}
+			rec.Key = rec.Key[1:]
+			if !rec.Delete {
+				rec.Value = rec.Value[1:]
+			}
+		} else if !rec.Delete {
+			// Spark floors value sizes to a multiple of 8 (rows of Spark before 2.3 had 4 extra bytes).
+			rec.Value = rec.Value[:len(rec.Value)/8*8]
+		}
+		if err := fn(rec); err != nil {
+			var se *statefmt.Error
+			var re *statefmt.RowError
+			if errors.As(err, &re) && !errors.As(err, &se) {
+				return &statefmt.Error{File: f.Path, Offset: rec.Offset, Expected: "a row of the state schema", Err: re}
+			}
+			return err
+		}
+	}
+}
+
+// decode fills row from the raw key and value; ok is false when the key filter drops it.
+func (r *Reader) decode(row *Row, key, value []byte, deleted bool) (bool, error) {
+	if r.schema == nil {
+		row.RawKey = slices.Clone(key)
+		if !deleted {
+			row.RawValue = slices.Clone(value)
+		}
+		return true, nil
+	}
+	f := r.schema.Family(statefmt.DefaultColumnFamily)
+	k, err := statefmt.DecodeRow(key, f.Key)
+	if err != nil {
+		return false, err
+	}
+	for _, kv := range r.filter {
+		i := slices.Index(k.Names, kv[0])
+		if i < 0 || statefmt.Text(k.Values[i]) != kv[1] {
+			return false, nil
+		}
+	}
+	row.Key = k
+	if !deleted {
+		if row.Value, err = statefmt.DecodeRow(value, f.Value); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// AppendJSON renders row as Spark's state reader's JSON row: key, value, partition_id; changes
+// rows start with batch_id and change_type.
+func (row *Row) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	if row.ChangeType != "" {
+		dst = fmt.Appendf(dst, `"batch_id":%d,"change_type":%q,`, row.BatchID, row.ChangeType)
+	}
+	dst = append(dst, `"key":`...)
+	if row.Key != nil || row.RawKey == nil {
+		dst = statefmt.AppendJSON(dst, keyOrNil(row.Key))
+	} else {
+		dst = statefmt.AppendJSON(dst, row.RawKey)
+	}
+	dst = append(dst, `,"value":`...)
+	if row.Value != nil || row.RawValue == nil {
+		dst = statefmt.AppendJSON(dst, keyOrNil(row.Value))
+	} else {
+		dst = statefmt.AppendJSON(dst, row.RawValue)
+	}
+	dst = fmt.Appendf(dst, `,"partition_id":%d}`, row.Partition)
+	return dst
+}
+
+func keyOrNil(o *statefmt.Object) any {
+	if o == nil {
+		return nil
+	}
+	return o
+}

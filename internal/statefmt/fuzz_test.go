@@ -1,0 +1,97 @@
+package statefmt
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"testing"
+)
+
+func addRealSeeds(f *testing.F, pattern string) {
+	for _, file := range realFiles(f, pattern) {
+		if data, err := os.ReadFile(file); err == nil && len(data) < 1<<16 {
+			f.Add(data)
+		}
+	}
+}
+
+// FuzzStateFile: decompressing and reading the records of any bytes never panics, and each
+// error is a *Error.
+func FuzzStateFile(f *testing.F) {
+	addRealSeeds(f, "*.delta")
+	addRealSeeds(f, "*.snapshot")
+	addRealSeeds(f, "*.changelog")
+	f.Add([]byte("LZ4Block"))
+	f.Add(append([]byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}, make([]byte, 12)...))
+	f.Add([]byte("ZV\x00\x00\x04\xff\xff\xff\xff"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, codec := range []string{CodecLZ4, CodecSnappy, CodecLZF, CodecZstd} {
+			dr, err := Decompress("f", codec, bytes.NewReader(data))
+			if err != nil {
+				continue
+			}
+			rr := NewRecordReader("f", Delta, dr)
+			for range 10000 {
+				if _, err := rr.Next(); err != nil {
+					if err != io.EOF {
+						if _, ok := err.(*Error); !ok {
+							t.Fatalf("%s: error of type %T: %v", codec, err, err)
+						}
+					}
+					break
+				}
+			}
+			dr.Close()
+		}
+	})
+}
+
+// FuzzDecodeRow: decoding any bytes against a schema of every kind of field never panics.
+func FuzzDecodeRow(f *testing.F) {
+	schema := Struct(
+		Field{Name: "s", Type: &Type{Name: "string"}},
+		Field{Name: "l", Type: &Type{Name: "long"}},
+		Field{Name: "big", Type: &Type{Name: "decimal", Precision: 30, Scale: 2}},
+		Field{Name: "arr", Type: &Type{Name: "array", Elem: &Type{Name: "string"}}},
+		Field{Name: "ai", Type: &Type{Name: "array", Elem: &Type{Name: "integer"}}},
+		Field{Name: "st", Type: Struct(Field{Name: "x", Type: &Type{Name: "binary"}})},
+		Field{Name: "m", Type: &Type{Name: "map", Key: &Type{Name: "string"}, Value: &Type{Name: "double"}}},
+	)
+	f.Add(make([]byte, 64))
+	w := newRow(7)
+	w.varlen(0, []byte("abc"))
+	w.varlen(3, longArray(1, 2))
+	f.Add(w.bytes())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if o, err := DecodeRow(data, schema); err == nil {
+			_ = AppendJSON(nil, o)
+		}
+	})
+}
+
+// FuzzSchema: parsing any bytes as a schema file never panics.
+func FuzzSchema(f *testing.F) {
+	for _, file := range realFiles(f, "_metadata/schema") {
+		if data, err := os.ReadFile(file); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("\x00\x02v1\x00\x02{}\x00\x02{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseSchema("schema", data)
+		if err == nil {
+			for _, c := range s.Families {
+				_ = c.Key.String() + c.Value.String()
+			}
+		}
+	})
+}
+
+// FuzzRocksDBZip: parsing any bytes as a RocksDB checkpoint zip never panics.
+func FuzzRocksDBZip(f *testing.F) {
+	addRealSeeds(f, "*.zip")
+	f.Add([]byte("PK\x05\x06" + string(make([]byte, 18))))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = ParseRocksDBZip("1.zip", data)
+	})
+}
