@@ -3,21 +3,24 @@
 //
 // Load lists the root, offsets/ and commits/ (one listing each) and reads no
 // batch file, so that opening a checkpoint with 100k batches costs what a
-// directory listing costs. Individual files are read on request and cached,
+// directory listing costs. offsets/ and commits/ are listed by name only
+// (storage.ListNames): no stat per batch file, so their entries carry no size
+// or time; Stat the few files whose size or time matter. Individual files are read on request and cached,
 // so the recovery planner, doctor and repair can share one Checkpoint without
 // reading a file twice.
 package checkpoint
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -79,14 +82,40 @@ type Log struct {
 	// is a plain file whose name Spark's isBatchFile accepts (a decimal
 	// long); directories are excluded as Spark master does.
 	IDs []int64
-	// Files maps each id in IDs to its listing entry (size, modification time).
-	Files map[int64]storage.Entry
+	// alt holds the path of a batch file whose name is not the canonical
+	// spelling of its id (File); the others are Path(id). A million batches
+	// cost their ids only.
+	alt map[int64]string
 	// Temps are leftovers of interrupted atomic writes (.N.<uuid>.tmp).
 	Temps []storage.Entry
 	// Checksums are Hadoop local-filesystem checksum files (.N.crc).
 	Checksums []storage.Entry
 	// Others are every other entry: unknown names, numeric directories.
 	Others []storage.Entry
+	// After Load, the entries above carry Path and IsDir only (Size and
+	// ModTime are zero, see storage.ListNames): Stat those that matter.
+}
+
+// File returns the listing entry of batch id's file (its path; after Load no
+// size or time), if the log has one.
+func (l *Log) File(id int64) (storage.Entry, bool) {
+	if l == nil {
+		return storage.Entry{}, false
+	}
+	if _, ok := slices.BinarySearch(l.IDs, id); !ok {
+		return storage.Entry{}, false
+	}
+	if p, ok := l.alt[id]; ok {
+		return storage.Entry{Path: p}, true
+	}
+	return storage.Entry{Path: l.Path(id)}, true
+}
+
+// FilePath returns the path of batch id's file as listed ("offsets/7"), ""
+// if the log has none.
+func (l *Log) FilePath(id int64) string {
+	e, _ := l.File(id)
+	return e.Path
 }
 
 // Latest returns the largest batch id, as Spark's getLatestBatchId does.
@@ -107,10 +136,7 @@ func (l *Log) Earliest() (int64, bool) {
 
 // Has reports whether the batch file for id exists.
 func (l *Log) Has(id int64) bool {
-	if l == nil {
-		return false
-	}
-	_, ok := l.Files[id]
+	_, ok := l.File(id)
 	return ok
 }
 
@@ -141,7 +167,7 @@ func (l *Log) Next(id int64) (int64, bool) {
 
 // Path returns the store-relative path of batch id ("offsets/7").
 func (l *Log) Path(id int64) string {
-	return l.Dir + "/" + fmt.Sprint(id)
+	return l.Dir + "/" + strconv.FormatInt(id, 10)
 }
 
 // ChecksumFor returns the .crc entry that belongs to batch file name (e.g.
@@ -159,8 +185,8 @@ func (l *Log) ChecksumFor(name string) (storage.Entry, bool) {
 	return storage.Entry{}, false
 }
 
-// Load lists the checkpoint root, offsets/ and commits/ (exactly three List
-// calls) and reads no file.
+// Load lists the checkpoint root (List), offsets/ and commits/ (ListNames):
+// exactly three listings, no stat per batch file, no file read.
 func Load(ctx context.Context, s storage.Store) (*Checkpoint, error) {
 	root, err := s.List(ctx, "")
 	if err != nil {
@@ -186,65 +212,142 @@ func Load(ctx context.Context, s storage.Store) (*Checkpoint, error) {
 }
 
 func loadLog(ctx context.Context, s storage.Store, dir string) (*Log, error) {
-	entries, err := s.List(ctx, dir)
+	b := newLogBuilder(dir)
+	err := storage.EachName(ctx, s, dir, func(p string, isDir bool) error {
+		b.add(storage.Entry{Path: p, IsDir: isDir}) // copies what it keeps
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
-	return NewLog(dir, entries), nil
+	return b.done(), nil
 }
 
 // NewLog classifies a directory listing the way Spark's HDFSMetadataLog does.
 // It is exported so that callers holding a listing (tests, the engine) can
 // build a Log without another List call.
 func NewLog(dir string, entries []storage.Entry) *Log {
-	l := &Log{Dir: dir}
-	type batch struct {
-		id  int64
-		idx int // position in entries: a small element sorts fast
-	}
-	batches := make([]batch, 0, len(entries))
-	batchEntries := make([]storage.Entry, 0, len(entries))
+	b := newLogBuilder(dir)
 	for _, e := range entries {
-		name := e.Path
-		if i := strings.LastIndexByte(name, '/'); i >= 0 {
-			name = name[i+1:]
-		}
-		n := logformat.ParseName(name)
-		switch {
-		case e.IsDir:
-			l.Others = append(l.Others, e)
-		case n.Kind == logformat.NameBatch:
-			batches = append(batches, batch{n.Batch, len(batches)})
-			batchEntries = append(batchEntries, e)
-		case n.Kind == logformat.NameTemp:
-			l.Temps = append(l.Temps, e)
-		case n.Kind == logformat.NameChecksum:
-			l.Checksums = append(l.Checksums, e)
-		default:
-			l.Others = append(l.Others, e)
-		}
+		b.add(e)
 	}
-	// Listings come sorted by name, not by number ("10" < "9").
-	slices.SortFunc(batches, func(a, b batch) int {
-		if c := cmp.Compare(a.id, b.id); c != 0 {
-			return c
+	return b.done()
+}
+
+// logBuilder classifies entries one at a time, keeping of a batch file only
+// its id (8 bytes) unless its name is not the canonical spelling of the id:
+// a million-batch log costs 8 MB, not a million entries.
+type logBuilder struct {
+	l *Log
+	// ids are collected in chunks of idChunk, then copied once into Log.IDs:
+	// growing one slice would leave a trail of ever larger copies behind.
+	ids [][]int64
+	n   int
+	alt map[int64][]string // non-canonical names of an id ("+5", "007")
+	buf []byte
+}
+
+const idChunk = 1 << 15
+
+func newLogBuilder(dir string) *logBuilder {
+	return &logBuilder{l: &Log{Dir: dir}}
+}
+
+// kept copies an entry's path, which storage.EachName lends only for the call.
+func kept(e storage.Entry) storage.Entry {
+	e.Path = strings.Clone(e.Path)
+	return e
+}
+
+func (b *logBuilder) add(e storage.Entry) {
+	name := e.Path
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	n := logformat.ParseName(name)
+	switch {
+	case e.IsDir:
+		b.l.Others = append(b.l.Others, kept(e))
+	case n.Kind == logformat.NameBatch:
+		if len(b.ids) == 0 || len(b.ids[len(b.ids)-1]) == idChunk {
+			b.ids = append(b.ids, make([]int64, 0, idChunk))
 		}
-		return cmp.Compare(a.idx, b.idx)
-	})
-	l.IDs = make([]int64, 0, len(batches))
-	l.Files = make(map[int64]storage.Entry, len(batches))
-	for i, b := range batches {
-		// Two spellings of one id ("5" and "+5"): keep the first, as one
-		// file can back a batch id; the other is reported as an oddity.
-		if i > 0 && b.id == batches[i-1].id {
-			l.Others = append(l.Others, batchEntries[b.idx])
+		b.ids[len(b.ids)-1] = append(b.ids[len(b.ids)-1], n.Batch)
+		b.n++
+		b.buf = strconv.AppendInt(b.buf[:0], n.Batch, 10)
+		if string(b.buf) != name || len(e.Path) != len(b.l.Dir)+1+len(name) || e.Path[:len(b.l.Dir)] != b.l.Dir {
+			if b.alt == nil {
+				b.alt = map[int64][]string{}
+			}
+			b.alt[n.Batch] = append(b.alt[n.Batch], strings.Clone(e.Path))
+		}
+	case n.Kind == logformat.NameTemp:
+		b.l.Temps = append(b.l.Temps, kept(e))
+	case n.Kind == logformat.NameChecksum:
+		b.l.Checksums = append(b.l.Checksums, kept(e))
+	default:
+		b.l.Others = append(b.l.Others, kept(e))
+	}
+}
+
+func (b *logBuilder) done() *Log {
+	l := b.l
+	// Listings come in directory order (storage.EachName) or by name, not by
+	// number ("10" < "9").
+	ids := make([]int64, 0, b.n)
+	for _, c := range b.ids {
+		ids = append(ids, c...)
+	}
+	b.ids = nil
+	if !slices.IsSorted(ids) {
+		slices.Sort(ids)
+	}
+	// Two spellings of one id ("5" and "+5"): keep the first by name, as one
+	// file can back a batch id; the others are reported as oddities.
+	for id, paths := range b.alt {
+		if len(paths) == 1 && !canonicalToo(ids, id, paths) {
+			if l.alt == nil {
+				l.alt = map[int64]string{}
+			}
+			l.alt[id] = paths[0]
 			continue
 		}
-		l.IDs = append(l.IDs, b.id)
-		l.Files[b.id] = batchEntries[b.idx]
+		all := slices.Clone(paths)
+		if canonicalToo(ids, id, paths) {
+			all = append(all, l.Dir+"/"+strconv.FormatInt(id, 10))
+		}
+		slices.Sort(all)
+		if all[0] != l.Dir+"/"+strconv.FormatInt(id, 10) {
+			if l.alt == nil {
+				l.alt = map[int64]string{}
+			}
+			l.alt[id] = all[0]
+		}
+		for _, p := range all[1:] {
+			l.Others = append(l.Others, storage.Entry{Path: p})
+		}
+	}
+	l.IDs = slices.Compact(ids)
+	for _, es := range [][]storage.Entry{l.Temps, l.Checksums, l.Others} {
+		if !slices.IsSortedFunc(es, byPath) {
+			slices.SortFunc(es, byPath)
+		}
 	}
 	return l
 }
+
+// canonicalToo reports whether id was also listed under its canonical name:
+// it was added more times than its alternative names.
+func canonicalToo(ids []int64, id int64, alt []string) bool {
+	i, _ := slices.BinarySearch(ids, id)
+	n := 0
+	for ; i < len(ids) && ids[i] == id; i++ {
+		n++
+	}
+	return n > len(alt)
+}
+
+func byPath(a, b storage.Entry) int { return strings.Compare(a.Path, b.Path) }
 
 // HasMetadata reports whether the root listing has the metadata file.
 func (c *Checkpoint) HasMetadata() bool {
@@ -306,19 +409,24 @@ func (c *Checkpoint) ReadCommit(ctx context.Context, id int64) (*logformat.Commi
 	return cm, err
 }
 
-// readLog reads log file id of l, refusing (logformat.TooLarge) a file whose listed size is over
-// logformat.MaxFileBytes without reading it: a corrupt file of hundreds of megabytes must not be
-// read whole. A size the listing did not know is checked after the read.
+// readLog reads log file id of l, refusing (logformat.TooLarge) a file over logformat.MaxFileBytes
+// after reading at most one byte more: a corrupt file of hundreds of megabytes must not be read
+// whole, and the listing no longer carries sizes (no stat per batch file).
 func (c *Checkpoint) readLog(ctx context.Context, l *Log, id int64) ([]byte, error) {
 	p := l.Path(id)
-	if e, ok := l.Files[id]; ok && e.Size > logformat.MaxFileBytes {
-		return nil, logformat.TooLarge(p, e.Size)
+	rc, err := c.Store.Open(ctx, p)
+	if err != nil {
+		return nil, err
 	}
-	data, err := c.Store.ReadFile(ctx, p)
-	if err == nil && len(data) > logformat.MaxFileBytes {
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, logformat.MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	if len(data) > logformat.MaxFileBytes {
 		return nil, logformat.TooLarge(p, int64(len(data)))
 	}
-	return data, err
+	return data, nil
 }
 
 func isTooLarge(err error) bool {

@@ -132,7 +132,7 @@ func TestReadsAreCachedAndTyped(t *testing.T) {
 			t.Fatalf("ReadOffsets(1) error = %v, want a KindEmpty *logformat.Error for offsets/1", err)
 		}
 	}
-	if n := f.Count(storage.OpRead); n != 4 {
+	if n := f.Count(storage.OpRead) + f.Count(storage.OpOpen); n != 4 {
 		t.Errorf("%d reads for 4 distinct files read 3 times each, want 4", n)
 	}
 	if _, err := cp.ReadOffsets(ctx, 9); !errors.Is(err, fs.ErrNotExist) {
@@ -201,7 +201,40 @@ func TestLoadLocal(t *testing.T) {
 	if !reflect.DeepEqual(cp.Offsets.IDs, []int64{0, 1}) || len(cp.Commits.IDs) != 0 {
 		t.Errorf("offsets %v commits %v", cp.Offsets.IDs, cp.Commits.IDs)
 	}
-	if cp.Offsets.Files[1].Size != int64(len(off)) {
-		t.Errorf("size = %d", cp.Offsets.Files[1].Size)
+	// offsets/ is listed by name only: no size, no time, but the path and kind.
+	if e, _ := cp.Offsets.File(1); e != (storage.Entry{Path: "offsets/1"}) {
+		t.Errorf("offsets/1 listed as %+v, want the path only", e)
+	}
+	if st, err := st.Stat(ctx, "offsets/1"); err != nil || st.Size != int64(len(off)) {
+		t.Errorf("stat offsets/1: size %d, %v", st.Size, err)
+	}
+}
+
+// TestNewLogKeepsIDsAndOddNames: a log keeps ids only, in numeric order whatever the listing's
+// order; a name that is not the canonical spelling of its id is kept as the file's path, and of
+// two spellings of one id the first by name backs the batch and the other is an oddity.
+func TestNewLogKeepsIDsAndOddNames(t *testing.T) {
+	es := []storage.Entry{
+		{Path: "offsets/10"}, {Path: "offsets/5"}, {Path: "offsets/9"}, {Path: "offsets/+5"},
+		{Path: "offsets/+3"}, {Path: "offsets/.9.crc"}, {Path: "offsets/x"}, {Path: "offsets/1", IsDir: true},
+	}
+	l := checkpoint.NewLog("offsets", es)
+	if !reflect.DeepEqual(l.IDs, []int64{3, 5, 9, 10}) {
+		t.Fatalf("IDs = %v", l.IDs)
+	}
+	for id, want := range map[int64]string{3: "offsets/+3", 5: "offsets/+5", 9: "offsets/9", 10: "offsets/10", 4: ""} {
+		if got := l.FilePath(id); got != want {
+			t.Errorf("FilePath(%d) = %q, want %q", id, got, want)
+		}
+	}
+	var others []string
+	for _, e := range l.Others {
+		others = append(others, e.Path)
+	}
+	if !reflect.DeepEqual(others, []string{"offsets/1", "offsets/5", "offsets/x"}) {
+		t.Errorf("Others = %v", others)
+	}
+	if len(l.Checksums) != 1 || l.Has(4) || !l.Has(3) {
+		t.Errorf("checksums %v, Has(4) %v, Has(3) %v", l.Checksums, l.Has(4), l.Has(3))
 	}
 }

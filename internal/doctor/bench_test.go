@@ -26,9 +26,70 @@ func bigCheckpoint(b *testing.B) string {
 	return dir
 }
 
+// The trees of BenchmarkDoctorVsLs: the same as recovery's benchmarks (CKPT_BENCH_DIR shares
+// them): offsets 0..N-1, commits 0..N-2, hard links of a few files.
+var (
+	vsLs100k = &scenario.BenchCheckpoint{
+		Linear: scenario.Linear{Name: "bench-100k", Batches: 100_000, Committed: 99_999, Linked: true},
+		Prefix: "ckpt-bench-100k-", Reuse: true,
+	}
+	vsLs1M = &scenario.BenchCheckpoint{
+		Linear: scenario.Linear{Name: "bench-1m", Batches: 1_000_000, Committed: 999_999, Linked: true},
+		Prefix: "ckpt-bench-1m-", Reuse: true,
+	}
+)
+
+// BenchmarkDoctorVsLs is a default `ckpt doctor` (Load and Run) against the bare `ls -f` of
+// root, offsets/ and commits/ (scenario.ReadDirNames), alternating in one loop; x-floor is the
+// ratio (goal: at most 2).
+func BenchmarkDoctorVsLs(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		ck   *scenario.BenchCheckpoint
+	}{{"100k", vsLs100k}, {"1M", vsLs1M}} {
+		b.Run(c.name, func(b *testing.B) {
+			dir, err := c.ck.Dir()
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			st, err := storage.NewLocal(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var rt scenario.RatioTimer
+			b.ResetTimer()
+			for b.Loop() {
+				if err := rt.Floor(func() error { _, err := scenario.ReadDirNames(dir); return err }); err != nil {
+					b.Fatal(err)
+				}
+				if err := rt.Op(func() error {
+					cp, err := checkpoint.Load(ctx, st)
+					if err != nil {
+						return err
+					}
+					rep, err := doctor.Run(ctx, cp, doctor.Options{})
+					if err != nil {
+						return err
+					}
+					if rep.Restart.Failed() {
+						b.Fatal(rep.Restart.Verdict())
+					}
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rt.Report(b)
+		})
+	}
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	big.Remove()
+	vsLs100k.Remove()
+	vsLs1M.Remove()
 	os.Exit(code)
 }
 
@@ -99,8 +160,8 @@ func TestReadsOnlyWhatItNeeds(t *testing.T) {
 		}
 		reads := f.Count(storage.OpRead) + f.Count(storage.OpOpen)
 		lists := f.Count(storage.OpList) + f.Count(storage.OpWalk)
-		if !deep && (reads > 5 || lists > 3) {
-			t.Errorf("default run: %d reads and %d listings, want at most 5 and 3 (counts %v)", reads, lists, f.Counts())
+		if !deep && (reads > 5 || lists > 3 || f.Count(storage.OpStat) > 5) {
+			t.Errorf("default run: %d reads, %d listings and %d stats, want at most 5, 3 and 5 (counts %v)", reads, lists, f.Count(storage.OpStat), f.Counts())
 		}
 		if deep && reads < 2400 {
 			t.Errorf("--deep: %d reads, want every offsets and commits file", reads)

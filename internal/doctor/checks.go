@@ -3,6 +3,7 @@ package doctor
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"sort"
 	"strings"
@@ -533,41 +534,50 @@ func (r *runner) retention() {
 	}
 }
 
-// emptyFiles reports zero-byte log files the listing shows, without reading them.
-func (r *runner) emptyFiles() {
-	restart := map[string]bool{}
+// emptyFiles reports zero-byte files among those a restart reads that the planner did not reach
+// (it stopped at an earlier problem). It stats only these few files: the listing has no sizes
+// (storage.ListNames), so empty older files are found by --deep, which reads them.
+func (r *runner) emptyFiles() error {
 	for _, p := range r.restartFiles() {
-		restart[p] = true
-	}
-	for _, lg := range []*checkpoint.Log{r.cp.Offsets, r.cp.Commits} {
-		var files []string
-		var first int64
-		for _, id := range lg.IDs {
-			p := lg.Path(id)
-			if lg.Files[id].Size != 0 || r.reported[p] {
-				continue
-			}
-			if restart[p] {
-				// The restart reads it, but failed earlier for another reason.
-				r.add(Finding{
-					Code: CodeCorruptLogFile, Severity: Error, Batch: ptr(id), Path: p,
-					Message:     fmt.Sprintf("%s is empty, and the restart reads it once the problem before it is fixed", p),
-					Explanation: fmt.Sprintf("%s is %s.", p, r.role(p)),
-					Fix:         "Restore the file from a backup, or let ckpt remove it; `ckpt repair` without --execute shows the plan.",
-					Commands:    []string{r.repairCmd()},
-				})
-				continue
-			}
-			if files == nil {
-				first = id
-			}
-			files = append(files, p)
-		}
-		if len(files) == 0 {
+		dir, _, _ := strings.Cut(p, "/")
+		if r.reported[p] || (dir != checkpoint.DirOffsets && dir != checkpoint.DirCommits) {
 			continue
 		}
-		r.olderDamaged(CodeCorruptLogFile, lg, files, first, "is empty", "are empty", nil)
+		e, err := r.cp.Store.Stat(r.ctx, p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+		if e.Size != 0 {
+			continue
+		}
+		id := r.batchOf(p)
+		r.add(Finding{
+			Code: CodeCorruptLogFile, Severity: Error, Batch: id, Path: p,
+			Message:     fmt.Sprintf("%s is empty, and the restart reads it once the problem before it is fixed", p),
+			Explanation: fmt.Sprintf("%s is %s.", p, r.role(p)),
+			Fix:         "Restore the file from a backup, or let ckpt remove it; `ckpt repair` without --execute shows the plan.",
+			Commands:    []string{r.repairCmd()},
+		})
 	}
+	return nil
+}
+
+// batchOf returns the batch id of a restart file of offsets/ or commits/, nil if none matches.
+func (r *runner) batchOf(p string) *int64 {
+	for _, lg := range []*checkpoint.Log{r.cp.Offsets, r.cp.Commits} {
+		for _, id := range []int64{r.L, r.C} {
+			if lg.Has(id) && lg.Path(id) == p {
+				return ptr(id)
+			}
+		}
+		if prev := r.res.PreviousBatch; prev != nil && lg.Has(*prev) && lg.Path(*prev) == p {
+			return ptr(*prev)
+		}
+	}
+	return nil
 }
 
 // olderDamaged reports damaged files a restart does not read, one finding per log. spark is what
@@ -605,7 +615,7 @@ func (r *runner) deep() error {
 		var idsRead []int64
 		for _, id := range lg.IDs {
 			p := lg.Path(id)
-			if r.reported[p] || lg.Files[id].Size == 0 {
+			if r.reported[p] {
 				continue
 			}
 			paths = append(paths, p)
@@ -628,7 +638,19 @@ func (r *runner) deep() error {
 		if lg == r.cp.Commits {
 			kind = recovery.LogCommits
 		}
+		var empty []string
+		var firstEmpty int64
 		for i, p := range paths {
+			if len(data[i]) == 0 {
+				// Reported as empty, not as a parse failure, and not counted in the
+				// source history.
+				if empty == nil {
+					firstEmpty = idsRead[i]
+				}
+				empty = append(empty, p)
+				counts[i] = -1
+				continue
+			}
 			var perr error
 			if lg == r.cp.Offsets {
 				var seq *logformat.OffsetSeq
@@ -681,6 +703,9 @@ func (r *runner) deep() error {
 			if ve != nil && !slices.Contains(b.versions, ve.Version) {
 				b.versions = append(b.versions, ve.Version)
 			}
+		}
+		if len(empty) > 0 {
+			r.olderDamaged(CodeCorruptLogFile, lg, empty, firstEmpty, "is empty", "are empty", nil)
 		}
 		if b := damaged[CodeCorruptLogFile]; b != nil {
 			r.olderDamaged(CodeCorruptLogFile, lg, b.files, b.first, "cannot be parsed", "cannot be parsed", nil)

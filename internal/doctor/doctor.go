@@ -98,7 +98,9 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 	r.gaps()
 	r.leftovers()
 	r.retention()
-	r.emptyFiles()
+	if err := r.emptyFiles(); err != nil {
+		return nil, err
+	}
 	if err := r.stateChecks(); err != nil {
 		return nil, err
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/transform"
 )
 
@@ -297,10 +296,10 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	e.stats.QueryID, e.stats.RunID = e.queryID, e.runID
 
-	// Leftovers of this engine's interrupted atomic writes (a crash between the temporary file
-	// and the rename: ".<name>.<uuid>.tmp") are never read by Spark; remove them so that the
-	// checkpoint stays clean.
-	if err := e.removeTemps(ctx, cp); err != nil {
+	// Leftovers of interrupted atomic writes (a crash between the temporary file and the
+	// rename: ".<name>.<uuid>.tmp") are never read. Spark leaves them; so does the engine, and
+	// says so: nothing is destroyed without a plan and a backup (ckpt repair removes them).
+	if err := e.noteTemps(ctx, cp); err != nil {
 		return err
 	}
 
@@ -349,10 +348,14 @@ func (e *Engine) start(ctx context.Context) error {
 	return nil
 }
 
-func (e *Engine) removeTemps(ctx context.Context, cp *checkpoint.Checkpoint) error {
-	var temps []storage.Entry
+// noteTemps reports, without touching them, the temporary files of interrupted writes in the
+// root, offsets/, commits/ and sources/0/.
+func (e *Engine) noteTemps(ctx context.Context, cp *checkpoint.Checkpoint) error {
+	var temps []string
 	for _, l := range []*checkpoint.Log{cp.Offsets, cp.Commits} {
-		temps = append(temps, l.Temps...)
+		for _, t := range l.Temps {
+			temps = append(temps, t.Path)
+		}
 	}
 	src, err := e.opts.Store.List(ctx, checkpoint.DirSources+"/0")
 	if err != nil {
@@ -361,15 +364,19 @@ func (e *Engine) removeTemps(ctx context.Context, cp *checkpoint.Checkpoint) err
 	for _, en := range append(slices.Clone(cp.Root), src...) {
 		name := path.Base(en.Path)
 		if !en.IsDir && strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") {
-			temps = append(temps, en)
+			temps = append(temps, en.Path)
 		}
 	}
-	for _, tmp := range temps {
-		if err := e.opts.Store.Delete(ctx, tmp.Path); err != nil {
-			return err
-		}
-		e.logf("Removed %s, left by an interrupted write", tmp.Path)
+	if len(temps) == 0 {
+		return nil
 	}
+	shown := temps[:min(len(temps), 5)]
+	more := ""
+	if len(temps) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(temps)-len(shown))
+	}
+	e.logf("Left %d temporary file(s) of interrupted writes in place, as Spark does (never read): %s%s; `ckpt repair` removes them with a backup",
+		len(temps), strings.Join(shown, ", "), more)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -474,4 +475,37 @@ func TestFailOnDataLoss(t *testing.T) {
 		}
 		checkConformance(t, store, nil)
 	})
+}
+
+// Temporary files of interrupted writes are left in place at start, as Spark leaves them, and
+// the driver log says so.
+func TestStartLeavesTempFiles(t *testing.T) {
+	b := startBroker(t, embedkafka.TopicSpec{Name: "t", Partitions: 1})
+	produce(t, b.Addr(), "t", 0, 0, 4)
+	q := kafkaQuery(b.Addr(), "subscribe=t", "maxOffsetsPerTrigger=2")
+	q.Trigger = "availableNow"
+	store := storage.NewMem()
+	ctx := context.Background()
+	if _, err := runQuery(t, ctx, resolve(t, q), store, runOpts{sink: &collectSink{}}); err != nil {
+		t.Fatal(err)
+	}
+	temps := []string{"offsets/.2.6b1e0f3a-1b2c-4d5e-8f90-a1b2c3d4e5f6.tmp", "commits/.1.7c1e0f3a-1b2c-4d5e-8f90-a1b2c3d4e5f6.tmp"}
+	for _, p := range temps {
+		if err := store.WriteFile(ctx, p, []byte("half")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(t, b.Addr(), "t", 0, 4, 2)
+	var log bytes.Buffer
+	if _, err := runQuery(t, ctx, resolve(t, q), store, runOpts{sink: &collectSink{}, log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range temps {
+		if data, err := store.ReadFile(ctx, p); err != nil || string(data) != "half" {
+			t.Errorf("%s after the run: %q, %v", p, data, err)
+		}
+	}
+	if !strings.Contains(log.String(), "Left 2 temporary file(s) of interrupted writes in place, as Spark does (never read): offsets/.2.6b1e0f3a") || !strings.Contains(log.String(), "commits/.1.7c1e0f3a") {
+		t.Errorf("driver log:\n%s", log.String())
+	}
 }

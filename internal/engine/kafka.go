@@ -361,7 +361,9 @@ func newSink(ctx context.Context, q *query.Resolved, queryID string, console io.
 		if err != nil {
 			return nil, err
 		}
-		return NewFileSink(st, q.FileFormat, log), nil
+		fs := NewFileSink(st, q.FileFormat, log)
+		fs.MinBatchesToRetain = q.MinBatchesToRetain
+		return fs, nil
 	case query.SinkConsole:
 		return NewConsoleSink(console, q.ConsoleNumRows, q.ConsoleTruncate), nil
 	case query.SinkNoop:

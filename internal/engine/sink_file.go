@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"path"
 	"strconv"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/transform"
@@ -35,20 +37,42 @@ const localBlockSize = 33554432
 // <dir>/_spark_metadata (a CompactibleFileStreamLog, compacted every 10 batches). A batch already
 // in the log is skipped, so re-runs write nothing twice and readers that trust the log see
 // exactly-once output; files of an interrupted attempt stay as orphans, as with Spark.
+//
+// After each batch the log's expired files are deleted as Spark's CompactibleFileStreamLog does
+// (spark.sql.streaming.fileSink.log.deletion): once batch N is added and compactInterval <=
+// N+1-minBatchesToRetain, every log file whose batch id is below the compaction batch at or
+// before N+1-minBatchesToRetain, and which is at least CleanupDelay old, is deleted; readers need
+// only the latest compaction file and the batches after it.
 type FileSink struct {
-	store   storage.Store
-	format  string // json or parquet
-	log     func(format string, a ...any)
-	Now     func() time.Time
-	written int64
+	store  storage.Store
+	format string // json or parquet
+	log    func(format string, a ...any)
+	Now    func() time.Time
+	// LogDeletion deletes expired log files (spark.sql.streaming.fileSink.log.deletion).
+	// Default: true.
+	LogDeletion bool
+	// CleanupDelay is how old an expired log file must be before it is deleted, so that a
+	// reader that listed the log a moment ago still finds the files
+	// (spark.sql.streaming.fileSink.log.cleanupDelay). Default: 10 minutes.
+	CleanupDelay time.Duration
+	// MinBatchesToRetain is spark.sql.streaming.minBatchesToRetain. Default: 100.
+	MinBatchesToRetain int
+	written            int64
+	// interval is the compact interval, fixed at the first commit as Spark's lazy val: the
+	// expired-file deletion would otherwise change what a later listing derives.
+	interval int
 }
+
+// DefaultFileSinkCleanupDelay is spark.sql.streaming.fileSink.log.cleanupDelay's default.
+const DefaultFileSinkCleanupDelay = 10 * time.Minute
 
 // NewFileSink writes format ("json" or "parquet") files to store.
 func NewFileSink(store storage.Store, format string, log func(string, ...any)) *FileSink {
 	if log == nil {
 		log = func(string, ...any) {}
 	}
-	return &FileSink{store: store, format: format, log: log, Now: time.Now}
+	return &FileSink{store: store, format: format, log: log, Now: time.Now,
+		LogDeletion: true, CleanupDelay: DefaultFileSinkCleanupDelay, MinBatchesToRetain: query.DefaultMinBatchesToRetain}
 }
 
 // Description is Spark's FileSink[path].
@@ -119,7 +143,10 @@ func (s *FileSink) commit(ctx context.Context, id int64, entries []logformat.Sin
 	if err != nil {
 		return err
 	}
-	interval, _ := sinklog.CompactInterval(l.Compacts, sinklog.DefaultCompactInterval)
+	if s.interval == 0 {
+		s.interval, _ = sinklog.CompactInterval(l.Compacts, sinklog.DefaultCompactInterval)
+	}
+	interval := s.interval
 	name := SinkMetadataDir + "/" + strconv.FormatInt(id, 10)
 	if (id+1)%int64(interval) == 0 {
 		// compactLogs over getValidBatchesBeforeCompactionBatch: max(0, id-interval) until id.
@@ -156,6 +183,39 @@ func (s *FileSink) commit(ctx context.Context, id int64, entries []logformat.Sin
 			return fmt.Errorf("java.lang.IllegalStateException: Race while writing batch %d", id)
 		}
 		return err
+	}
+	return s.deleteExpired(ctx, id, int64(interval))
+}
+
+// deleteExpired is CompactibleFileStreamLog.deleteExpiredLog after batch id was added.
+func (s *FileSink) deleteExpired(ctx context.Context, id, interval int64) error {
+	minBatch := id + 1 - int64(s.MinBatchesToRetain)
+	if !s.LogDeletion || interval <= 0 || interval > minBatch {
+		return nil
+	}
+	// The compaction batch that keeps minBatchesToRetain batches readable.
+	minCompaction := minBatch - minBatch%interval - 1
+	expired := s.Now().Add(-s.CleanupDelay)
+	es, err := s.store.List(ctx, SinkMetadataDir)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, e := range es {
+		if e.IsDir {
+			continue
+		}
+		nm := logformat.ParseName(path.Base(e.Path))
+		if (nm.Kind != logformat.NameBatch && nm.Kind != logformat.NameCompact) || nm.Batch >= minCompaction || e.ModTime.After(expired) {
+			continue
+		}
+		if err := s.store.Delete(ctx, e.Path); err != nil {
+			return err
+		}
+		n++
+	}
+	if n > 0 {
+		s.log("Deleted %d expired file sink log files below batch %d (compaction batch %d keeps the log readable)", n, minCompaction, minCompaction)
 	}
 	return nil
 }

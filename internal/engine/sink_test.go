@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/ckpt-dev/ckpt/internal/embedkafka"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -140,5 +144,64 @@ func TestConsoleShowString(t *testing.T) {
 	if !strings.HasPrefix(w.String(), "-------------------------------------------\nBatch: 3\n-------------------------------------------\n+----+") ||
 		!strings.Contains(w.String(), "|a value longer than twenty characters|") {
 		t.Errorf("console:\n%s", w.String())
+	}
+}
+
+// The file sink deletes expired log files as Spark's CompactibleFileStreamLog does: after batch
+// N, with minBatchesToRetain 2 and compactInterval 10, files below the compaction batch at or
+// before N-1 go once they are cleanupDelay old; a reader still sees every data file.
+func TestFileSinkDeletesExpiredLog(t *testing.T) {
+	ctx := context.Background()
+	b := startBroker(t, embedkafka.TopicSpec{Name: "fs", Partitions: 1})
+	produce(t, b.Addr(), "fs", 0, 0, 75) // 25 batches of 3
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+		want  string
+	}{
+		// After batch 24: minBatch 23, compaction batch 19: 0..18 go.
+		{"expired", 0, "19.compact 20 21 22 23 24"},
+		// The default delay (10 minutes) keeps files written a moment ago.
+		{"within the cleanup delay", DefaultFileSinkCleanupDelay, "0 1 2 3 4 5 6 7 8 9.compact 10 11 12 13 14 15 16 17 18 19.compact 20 21 22 23 24"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := storage.NewMem()
+			r, _ := fileSinkQuery(t, b.Addr(), "json", out)
+			var log bytes.Buffer
+			sink := NewFileSink(out, "json", func(f string, a ...any) { fmt.Fprintf(&log, f+"\n", a...) })
+			sink.MinBatchesToRetain, sink.CleanupDelay = 2, tc.delay
+			if _, err := runQuery(t, ctx, r, storage.NewMem(), runOpts{sink: sink}); err != nil {
+				t.Fatal(err)
+			}
+			es, err := out.List(ctx, SinkMetadataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []int64
+			names := map[int64]string{}
+			for _, e := range es {
+				n := logformat.ParseName(path.Base(e.Path))
+				ids = append(ids, n.Batch)
+				names[n.Batch] = path.Base(e.Path)
+			}
+			slices.Sort(ids)
+			var got []string
+			for _, id := range ids {
+				got = append(got, names[id])
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("_spark_metadata: %s, want %s\nlog:\n%s", strings.Join(got, " "), tc.want, log.String())
+			}
+			sum, err := sinklog.Summarize(ctx, out, SinkMetadataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Files != 25 || len(sum.Errors) > 0 {
+				t.Errorf("files the log says are live: %d, errors %v", sum.Files, sum.Errors)
+			}
+			if deleted := strings.Contains(log.String(), "expired file sink log files"); deleted != (tc.delay == 0) {
+				t.Errorf("log reports deletions: %v\n%s", deleted, log.String())
+			}
+		})
 	}
 }

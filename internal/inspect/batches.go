@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -68,10 +70,14 @@ type PartitionRange struct {
 	Records *int64 `json:"records"`
 }
 
-// BatchesOptions tunes Batches.
+// BatchesOptions tunes Batches and EachBatch.
 type BatchesOptions struct {
 	// Parallelism bounds concurrent reads; <= 0 means storage.DefaultReadParallelism.
 	Parallelism int
+	// From and To keep the batch ids from From and up to To, both included; nil: no bound.
+	From, To *int64
+	// Last, when > 0, keeps the last Last batch ids (of those From and To keep). Default 0: all.
+	Last int
 }
 
 // ends are the Kafka ranges of one batch per source index, sorted by topic and partition: the
@@ -92,53 +98,154 @@ func comparePartitions(a, b PartitionRange) int {
 }
 
 // batchChunk bounds how many offsets files are held in memory at once.
-const batchChunk = 2048
+const batchChunk = 512
 
-// Batches reads every offsets file (concurrently, in chunks) and lists every batch id.
+// Batches reads every offsets file (concurrently, in chunks) and lists every batch id that opts
+// keeps. It holds every row: for a million batches, use EachBatch.
 func Batches(ctx context.Context, store storage.Store, opts BatchesOptions) (*BatchList, error) {
-	cp, err := checkpoint.Load(ctx, store)
+	out := &BatchList{Kind: KindBatches, URI: store.URI(), Batches: []BatchRow{}, Problems: []Problem{}}
+	err := EachBatch(ctx, store, opts, func(row *BatchRow) error {
+		if row.Problem != nil {
+			out.Problems = append(out.Problems, *row.Problem)
+		}
+		out.Batches = append(out.Batches, *row)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := &BatchList{Kind: KindBatches, URI: store.URI(), Batches: []BatchRow{}, Problems: []Problem{}}
-	ids := unionIDs(cp.Offsets.IDs, cp.Commits.IDs)
-	out.Batches = make([]BatchRow, 0, len(ids))
+	return out, nil
+}
 
-	offIDs := cp.Offsets.IDs
-	commitOnly := func(id int64) BatchRow {
-		return BatchRow{ID: id, Committed: true, Sources: []BatchSource{}}
+// EachBatch is Batches row by row, in batch id order: fn gets each row as soon as its chunk of
+// offsets files is parsed, and may not keep the pointer. Memory stays bounded by the chunk
+// (batchChunk files) and the listings' batch ids, however long the log. An error from fn stops
+// the listing.
+func EachBatch(ctx context.Context, store storage.Store, opts BatchesOptions, fn func(*BatchRow) error) error {
+	cp, err := checkpoint.Load(ctx, store)
+	if err != nil {
+		return err
+	}
+	lo, hi := selectRange(cp.Offsets.IDs, cp.Commits.IDs, opts)
+	if lo > hi {
+		return nil
+	}
+	offIDs := idsIn(cp.Offsets.IDs, lo, hi)
+	comIDs := idsIn(cp.Commits.IDs, lo, hi)
+	ci := 0 // next index into comIDs
+	// commitOnly emits the committed ids below id (all of them when all) that have no offsets
+	// file: they come before the next offsets file.
+	commitOnly := func(below int64, all bool) error {
+		for ; ci < len(comIDs) && (all || comIDs[ci] < below); ci++ {
+			row := BatchRow{ID: comIDs[ci], Committed: true, Sources: []BatchSource{}}
+			if err := fn(&row); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// The ranges of the first batch start where the offsets file before it ends.
+	var prev ends // Kafka ends of the previous offsets file; nil when unknown
+	if len(offIDs) > 0 {
+		if p, ok := cp.Offsets.Prev(offIDs[0]); ok {
+			if pseq, err := cp.ReadOffsets(ctx, p); err == nil {
+				_, prev = batchRow(parsedOffsets{id: p, seq: pseq}, false, nil)
+			} else if asProblem(err) == nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
 	}
 	parsed := make([]parsedOffsets, 0, min(len(offIDs), batchChunk))
-	var prev ends // Kafka ends of the previous offsets file; nil when unknown
-	k := 0        // next index into ids
 	for start := 0; start < len(offIDs); start += batchChunk {
 		chunk := offIDs[start:min(start+batchChunk, len(offIDs))]
 		parsed, err = readOffsets(ctx, store, cp, chunk, opts.Parallelism, parsed[:0])
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for _, po := range parsed {
-			for ; ids[k] < po.id; k++ {
-				out.Batches = append(out.Batches, commitOnly(ids[k]))
+		for i := range parsed {
+			po := &parsed[i]
+			if err := commitOnly(po.id, false); err != nil {
+				return err
 			}
-			k++ // ids[k] == po.id
+			committed := ci < len(comIDs) && comIDs[ci] == po.id
+			if committed {
+				ci++
+			}
 			if po.id == 0 && po.err == nil {
 				if prev, err = initialEnds(ctx, cp, po.seq); err != nil {
-					return nil, err
+					return err
 				}
 			}
-			row, cur := batchRow(po, cp.Commits.Has(po.id), prev)
-			if row.Problem != nil {
-				out.Problems = append(out.Problems, *row.Problem)
+			row, cur := batchRow(*po, committed, prev)
+			*po = parsedOffsets{} // the parsed file is not needed any more
+			if err := fn(&row); err != nil {
+				return err
 			}
-			out.Batches = append(out.Batches, row)
 			prev = cur
 		}
 	}
-	for ; k < len(ids); k++ {
-		out.Batches = append(out.Batches, commitOnly(ids[k]))
+	return commitOnly(0, true)
+}
+
+// selectRange returns the bounds [lo, hi] of the batch ids opts keeps among the union of two
+// ascending id lists, without building the union: lo > hi when none.
+func selectRange(a, b []int64, opts BatchesOptions) (lo, hi int64) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	if opts.From != nil {
+		lo = *opts.From
 	}
-	return out, nil
+	if opts.To != nil {
+		hi = *opts.To
+	}
+	if lo > hi {
+		return 1, 0
+	}
+	if opts.Last <= 0 {
+		return lo, hi
+	}
+	// Walk both lists down from hi, counting distinct ids.
+	i := sort.Search(len(a), func(k int) bool { return a[k] > hi }) - 1
+	j := sort.Search(len(b), func(k int) bool { return b[k] > hi }) - 1
+	n := 0
+	first := int64(1)
+	newHi := int64(0)
+	for n < opts.Last && (i >= 0 || j >= 0) {
+		var id int64
+		switch {
+		case j < 0 || (i >= 0 && a[i] > b[j]):
+			id = a[i]
+			i--
+		case i < 0 || b[j] > a[i]:
+			id = b[j]
+			j--
+		default:
+			id = a[i]
+			i--
+			j--
+		}
+		if id < lo {
+			break
+		}
+		if n == 0 {
+			newHi = id
+		}
+		first = id
+		n++
+	}
+	if n == 0 {
+		return 1, 0
+	}
+	return first, newHi
+}
+
+// idsIn returns the sub-slice of ascending ids within [lo, hi].
+func idsIn(ids []int64, lo, hi int64) []int64 {
+	i := sort.Search(len(ids), func(k int) bool { return ids[k] >= lo })
+	j := sort.Search(len(ids), func(k int) bool { return ids[k] > hi })
+	if i >= j {
+		return nil
+	}
+	return ids[i:j]
 }
 
 type parsedOffsets struct {
@@ -298,27 +405,6 @@ func initialEnds(ctx context.Context, cp *checkpoint.Checkpoint, seq *logformat.
 		out[i], _ = kafkaRanges(init.Offsets, nil)
 	}
 	return out, nil
-}
-
-// unionIDs merges two ascending id lists.
-func unionIDs(a, b []int64) []int64 {
-	out := make([]int64, 0, max(len(a), len(b)))
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case j == len(b) || (i < len(a) && a[i] < b[j]):
-			out = append(out, a[i])
-			i++
-		case i == len(a) || b[j] < a[i]:
-			out = append(out, b[j])
-			j++
-		default:
-			out = append(out, a[i])
-			i++
-			j++
-		}
-	}
-	return out
 }
 
 // BatchDetail is `ckpt inspect --batch N`: the parsed contents of one batch.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -458,4 +459,51 @@ func TestRawJSON(t *testing.T) {
 	eq(t, "void", string(rawJSON("", true)), "null")
 	eq(t, "not JSON", string(rawJSON(`{oops`, false)), `"{oops"`)
 	eq(t, "number", string(rawJSON("42", false)), "42")
+}
+
+// TestBatchesRange: --from, --to and --last pick batch ids of either log, and the first row's
+// Kafka ranges still start where the offsets file before it ends.
+func TestBatchesRange(t *testing.T) {
+	fs := kafkaCheckpoint()
+	fs["commits/4"] = "v1\n{}" // a commit with no offsets file
+	fs["offsets/5"] = offsets(1719290669278, 0, conf2, `{"orders":{"0":31,"1":12,"2":9}}`)
+	s := memStore(t, fs)
+	i64 := func(v int64) *int64 { return &v }
+	for _, tc := range []struct {
+		name string
+		opts BatchesOptions
+		want string
+	}{
+		{"all", BatchesOptions{}, "0,1,2,4,5"},
+		{"last 2", BatchesOptions{Last: 2}, "4,5"},
+		{"last 10", BatchesOptions{Last: 10}, "0,1,2,4,5"},
+		{"from 1", BatchesOptions{From: i64(1)}, "1,2,4,5"},
+		{"to 2", BatchesOptions{To: i64(2)}, "0,1,2"},
+		{"from 3 to 4", BatchesOptions{From: i64(3), To: i64(4)}, "4"},
+		{"to 4 last 2", BatchesOptions{To: i64(4), Last: 2}, "2,4"},
+		{"from 1 last 9", BatchesOptions{From: i64(1), Last: 9}, "1,2,4,5"},
+		{"from 6", BatchesOptions{From: i64(6)}, ""},
+		{"from 3 to 3", BatchesOptions{From: i64(3), To: i64(3)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ids []string
+			var first *BatchRow
+			err := EachBatch(ctx, s, tc.opts, func(r *BatchRow) error {
+				if first == nil {
+					c := *r
+					first = &c
+				}
+				ids = append(ids, fmt.Sprint(r.ID))
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			eq(t, "ids", strings.Join(ids, ","), tc.want)
+			if tc.name == "from 1" {
+				// batch 1 starts where offsets/0 ends: 5 + 7 records.
+				eq(t, "1 records", js(t, first.Records), "12")
+			}
+		})
+	}
 }

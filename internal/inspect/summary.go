@@ -248,6 +248,8 @@ func Summarize(ctx context.Context, store storage.Store) (*Summary, error) {
 	s.State = st
 	s.Problems = append(s.Problems, probs...)
 
-	s.Leftovers = findLeftovers(cp, sourceFiles, stateFiles)
+	if s.Leftovers, err = findLeftovers(ctx, cp, sourceFiles, stateFiles); err != nil {
+		return nil, err
+	}
 	return s, nil
 }

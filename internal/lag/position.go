@@ -66,8 +66,11 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 	}
 	if hasC {
 		pos.LastCommit = &C
-		if e, ok := cp.Commits.Files[C]; ok {
-			pos.LastCommitTime = e.ModTime
+		if e, ok := cp.Commits.File(C); ok {
+			// The listing has names only: one stat for the time.
+			if st, err := cp.Store.Stat(ctx, e.Path); err == nil {
+				pos.LastCommitTime = st.ModTime
+			}
 		}
 		if !cp.Offsets.Has(C) {
 			return nil, fmt.Errorf("%s: %s exists but %s does not, so the committed offsets are unknown (run ckpt doctor)", location, cp.Commits.Path(C), cp.Offsets.Path(C))

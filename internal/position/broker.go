@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Partition is one Kafka partition's log as the broker has it: offsets Start (the log start,

@@ -202,13 +202,13 @@ func rewindTarget(ctx context.Context, cp *checkpoint.Checkpoint, opts RewindOpt
 // batchFiles are the delete actions of batch id in l: the file and its checksums (Hadoop's
 // .N.crc and the N.crc of Spark's checksum file manager).
 func batchFiles(l *checkpoint.Log, id int64, reason string) []repair.Action {
-	e := l.Files[id]
-	out := []repair.Action{{Op: repair.OpDelete, Path: e.Path, Reason: reason}}
-	name := path.Base(e.Path)
+	p := l.FilePath(id)
+	out := []repair.Action{{Op: repair.OpDelete, Path: p, Reason: reason}}
+	name := path.Base(p)
 	for _, es := range [][]storage.Entry{l.Checksums, l.Others} {
 		for _, c := range es {
 			if !c.IsDir && (path.Base(c.Path) == "."+name+".crc" || path.Base(c.Path) == name+".crc") {
-				out = append(out, repair.Action{Op: repair.OpDelete, Path: c.Path, Reason: "checksum of " + e.Path + ", moved with it"})
+				out = append(out, repair.Action{Op: repair.OpDelete, Path: c.Path, Reason: "checksum of " + p + ", moved with it"})
 			}
 		}
 	}

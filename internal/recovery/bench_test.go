@@ -14,8 +14,15 @@ import (
 // big is a local checkpoint with offsets and commits 0..99999 (batch 99999 not committed),
 // generated once per test binary; CKPT_BENCH_DIR reuses a generated tree across runs.
 var big = &scenario.BenchCheckpoint{
-	Linear: scenario.Linear{Name: "bench-100k", Batches: 100_000, Committed: 99_999},
+	Linear: scenario.Linear{Name: "bench-100k", Batches: 100_000, Committed: 99_999, Linked: true},
 	Prefix: "ckpt-bench-100k-",
+	Reuse:  true,
+}
+
+// big1m is the same at a million batches (two million files, hard links of a few).
+var big1m = &scenario.BenchCheckpoint{
+	Linear: scenario.Linear{Name: "bench-1m", Batches: 1_000_000, Committed: 999_999, Linked: true},
+	Prefix: "ckpt-bench-1m-",
 	Reuse:  true,
 }
 
@@ -30,6 +37,7 @@ func big100k(b *testing.B) string {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	big.Remove()
+	big1m.Remove()
 	os.Exit(code)
 }
 
@@ -74,6 +82,53 @@ func BenchmarkLoadAndPlan100k(b *testing.B) {
 		if res.RerunBatch == nil || *res.RerunBatch != 99999 {
 			b.Fatalf("unexpected plan: %s", res.Verdict())
 		}
+	}
+}
+
+// BenchmarkReplayVsLs is `ckpt replay`'s work (Load, then Plan) against the bare `ls -f` of
+// root, offsets/ and commits/ (scenario.ReadDirNames), alternating in one loop; x-floor is the
+// ratio (goal: at most 2).
+func BenchmarkReplayVsLs(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		ck   *scenario.BenchCheckpoint
+	}{{"100k", big}, {"1M", big1m}} {
+		b.Run(c.name, func(b *testing.B) {
+			dir, err := c.ck.Dir()
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			st, err := storage.NewLocal(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			want := c.ck.Batches - 1
+			var rt scenario.RatioTimer
+			b.ResetTimer()
+			for b.Loop() {
+				if err := rt.Floor(func() error { _, err := scenario.ReadDirNames(dir); return err }); err != nil {
+					b.Fatal(err)
+				}
+				if err := rt.Op(func() error {
+					cp, err := checkpoint.Load(ctx, st)
+					if err != nil {
+						return err
+					}
+					res, err := recovery.Plan(ctx, cp, recovery.Options{})
+					if err != nil {
+						return err
+					}
+					if res.RerunBatch == nil || *res.RerunBatch != want {
+						b.Fatalf("unexpected plan: %s", res.Verdict())
+					}
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rt.Report(b)
+		})
 	}
 }
 

@@ -51,7 +51,7 @@ func copyCommitted(ctx context.Context, cp *checkpoint.Checkpoint, code string, 
 		return nil, nil
 	}
 	prev := L - 1
-	return []Action{{Op: OpCopy, Path: cp.Offsets.Dir + "/" + fmt.Sprint(prev), From: cp.Offsets.Files[C].Path, Code: code,
+	return []Action{{Op: OpCopy, Path: cp.Offsets.Dir + "/" + fmt.Sprint(prev), From: cp.Offsets.FilePath(C), Code: code,
 		Reason: fmt.Sprintf("batch %d has no commit and offsets/%d is missing: a copy of offsets/%d (the latest commit) makes the restart re-run batch %d from where batch %d ended, as an async restart does; nothing is lost",
 			L, prev, C, L, C)}}, nil
 }

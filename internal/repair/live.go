@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path"
 	"strings"
 	"time"
 
@@ -32,37 +34,30 @@ func (e *LiveError) Error() string {
 }
 
 // CheckIdle returns a *LiveError when a log file of cp (offsets/, commits/, including temporary
-// and checksum files, and the root files) was modified less than window before now. It uses the
-// listing's modification times (S3 LastModified), so it costs no extra request; on S3 that is the
-// server's clock, so a skewed local clock shifts the window. ignore lists paths repair itself wrote
-// (so undo right after a repair is not refused because of the repair's own files). window <= 0
-// disables the check.
-func CheckIdle(cp *checkpoint.Checkpoint, now time.Time, window time.Duration, ignore map[string]bool) error {
+// and checksum files, and the root files) was modified less than window before now. A running
+// query writes the newest batch files, so only those are considered: the two newest of each log
+// with their checksum files, every temporary file, and the root listing's files. The log
+// listings carry no times (storage.ListNames), so these few are stat'ed (S3: LastModified, the
+// server's clock, so a skewed local clock shifts the window). ignore lists paths repair itself
+// wrote (so undo right after a repair is not refused because of the repair's own files).
+// window <= 0 disables the check.
+func CheckIdle(ctx context.Context, cp *checkpoint.Checkpoint, now time.Time, window time.Duration, ignore map[string]bool) error {
 	if window <= 0 {
 		return nil
 	}
-	var newest storage.Entry
-	consider := func(es ...storage.Entry) {
-		for _, e := range es {
-			if e.IsDir || ignore[e.Path] || strings.HasPrefix(e.Path, Dir+"/") || e.Path == Dir {
-				continue
-			}
-			if e.ModTime.After(newest.ModTime) {
-				newest = e
-			}
-		}
+	recent, err := recentFiles(ctx, cp)
+	if err != nil {
+		return err
 	}
-	for _, l := range []*checkpoint.Log{cp.Offsets, cp.Commits} {
-		if l == nil {
+	var newest storage.Entry
+	for _, e := range recent {
+		if e.IsDir || ignore[e.Path] || strings.HasPrefix(e.Path, Dir+"/") || e.Path == Dir {
 			continue
 		}
-		for _, e := range l.Files {
-			consider(e)
+		if e.ModTime.After(newest.ModTime) {
+			newest = e
 		}
-		consider(l.Temps...)
-		consider(l.Checksums...)
 	}
-	consider(cp.Root...)
 	if newest.Path == "" {
 		return nil
 	}
@@ -71,6 +66,48 @@ func CheckIdle(cp *checkpoint.Checkpoint, now time.Time, window time.Duration, i
 		return &LiveError{Path: newest.Path, Age: max(age, 0), Window: window}
 	}
 	return nil
+}
+
+// recentFiles are the files whose modification time tells whether a query is writing: the two
+// newest batch files of offsets/ and commits/ with their checksum files, the temp files (stat'ed:
+// the listings carry no times) and the root's entries (from its listing, which does).
+func recentFiles(ctx context.Context, cp *checkpoint.Checkpoint) ([]storage.Entry, error) {
+	var out []storage.Entry
+	stat := func(es ...storage.Entry) error {
+		for _, e := range es {
+			if e.IsDir {
+				continue
+			}
+			st, err := cp.Store.Stat(ctx, e.Path)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // removed since the listing
+				}
+				return err
+			}
+			out = append(out, st)
+		}
+		return nil
+	}
+	for _, l := range []*checkpoint.Log{cp.Offsets, cp.Commits} {
+		if l == nil {
+			continue
+		}
+		for _, id := range l.IDs[max(len(l.IDs)-2, 0):] {
+			e, _ := l.File(id)
+			es := []storage.Entry{e}
+			if crc, ok := l.ChecksumFor(path.Base(e.Path)); ok {
+				es = append(es, crc)
+			}
+			if err := stat(es...); err != nil {
+				return nil, err
+			}
+		}
+		if err := stat(l.Temps...); err != nil {
+			return nil, err
+		}
+	}
+	return append(out, cp.Root...), nil
 }
 
 // checkIdleOwn is CheckLive for a new repair, which knows ckpt's own writes: a file a journal says
@@ -87,25 +124,16 @@ func checkIdleOwn(ctx context.Context, s storage.Store, cp *checkpoint.Checkpoin
 	if len(own) == 0 {
 		return err
 	}
+	recent, rerr := recentFiles(ctx, cp)
+	if rerr != nil {
+		return err
+	}
 	ignore := map[string]bool{}
-	mark := func(es ...storage.Entry) {
-		for _, e := range es {
-			if own[writeKey{e.Path, e.ModTime.UnixNano()}] {
-				ignore[e.Path] = true
-			}
+	for _, e := range recent {
+		if own[writeKey{e.Path, e.ModTime.UnixNano()}] {
+			ignore[e.Path] = true
 		}
 	}
-	for _, l := range []*checkpoint.Log{cp.Offsets, cp.Commits} {
-		if l == nil {
-			continue
-		}
-		for _, e := range l.Files {
-			mark(e)
-		}
-		mark(l.Temps...)
-		mark(l.Checksums...)
-	}
-	mark(cp.Root...)
 	return CheckLive(ctx, s, cp, now, window, ignore)
 }
 

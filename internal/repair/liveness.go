@@ -29,7 +29,7 @@ func (e *RunningError) Error() string {
 func CheckLive(ctx context.Context, s storage.Store, cp *checkpoint.Checkpoint, now time.Time, window time.Duration, ignore map[string]bool) error {
 	rec, err := liveness.Read(ctx, s)
 	if err != nil || rec == nil {
-		return CheckIdle(cp, now, window, ignore)
+		return CheckIdle(ctx, cp, now, window, ignore)
 	}
 	v := liveness.Judge(rec, now, hostname())
 	switch v.State {
@@ -47,25 +47,16 @@ func CheckLive(ctx context.Context, s storage.Store, cp *checkpoint.Checkpoint, 
 		for p := range ignore {
 			own[p] = true
 		}
-		mark := func(es []storage.Entry) {
-			for _, e := range es {
-				if !e.ModTime.After(cutoff) {
-					own[e.Path] = true
-				}
+		recent, err := recentFiles(ctx, cp)
+		if err != nil {
+			return err
+		}
+		for _, e := range recent {
+			if !e.ModTime.After(cutoff) {
+				own[e.Path] = true
 			}
 		}
-		for _, l := range []*checkpoint.Log{cp.Offsets, cp.Commits} {
-			if l == nil {
-				continue
-			}
-			for _, e := range l.Files {
-				mark([]storage.Entry{e})
-			}
-			mark(l.Temps)
-			mark(l.Checksums)
-		}
-		mark(cp.Root)
-		return CheckIdle(cp, now, window, own)
+		return CheckIdle(ctx, cp, now, window, own)
 	}
-	return CheckIdle(cp, now, window, ignore)
+	return CheckIdle(ctx, cp, now, window, ignore)
 }

@@ -595,12 +595,12 @@ func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Rep
 				continue
 			}
 			switch {
-			case hasL && f.Path == cp.Offsets.Files[L].Path:
+			case hasL && f.Path == cp.Offsets.FilePath(L):
 				out = append(out, deleteBatch(cp, cp.Offsets, L, f.Code,
 					fmt.Sprintf("the latest offsets file cannot be parsed (%s): an unfinished write; batch %d is planned again", firstLine(f.Message), L))...)
 				out = append(out, commitsFrom(cp, L, f.Code, "offsets/"+fmt.Sprint(L)+" is deleted")...)
 				return out, nil
-			case hasC && f.Path == cp.Commits.Files[C].Path:
+			case hasC && f.Path == cp.Commits.FilePath(C):
 				out = append(out, deleteBatch(cp, cp.Commits, C, f.Code,
 					fmt.Sprintf("the latest commit cannot be parsed (%s): an unfinished write; batch %d runs again", firstLine(f.Message), C))...)
 				return out, nil
@@ -624,7 +624,7 @@ func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Rep
 			return nil, nil // the base build stops here: strategies differ from this point
 		case StrategyCopyPrevious:
 			prev := L - 1
-			return []Action{{Op: OpCopy, Path: cp.Offsets.Dir + "/" + fmt.Sprint(prev), From: cp.Offsets.Files[L].Path, Code: f.Code,
+			return []Action{{Op: OpCopy, Path: cp.Offsets.Dir + "/" + fmt.Sprint(prev), From: cp.Offsets.FilePath(L), Code: f.Code,
 				Reason: fmt.Sprintf("offsets/%d is missing and the normal engine needs it to restart from batch %d; a copy of offsets/%d makes the previous batch end where batch %d ends", prev, L, L, L)}}, nil
 		case StrategySparkProcedure:
 			*procedure = true
@@ -687,7 +687,7 @@ func commitsFrom(cp *checkpoint.Checkpoint, id int64, code, why string) []Action
 // deleteBatch deletes batch id of log and its checksum file (both Hadoop's ".N.crc" and the "N.crc"
 // of Spark's checksum file manager), so no stale checksum is left to block a later write of N.
 func deleteBatch(cp *checkpoint.Checkpoint, l *checkpoint.Log, id int64, code, reason string) []Action {
-	e, ok := l.Files[id]
+	e, ok := l.File(id)
 	if !ok {
 		return nil
 	}

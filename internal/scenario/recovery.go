@@ -285,8 +285,8 @@ func init() {
 		},
 		Scenario{
 			Name: "corrupt-older-offsets",
-			Doc:  "offsets/3 is 0 bytes, far behind the latest: Spark never reads it on restart.",
-			Tags: []string{"recovery", "corrupt"},
+			Doc:  "offsets/3 is 0 bytes, far behind the latest: Spark never reads it on restart, and doctor finds it with --deep (the listing has no sizes).",
+			Tags: []string{"recovery", "corrupt", "deep"},
 			Build: func(b *Builder) {
 				std(b, ids(0, 7), ids(0, 6))
 				b.Raw("offsets/3", "")

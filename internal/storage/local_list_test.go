@@ -63,6 +63,22 @@ func TestLocalListLarge(t *testing.T) {
 		t.Fatalf("List differs from ReadDir+Stat: got %d entries, want %d", len(got), len(want))
 	}
 
+	// ListNames: the same paths and kinds (a symlink to a directory is one,
+	// a dangling symlink is a file), no size or time.
+	names, err := ListNames(context.Background(), s, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sortEntries(names)
+	for i := range want {
+		if i < len(names) && names[i] != (Entry{Path: want[i].Path, IsDir: want[i].IsDir}) {
+			t.Fatalf("ListNames entry %d = %+v, want %s (dir %v) only", i, names[i], want[i].Path, want[i].IsDir)
+		}
+	}
+	if len(names) != len(want) {
+		t.Fatalf("ListNames: %d entries, want %d", len(names), len(want))
+	}
+
 	sub, err := NewLocal(filepath.Join(dir, ".."))
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -211,7 +211,7 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 }
 
 func sortEntries(es []Entry) {
-	sort.Slice(es, func(i, j int) bool { return es[i].Path < es[j].Path })
+	slices.SortFunc(es, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 }
 
 // newUUID returns a random (version 4) UUID, as Spark uses for temp names.

@@ -33,6 +33,11 @@ type Options struct {
 	HasBatch bool
 	// Parallelism bounds concurrent reads for --batches.
 	Parallelism int
+	// From, To (when HasFrom, HasTo) and Last (when > 0) narrow --batches to the batch ids
+	// From..To, then to the last Last of them. Default: every batch.
+	From, To       int64
+	HasFrom, HasTo bool
+	Last           int
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the summary of
 	// a checkpoint shows each partition's log start and end and the lag (broker.go).
 	// Default: none.
@@ -52,6 +57,8 @@ store inventory (operators, partitions, stores, versions, provider) and leftover
 
   --batches   one row per batch: committed or not, time, and for Kafka the end offset and the
               number of records of every partition (reads every offsets file, concurrently)
+              --from N, --to M: only batch ids N..M (each bound optional, both included);
+              --last K: only the last K batch ids (of those --from/--to keep)
   --batch N   the parsed contents of batch N: offsets metadata, conf, each source offset, and
               the commit
 
@@ -72,7 +79,8 @@ document (schema: docs/inspect.md).
 Exit codes:
   0  inspected, even if some files are corrupt (they are listed under problems)
   1  the location could not be read, holds no checkpoint or sink log, or batch N does not exist
-  2  usage error (unknown flag, bad -o value, --batch with --batches, a negative batch id)`
+  2  usage error (unknown flag, bad -o value, --batch with --batches, a negative batch id,
+     --from/--to/--last without --batches, --from above --to, --last below 1)`
 
 // NewCmd builds `ckpt inspect`. runF replaces runInspect in tests of the flag wiring.
 func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
@@ -84,6 +92,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 		Long:  long,
 		Example: `  ckpt inspect /data/checkpoints/orders
   ckpt inspect s3://bucket/checkpoints/orders --batches
+  ckpt inspect ./ckpt --batches --last 20
+  ckpt inspect ./ckpt --batches --from 1000 --to 1099 -o json
   ckpt inspect ./ckpt --batch 41 -o json
   ckpt inspect /data/output/orders          # a file sink: reads _spark_metadata/
   ckpt inspect ./ckpt --bootstrap-server kafka:9092`,
@@ -105,6 +115,10 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if opts.Broker.Enabled() && (opts.Batches || opts.HasBatch) {
 				return exitcode.UsageError(fmt.Errorf("--bootstrap-server applies to the summary of a checkpoint, not to --batches or --batch"))
 			}
+			opts.HasFrom, opts.HasTo = cmd.Flags().Changed("from"), cmd.Flags().Changed("to")
+			if err := checkRange(opts, cmd.Flags().Changed("last")); err != nil {
+				return err
+			}
 			if opts.Parallelism < 0 {
 				return exitcode.UsageError(fmt.Errorf("--parallelism %d: want 1 or more (0 for the default)", opts.Parallelism))
 			}
@@ -117,9 +131,42 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	cli.AddOutputFlag(cmd, &output)
 	cmd.Flags().BoolVar(&opts.Batches, "batches", false, "list every batch (reads every offsets file)")
 	cmd.Flags().Int64Var(&opts.Batch, "batch", 0, "show the parsed contents of batch `N`")
+	cmd.Flags().Int64Var(&opts.From, "from", 0, "with --batches: only batch ids from `N` (default: the first)")
+	cmd.Flags().Int64Var(&opts.To, "to", 0, "with --batches: only batch ids up to `M`, included (default: the last)")
+	cmd.Flags().IntVar(&opts.Last, "last", 0, "with --batches: only the last `K` batch ids (default: all)")
 	cmd.Flags().IntVar(&opts.Parallelism, "parallelism", 0, fmt.Sprintf("concurrent reads for --batches (default %d)", storage.DefaultReadParallelism))
 	opts.Broker.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// checkRange validates --from, --to and --last.
+func checkRange(opts *Options, hasLast bool) error {
+	if (opts.HasFrom || opts.HasTo || hasLast) && !opts.Batches {
+		return exitcode.UsageError(fmt.Errorf("--from, --to and --last apply to --batches"))
+	}
+	switch {
+	case opts.HasFrom && opts.From < 0:
+		return exitcode.UsageError(fmt.Errorf("--from %d: batch ids are not negative", opts.From))
+	case opts.HasTo && opts.To < 0:
+		return exitcode.UsageError(fmt.Errorf("--to %d: batch ids are not negative", opts.To))
+	case opts.HasFrom && opts.HasTo && opts.From > opts.To:
+		return exitcode.UsageError(fmt.Errorf("--from %d is above --to %d", opts.From, opts.To))
+	case hasLast && opts.Last < 1:
+		return exitcode.UsageError(fmt.Errorf("--last %d: want 1 or more", opts.Last))
+	}
+	return nil
+}
+
+// batchesOptions are the inspect.BatchesOptions of opts.
+func batchesOptions(opts *Options) inspect.BatchesOptions {
+	bo := inspect.BatchesOptions{Parallelism: opts.Parallelism, Last: opts.Last}
+	if opts.HasFrom {
+		bo.From = &opts.From
+	}
+	if opts.HasTo {
+		bo.To = &opts.To
+	}
+	return bo
 }
 
 func runInspect(ctx context.Context, opts *Options) error {
@@ -144,8 +191,11 @@ func runInspect(ctx context.Context, opts *Options) error {
 			return exitcode.UsageError(fmt.Errorf("%s is a file sink log: --bootstrap-server applies to checkpoints", opts.Location))
 		}
 		doc, err = inspect.SinkLogSummary(ctx, store, target.Dir)
+	case opts.Batches && opts.Output == render.FormatJSON:
+		// Streamed: a million rows never sit in memory together.
+		return writeBatchesJSON(ctx, opts.IO.Out, store, batchesOptions(opts))
 	case opts.Batches:
-		doc, err = inspect.Batches(ctx, store, inspect.BatchesOptions{Parallelism: opts.Parallelism})
+		doc, err = inspect.Batches(ctx, store, batchesOptions(opts))
 	case opts.HasBatch:
 		doc, err = inspect.Batch(ctx, store, opts.Batch)
 	default:

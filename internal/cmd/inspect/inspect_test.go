@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/inspect"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -33,6 +35,14 @@ func TestFlags(t *testing.T) {
 		{args: []string{"ck", "--batch", "0"}, want: Options{Location: "ck", Output: render.FormatTable, Batch: 0, HasBatch: true}},
 		{args: []string{"ck", "--bootstrap-server", "k:9092", "--kafka-option", "kafka.client.id=x"},
 			want: Options{Location: "ck", Output: render.FormatTable, Broker: cli.BrokerFlags{BootstrapServers: "k:9092", Options: []string{"kafka.client.id=x"}}}},
+		{args: []string{"ck", "--batches", "--from", "3", "--to", "9", "--last", "2"},
+			want: Options{Location: "ck", Output: render.FormatTable, Batches: true, From: 3, To: 9, HasFrom: true, HasTo: true, Last: 2}},
+		{args: []string{"ck", "--batches", "--from", "0"}, want: Options{Location: "ck", Output: render.FormatTable, Batches: true, HasFrom: true}},
+		{args: []string{"ck", "--from", "3"}, code: exitcode.Usage},
+		{args: []string{"ck", "--last", "3"}, code: exitcode.Usage},
+		{args: []string{"ck", "--batches", "--from", "9", "--to", "3"}, code: exitcode.Usage},
+		{args: []string{"ck", "--batches", "--to", "-1"}, code: exitcode.Usage},
+		{args: []string{"ck", "--batches", "--last", "0"}, code: exitcode.Usage},
 		{args: []string{"ck", "--bootstrap-server", "k:9092", "--batches"}, code: exitcode.Usage},
 		{args: []string{"ck", "--batch", "1", "--batches"}, code: exitcode.Usage},
 		{args: []string{"ck", "--batch", "-1"}, code: exitcode.Usage},
@@ -196,6 +206,61 @@ func TestRunTerminal(t *testing.T) {
 		}
 		if !strings.Contains(out, "╭") || !strings.Contains(out, "\x1b[") {
 			t.Errorf("not a styled table:\n%s", out)
+		}
+	}
+}
+
+// TestBatchesJSONStreamed: the streamed --batches -o json is byte for byte what render.JSON prints
+// for inspect.Batches' document, with problems, commit-only ids, gaps and a range selection.
+func TestBatchesJSONStreamed(t *testing.T) {
+	files := map[string]string{}
+	for k, v := range kafkaFiles {
+		files[k] = v
+	}
+	files["offsets/2"] = "v1\n{oops"
+	files["offsets/4"] = strings.Replace(kafkaFiles["offsets/1"], `"0":15`, `"0":30`, 1)
+	files["commits/1"] = "v1\n{}"
+	files["commits/3"] = "v1\n{}"
+	files["commits/7"] = "v1\n{}"
+	for _, sel := range []func(*Options){
+		nil,
+		func(o *Options) { o.Last = 3 },
+		func(o *Options) { o.From, o.HasFrom = 1, true },
+		func(o *Options) { o.From, o.HasFrom, o.To, o.HasTo = 2, true, 3, true },
+		func(o *Options) { o.From, o.HasFrom, o.To, o.HasTo = 5, true, 6, true }, // nothing there
+	} {
+		got, err := run(t, files, func(o *Options) {
+			o.Batches, o.Output = true, render.FormatJSON
+			if sel != nil {
+				sel(o)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var opts Options
+		if sel != nil {
+			sel(&opts)
+		}
+		s := storage.NewMem()
+		for p, c := range files {
+			if err := s.WriteFile(context.Background(), p, []byte(c)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		doc, err := inspect.Batches(context.Background(), s, batchesOptions(&opts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc.URI = "mem://ck"
+		var want bytes.Buffer
+		if err := render.JSON(&want, doc); err != nil {
+			t.Fatal(err)
+		}
+		// Each run has its own anonymous mem store.
+		got = regexp.MustCompile(`mem://anon-\d+`).ReplaceAllString(got, "mem://ck")
+		if got != want.String() {
+			t.Errorf("streamed JSON differs:\n got %s\nwant %s", got, want.String())
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +31,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"URI", testURI},
 		{"ListSortedWithDirs", testList},
 		{"ListMissingDirIsEmpty", testListMissing},
+		{"ListNamesIsListWithoutInfo", testListNames},
 		{"Walk", testWalk},
 		{"StatFileAndDir", testStat},
 		{"MissingIsErrNotExist", testMissing},
@@ -145,6 +148,35 @@ func testListMissing(t *testing.T, s storage.Store) {
 	wantList(t, `List of a file`, es, err, "")
 	es, err = s.Walk(ctx, "nope/deeper")
 	wantList(t, `Walk("nope/deeper")`, es, err, "")
+}
+
+// testListNames checks storage.ListNames against List: the same paths and kinds, and
+// no size or time on any store (so no caller can come to rely on one store's extras).
+func testListNames(t *testing.T, s storage.Store) {
+	write(t, s, tree)
+	ctx := ctxT(t)
+	for _, dir := range []string{"", "c", "c/y", "offsets", "nope", "a"} {
+		full, err := s.List(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := storage.ListNames(ctx, s, dir)
+		if err != nil {
+			t.Fatalf("ListNames(%q): %v", dir, err)
+		}
+		// In no particular order.
+		slices.SortFunc(names, func(a, b storage.Entry) int { return strings.Compare(a.Path, b.Path) })
+		if names == nil {
+			t.Errorf("ListNames(%q): nil slice, want non-nil", dir)
+		}
+		want := make([]storage.Entry, len(full))
+		for i, e := range full {
+			want[i] = storage.Entry{Path: e.Path, IsDir: e.IsDir}
+		}
+		if !reflect.DeepEqual(names, want) && len(names)+len(want) > 0 {
+			t.Errorf("ListNames(%q):\n got %+v\nwant %+v", dir, names, want)
+		}
+	}
 }
 
 func testWalk(t *testing.T, s storage.Store) {
