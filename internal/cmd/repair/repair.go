@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -35,6 +36,9 @@ type Options struct {
 
 	// Checkpoint is the checkpoint location.
 	Checkpoint string
+	// AllowEmpty accepts an empty or unrelated directory as a checkpoint that has not started
+	// (--allow-empty). Default: refuse it, so a typo never reads as a new query.
+	AllowEmpty bool
 	// Strategy picks a way out of missing-previous-offsets ("" = recommended).
 	Strategy repair.Strategy
 	// Sink is a file sink's output directory (or its _spark_metadata), "" for none.
@@ -162,6 +166,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	fl.DurationVar(&opts.ActiveWindow, "active-window", repair.DefaultActiveWindow, "refuse when a log file is younger than this (0: no check)")
 	fl.BoolVar(&opts.Force, "force", false, "run even if the query looks alive or another repair holds the lock")
 	restart.AddFlags(cmd)
+	cli.AddAllowEmptyFlag(fl, &opts.AllowEmpty)
 	opts.Broker.AddFlags(fl)
 
 	cmd.AddCommand(newJournalCmd(env, "undo", nil), newJournalCmd(env, "resume", nil))
@@ -178,6 +183,9 @@ func runRepair(ctx context.Context, opts *Options) error {
 	}
 	store, err := opts.OpenStore(ctx, opts.Checkpoint)
 	if err != nil {
+		return err
+	}
+	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{AllowEmpty: opts.AllowEmpty, AllowEmptyFlag: true, Command: "ckpt repair"}); err != nil {
 		return err
 	}
 	var sinkLatest *int64
