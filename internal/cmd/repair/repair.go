@@ -45,6 +45,8 @@ type Options struct {
 	Sink string
 	// Execute applies the plan; Yes confirms without a prompt.
 	Execute, Yes bool
+	// DryRun is --dry-run, the explicit form of the default: print the plan only.
+	DryRun bool
 	// BackupDir is where repair directories go ("" = <checkpoint>/_ckpt/repairs).
 	BackupDir string
 	// ActiveWindow and Force: see repair.ExecOptions.
@@ -147,6 +149,9 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 			if opts.ActiveWindow < 0 {
 				return exitcode.UsageError(fmt.Errorf("--active-window %s: want 0 (no check) or more", opts.ActiveWindow))
 			}
+			if err := cli.CheckDryRun(opts.DryRun, opts.Execute, "--execute"); err != nil {
+				return err
+			}
 			if opts.Yes && !opts.Execute {
 				return exitcode.UsageError(errors.New("--yes confirms --execute; without --execute nothing changes"))
 			}
@@ -161,6 +166,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	fl.StringVar(&strategy, "strategy", "", "way out of missing-previous-offsets: delete, copy-previous, copy-committed or spark-procedure (default: the recommended one)")
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): never delete offsets the sink has committed")
 	fl.BoolVar(&opts.Execute, "execute", false, "apply the plan (default: only print it)")
+	cli.AddDryRunFlag(fl, &opts.DryRun)
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "apply without asking (required with --execute when stdin is not a terminal)")
 	fl.StringVar(&opts.BackupDir, "backup-dir", "", "where to put the journal and backups (default `DIR` <checkpoint>/_ckpt/repairs)")
 	fl.DurationVar(&opts.ActiveWindow, "active-window", repair.DefaultActiveWindow, "refuse when a log file is younger than this (0: no check)")
