@@ -42,6 +42,7 @@ func (e *Env) OpenStore(ctx context.Context, uri string) (storage.Store, error) 
 // AddOutputFlag adds -o/--output (table or json) to cmd.
 func AddOutputFlag(cmd *cobra.Command, p *string) {
 	cmd.Flags().StringVarP(p, "output", "o", "table", "output format: table or json")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{string(render.FormatTable), string(render.FormatJSON)}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // ParseOutput validates the -o value as a usage error.

@@ -139,6 +139,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	cli.AddAllowEmptyFlag(fl, &opts.AllowEmpty)
 	fl.StringVar(&failOn, "fail-on", string(doctor.Error), "lowest severity that makes the exit code 3: error, warning or info")
 	fl.StringVar(&opts.Explain, "explain", "", "print the documentation of one finding `CODE` and exit")
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{string(doctor.Error), string(doctor.Warning), string(doctor.Info)}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("explain", cobra.FixedCompletions(doctor.IDs(), cobra.ShellCompDirectiveNoFileComp))
 	opts.Broker.AddFlags(fl)
 	fl.BoolVar(&opts.FailOnDataLoss, "fail-on-data-loss", true, "with --bootstrap-server: the Kafka source option failOnDataLoss the query runs with (--fail-on-data-loss=false)")
 	return cmd

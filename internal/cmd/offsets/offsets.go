@@ -128,6 +128,7 @@ func newExportCmd(env *cli.Env, runF func(context.Context, *Options) error) *cob
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "table", "output format: table, json or plain")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "plain"}, cobra.ShellCompDirectiveNoFileComp))
 	opts.Broker.AddFlags(cmd.Flags())
 	return cmd
 }

@@ -164,6 +164,11 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	cli.AddOutputFlag(cmd, &output)
 	fl := cmd.Flags()
 	fl.StringVar(&strategy, "strategy", "", "way out of missing-previous-offsets: delete, copy-previous, copy-committed or spark-procedure (default: the recommended one)")
+	strategies := make([]string, len(repair.Strategies))
+	for i, s := range repair.Strategies {
+		strategies[i] = string(s)
+	}
+	_ = cmd.RegisterFlagCompletionFunc("strategy", cobra.FixedCompletions(strategies, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): never delete offsets the sink has committed")
 	fl.BoolVar(&opts.Execute, "execute", false, "apply the plan (default: only print it)")
 	cli.AddDryRunFlag(fl, &opts.DryRun)
