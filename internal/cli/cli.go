@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -35,8 +36,13 @@ type Env struct {
 }
 
 // OpenStore opens a checkpoint location given as a path, file:// URI or s3://bucket/prefix.
+// A location written wrong (s3:// without a bucket, an unknown scheme) is a usage error.
 func (e *Env) OpenStore(ctx context.Context, uri string) (storage.Store, error) {
-	return storage.Open(ctx, uri, e.Storage)
+	s, err := storage.Open(ctx, uri, e.Storage)
+	if errors.Is(err, storage.ErrLocation) {
+		return nil, exitcode.UsageError(err)
+	}
+	return s, err
 }
 
 // AddOutputFlag adds -o/--output (table or json) to cmd.

@@ -80,6 +80,31 @@ func (e *S3TimeoutError) Error() string {
 // Unwrap returns the SDK's error.
 func (e *S3TimeoutError) Unwrap() error { return e.Err }
 
+// S3CredentialsError says that no AWS credentials were found: the SDK's chain (environment,
+// profiles, SSO, web identity, the instance role) came up empty.
+type S3CredentialsError struct{ Err error }
+
+func (e *S3CredentialsError) Error() string {
+	return fmt.Sprintf("no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (a profile in ~/.aws/config or ~/.aws/credentials), or run where an instance or pod role applies (the SDK's lookup ended with: %v)", e.Err)
+}
+
+// Unwrap returns the SDK's error.
+func (e *S3CredentialsError) Unwrap() error { return e.Err }
+
+// NotS3Error says that the endpoint answered 404 without the marks of S3 (a request id, an XML
+// error): it is some other web server.
+type NotS3Error struct {
+	Endpoint string
+	Err      error
+}
+
+func (e *NotS3Error) Error() string {
+	return fmt.Sprintf("the endpoint %s answered 404 Not Found without an S3 error: it does not look like an S3 endpoint (check --s3-endpoint, AWS_ENDPOINT_URL and the port)", e.Endpoint)
+}
+
+// Unwrap returns the SDK's error.
+func (e *NotS3Error) Unwrap() error { return e.Err }
+
 // s3Timeout resolves Options.S3Timeout's default.
 func s3Timeout(opts Options) (time.Duration, error) {
 	if opts.S3Timeout > 0 {
@@ -102,10 +127,10 @@ func s3Timeout(opts Options) (time.Duration, error) {
 // No request is made.
 func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error) {
 	if bucket == "" {
-		return nil, errors.New("storage: empty S3 bucket name")
+		return nil, badLocation("storage: empty S3 bucket name")
 	}
 	if opts.S3Endpoint != "" && !strings.Contains(opts.S3Endpoint, "://") {
-		return nil, fmt.Errorf("storage: S3 endpoint %q needs a scheme, e.g. http://%s or https://%s", opts.S3Endpoint, opts.S3Endpoint, opts.S3Endpoint)
+		return nil, badLocation("storage: S3 endpoint %q needs a scheme, e.g. http://%s or https://%s", opts.S3Endpoint, opts.S3Endpoint, opts.S3Endpoint)
 	}
 	timeout, err := s3Timeout(opts)
 	if err != nil {
@@ -119,7 +144,10 @@ func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error
 			tr.ResponseHeaderTimeout = timeout
 			tr.TLSHandshakeTimeout = timeout
 		})
-	lo := []func(*config.LoadOptions) error{config.WithHTTPClient(httpClient)}
+	// The SDK's logger: silent unless --debug, also for the clients the credential chain makes
+	// (IMDS would print "WARN falling back to IMDSv1" on stderr).
+	logger, logMode := s3Logging(opts.Trace, opts.Debug)
+	lo := []func(*config.LoadOptions) error{config.WithHTTPClient(httpClient), config.WithLogger(logger), config.WithClientLogMode(logMode)}
 	if opts.S3Region != "" {
 		lo = append(lo, config.WithRegion(opts.S3Region))
 	}
@@ -130,7 +158,6 @@ func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
-	cfg.Logger, cfg.ClientLogMode = s3Logging(opts.Trace, opts.Debug)
 	if opts.Trace != nil {
 		cfg.APIOptions = append(cfg.APIOptions, addS3Trace(opts.Trace))
 	}
@@ -241,6 +268,11 @@ func (s *S3) s3Err(err error) error {
 	if errors.As(err, &dns) && !s.client.Options().UsePathStyle && strings.HasPrefix(dns.Name, s.bucket+".") {
 		return fmt.Errorf("%w (S3-compatible servers usually need path-style addressing: set CKPT_S3_PATH_STYLE=true)", err)
 	}
+	// The credential chain found nothing (or its last link failed): a missing configuration, not
+	// a refusal by the server, even when the last link (IMDS) answered 403.
+	if strings.Contains(err.Error(), "get identity: ") {
+		return &S3CredentialsError{Err: err}
+	}
 	code, status := "", 0
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
@@ -252,6 +284,17 @@ func (s *S3) s3Err(err error) error {
 	}
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
+	if status == 404 && re != nil && re.Response != nil && re.Response.Request != nil && re.Response.Request.Method != http.MethodHead &&
+		re.Response.Header.Get("x-amz-request-id") == "" && !strings.Contains(re.Response.Header.Get("Content-Type"), "xml") {
+		// Every S3 answer carries a request id; a bare 404 comes from a web server that is not S3
+		// (a wrong port, a console URL): reading it as "no such file" would make a typo look like
+		// an empty checkpoint. (A HEAD answer has no body to tell by; commands list first.)
+		endpoint := s.endpoint
+		if u := re.Response.Request.URL; u != nil {
+			endpoint = u.Scheme + "://" + u.Host
+		}
+		return &NotS3Error{Endpoint: endpoint, Err: err}
+	}
 	switch {
 	case code == "NoSuchBucket":
 		return fmt.Errorf("the bucket does not exist: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -120,6 +121,22 @@ type Options struct {
 // half (3 attempts) instead of hanging.
 const DefaultS3Timeout = 30 * time.Second
 
+// ErrLocation marks an error in how a location is written (no bucket, an unknown scheme, an
+// endpoint without a scheme): the command line is wrong, nothing was tried. Callers map it to a
+// usage error.
+var ErrLocation = errors.New("not a valid location")
+
+// locationError is a location written wrong: its message, and errors.Is(err, ErrLocation).
+type locationError struct{ err error }
+
+func (e *locationError) Error() string        { return e.err.Error() }
+func (e *locationError) Unwrap() error        { return e.err }
+func (e *locationError) Is(target error) bool { return target == ErrLocation }
+
+func badLocation(format string, args ...any) error {
+	return &locationError{fmt.Errorf(format, args...)}
+}
+
 var uriScheme = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*):`)
 
 // Open opens the store a user-typed location names:
@@ -136,7 +153,7 @@ var uriScheme = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*):`)
 // loading AWS configuration; a bad credential shows up on the first request.
 func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 	if uri == "" {
-		return nil, fmt.Errorf("storage: empty checkpoint location")
+		return nil, badLocation("storage: empty checkpoint location")
 	}
 	m := uriScheme.FindStringSubmatch(uri)
 	// One letter before ':' is a Windows drive ("C:\ckpt"), not a scheme.
@@ -152,17 +169,17 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 	case "file":
 		u, err := url.Parse(uri)
 		if err != nil {
-			return nil, fmt.Errorf("storage: bad file URI %q: %w", uri, err)
+			return nil, badLocation("storage: bad file URI %q: %w", uri, err)
 		}
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("storage: file URI %q names host %q; only local files are supported", uri, u.Host)
+			return nil, badLocation("storage: file URI %q names host %q; only local files are supported", uri, u.Host)
 		}
 		p := u.Path
 		if p == "" {
 			p = u.Opaque
 		}
 		if p == "" {
-			return nil, fmt.Errorf("storage: file URI %q has no path", uri)
+			return nil, badLocation("storage: file URI %q has no path", uri)
 		}
 		// file:///C:/ckpt on Windows: drop the slash before the drive.
 		if len(p) >= 3 && p[0] == '/' && p[2] == ':' {
@@ -177,12 +194,12 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 	case "s3", "s3a", "s3n":
 		rest := uri[len(m[0]):]
 		if !strings.HasPrefix(rest, "//") {
-			return nil, fmt.Errorf("storage: bad S3 URI %q: want s3://bucket/prefix", uri)
+			return nil, badLocation("storage: bad S3 URI %q: want s3://bucket/prefix", uri)
 		}
 		rest = rest[2:]
 		bucket, prefix, _ := strings.Cut(rest, "/")
 		if bucket == "" {
-			return nil, fmt.Errorf("storage: S3 URI %q has no bucket: want s3://bucket/prefix", uri)
+			return nil, badLocation("storage: S3 URI %q has no bucket: want s3://bucket/prefix", uri)
 		}
 		s, err := NewS3(ctx, bucket, prefix, opts)
 		if err != nil {
@@ -193,11 +210,11 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 	case "mem":
 		rest := uri[len(m[0]):]
 		if !strings.HasPrefix(rest, "//") {
-			return nil, fmt.Errorf("storage: bad mem URI %q: want mem://name", uri)
+			return nil, badLocation("storage: bad mem URI %q: want mem://name", uri)
 		}
 		name, prefix, _ := strings.Cut(rest[2:], "/")
 		if name == "" {
-			return nil, fmt.Errorf("storage: mem URI %q has no name: want mem://name", uri)
+			return nil, badLocation("storage: mem URI %q has no name: want mem://name", uri)
 		}
 		mem := MemNamed(name)
 		if prefix = strings.Trim(prefix, "/"); prefix != "" {
@@ -210,9 +227,9 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 		mem.uri = uri
 		return mem, nil
 	case "hdfs", "viewfs", "abfs", "abfss", "wasb", "wasbs", "gs":
-		return nil, fmt.Errorf("storage: %s:// is not supported: copy the checkpoint to local disk (for HDFS: hdfs dfs -get) or to S3 and point ckpt at the copy", scheme)
+		return nil, badLocation("storage: %s:// is not supported: copy the checkpoint to local disk (for HDFS: hdfs dfs -get) or to S3 and point ckpt at the copy", scheme)
 	default:
-		return nil, fmt.Errorf("storage: unsupported location scheme %q in %q: want a local path, file://, s3:// or mem://", scheme, uri)
+		return nil, badLocation("storage: unsupported location scheme %q in %q: want a local path, file://, s3:// or mem://", scheme, uri)
 	}
 }
 
