@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite: format, vet, staticcheck, race-enabled tests, and a short fuzz pass over
 # every parser. The S3 tests run against a real S3-compatible server (versitygw), which this
-# script builds on first use and starts unless CKPT_TEST_S3_ENDPOINT already points at one.
+# script builds on first use and starts on a free port unless CKPT_TEST_S3_ENDPOINT already points
+# at one. Needs Go (go.mod's version), bash, git and curl; staticcheck installs itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
 export PATH="$PWD/.ci/bin:$(go env GOPATH)/bin:$PATH"
+
+# Tools beyond Go (staticcheck is installed into .ci/bin on the first run), before anything slow.
+bash scripts/tools.sh
 
 if [ -z "${CKPT_TEST_S3_ENDPOINT:-}" ]; then
   eval "$(bash .ci/s3.sh start)"
@@ -17,7 +21,7 @@ if [ -n "$unformatted" ]; then
   echo "gofmt needed on:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
-if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed: run .ci/run or go install honnef.co/go/tools/cmd/staticcheck@v0.8.2"; exit 1; fi
+staticcheck ./...
 
 go test -race -count=1 -timeout 20m ./...
 
