@@ -26,11 +26,14 @@ type IOStreams struct {
 
 	stdinTTY, stdoutTTY, stderrTTY bool
 	colorEnabled                   bool
+	// width pins TerminalWidth when > 0; getenv reads COLUMNS (nil: not consulted).
+	width  int
+	getenv func(string) string
 }
 
 // System returns the process's streams with terminal and colour detection from the environment.
 func System() *IOStreams {
-	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, getenv: os.Getenv}
 	s.stdinTTY = isTerminal(os.Stdin)
 	s.stdoutTTY = isTerminal(os.Stdout)
 	s.stderrTTY = isTerminal(os.Stderr)

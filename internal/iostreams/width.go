@@ -1,0 +1,35 @@
+package iostreams
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/term"
+)
+
+// TerminalWidth is the number of columns output may use: COLUMNS when it is set to a positive
+// number (as shells export it, and as tests pin it), else the width of the terminal on stdout,
+// else 0, meaning no limit (piped output is never wrapped, so scripts see whole lines).
+func (s *IOStreams) TerminalWidth() int {
+	if s.width > 0 {
+		return s.width
+	}
+	if s.getenv != nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(s.getenv("COLUMNS"))); err == nil && n > 0 {
+			return n
+		}
+	}
+	if !s.stdoutTTY {
+		return 0
+	}
+	if f, ok := s.Out.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return w
+		}
+	}
+	return 0
+}
+
+// SetTerminalWidth pins TerminalWidth (tests); 0 goes back to detection.
+func (s *IOStreams) SetTerminalWidth(w int) { s.width = w }
