@@ -29,11 +29,13 @@ type IOStreams struct {
 	// width pins TerminalWidth when > 0; getenv reads COLUMNS (nil: not consulted).
 	width  int
 	getenv func(string) string
+	// outFile is the process's stdout, kept for its size when Out is wrapped (a pager, progress).
+	outFile *os.File
 }
 
 // System returns the process's streams with terminal and colour detection from the environment.
 func System() *IOStreams {
-	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, getenv: os.Getenv}
+	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, getenv: os.Getenv, outFile: os.Stdout}
 	s.stdinTTY = isTerminal(os.Stdin)
 	s.stdoutTTY = isTerminal(os.Stdout)
 	s.stderrTTY = isTerminal(os.Stderr)

@@ -23,7 +23,11 @@ func (s *IOStreams) TerminalWidth() int {
 	if !s.stdoutTTY {
 		return 0
 	}
-	if f, ok := s.Out.(*os.File); ok {
+	f, ok := s.Out.(*os.File)
+	if !ok {
+		f = s.outFile
+	}
+	if f != nil {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
 			return w
 		}
@@ -33,3 +37,14 @@ func (s *IOStreams) TerminalWidth() int {
 
 // SetTerminalWidth pins TerminalWidth (tests); 0 goes back to detection.
 func (s *IOStreams) SetTerminalWidth(w int) { s.width = w }
+
+// Getenv reads the process environment of System streams ("" for Test streams and unset keys).
+func (s *IOStreams) Getenv(key string) string {
+	if s.getenv == nil {
+		return ""
+	}
+	return s.getenv(key)
+}
+
+// SetGetenv replaces the environment Getenv and TerminalWidth read (tests).
+func (s *IOStreams) SetGetenv(f func(string) string) { s.getenv = f }

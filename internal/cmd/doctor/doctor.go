@@ -141,9 +141,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 }
 
 func runDoctor(ctx context.Context, opts *Options) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx, stop := cli.Progress(ctx, opts.IO, opts.Output)
+	defer stop()
 	if opts.Explain != "" {
 		return explain(opts)
 	}

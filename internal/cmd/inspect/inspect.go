@@ -170,9 +170,8 @@ func batchesOptions(opts *Options) inspect.BatchesOptions {
 }
 
 func runInspect(ctx context.Context, opts *Options) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx, stop := cli.Progress(ctx, opts.IO, opts.Output)
+	defer stop()
 	store, err := opts.OpenStore(ctx, opts.Location)
 	if err != nil {
 		return err
