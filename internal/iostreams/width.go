@@ -47,4 +47,10 @@ func (s *IOStreams) Getenv(key string) string {
 }
 
 // SetGetenv replaces the environment Getenv and TerminalWidth read (tests).
-func (s *IOStreams) SetGetenv(f func(string) string) { s.getenv = f }
+func (s *IOStreams) SetGetenv(f func(string) string) {
+	s.getenv = f
+	s.lookup = func(k string) (string, bool) {
+		v := f(k)
+		return v, v != ""
+	}
+}

@@ -217,6 +217,12 @@ func runInspect(ctx context.Context, opts *Options) error {
 	if opts.Output == render.FormatJSON {
 		return render.JSON(opts.IO.Out, doc)
 	}
+	if _, ok := doc.(*inspect.BatchList); ok {
+		// A row per batch outgrows the screen: page it on a terminal, as git and gh do.
+		stop()
+		_ = opts.IO.StartPager()
+		defer opts.IO.StopPager()
+	}
 	r := render.New(opts.IO)
 	switch d := doc.(type) {
 	case *inspect.Summary:
