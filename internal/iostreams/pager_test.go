@@ -27,7 +27,9 @@ func TestPagerCommand(t *testing.T) {
 
 func TestNoPagerWithoutATerminal(t *testing.T) {
 	s, _, out, _ := Test()
-	s.lookup = func(k string) (string, bool) { return map[string]string{"PAGER": "sh -c 'echo paged'"}[k], k == "PAGER" }
+	s.lookup = func(k string) (string, bool) {
+		return map[string]string{"PAGER": "sh -c 'echo paged'"}[k], k == "PAGER"
+	}
 	if err := s.StartPager(); err != nil {
 		t.Fatal(err)
 	}
