@@ -216,6 +216,6 @@ func explain(opts *Options) error {
 		return render.JSON(opts.IO.Out, explainDoc{c.ID, c.Title, c.Severities, c.Summary, c.Explanation, c.SparkError, c.Fix})
 	}
 	page, _ := doctor.Explain(c.ID)
-	fmt.Fprint(opts.IO.Out, page)
+	render.New(opts.IO).Markdown(page) // rendered on a terminal, Markdown as it is when piped
 	return nil
 }
