@@ -5,6 +5,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/cmd/broker"
+	"github.com/ckpt-dev/ckpt/internal/cmd/cp"
 	"github.com/ckpt-dev/ckpt/internal/cmd/doctor"
 	"github.com/ckpt-dev/ckpt/internal/cmd/inspect"
 	"github.com/ckpt-dev/ckpt/internal/cmd/lag"
@@ -29,6 +30,7 @@ func commands(env *cli.Env) []*cobra.Command {
 		offsets.NewCmd(env, nil),
 		rewind.NewCmd(env, nil),
 		sink.NewCmd(env, nil),
+		cp.NewCmd(env, nil),
 		statecmd.NewCmd(env, nil),
 		run.NewCmd(env, nil),
 		broker.NewCmd(env),
