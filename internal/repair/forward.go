@@ -56,6 +56,9 @@ func checkAction(s storage.Store, a Action) error {
 	if a.Op == OpDelete && IsSinkLogFile(a.Path) {
 		return confineSinkLog(s, a.Path) // `ckpt rewind --sink`, in the sink's own journal
 	}
+	if a.Op == OpWrite && IsSinkLogFile(a.Path) && strings.HasSuffix(a.Path, ".compact") {
+		return confineSinkLog(s, a.Path) // `ckpt sink repair` writes a rebuilt compaction file
+	}
 	if err := Confine(s, a.Path); err != nil {
 		return err
 	}
