@@ -25,6 +25,7 @@ import (
 	"sync"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/progress"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -213,6 +214,7 @@ func Load(ctx context.Context, s storage.Store) (*Checkpoint, error) {
 
 func loadLog(ctx context.Context, s storage.Store, dir string) (*Log, error) {
 	b := newLogBuilder(dir)
+	progress.Stage(ctx, "listing "+dir+"/")
 	err := storage.EachName(ctx, s, dir, func(p string, isDir bool) error {
 		b.add(storage.Entry{Path: p, IsDir: isDir}) // copies what it keeps
 		return nil

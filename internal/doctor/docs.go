@@ -14,7 +14,8 @@ const pageIntro = `# ckpt doctor: finding codes
 ` + "`ckpt doctor <checkpoint>`" + ` finds every known bad condition in a Spark Structured Streaming
 checkpoint. Each finding has a stable **code** (listed below; never renamed or reused), a severity,
 a plain explanation, the Spark error it causes and the command that fixes it. ` + "`ckpt doctor --explain CODE`" + `
-prints one section of this page.
+prints one section of this page: rendered for the terminal (bold headings, coloured code, wrapped to
+its width) on a terminal, as Markdown when piped.
 
 What a restart does is decided by ckpt's one recovery planner, the same one ` + "`ckpt replay`" + ` shows and
 ` + "`ckpt repair`" + ` verifies with, so doctor and replay never disagree.

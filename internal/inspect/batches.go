@@ -15,6 +15,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/progress"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -156,6 +157,8 @@ func EachBatch(ctx context.Context, store storage.Store, opts BatchesOptions, fn
 		}
 	}
 	parsed := make([]parsedOffsets, 0, min(len(offIDs), batchChunk))
+	progress.Stage(ctx, "reading offsets/")
+	progress.From(ctx).Expect(progress.Read, len(offIDs))
 	for start := 0; start < len(offIDs); start += batchChunk {
 		chunk := offIDs[start:min(start+batchChunk, len(offIDs))]
 		parsed, err = readOffsets(ctx, store, cp, chunk, opts.Parallelism, parsed[:0])

@@ -26,11 +26,19 @@ type IOStreams struct {
 
 	stdinTTY, stdoutTTY, stderrTTY bool
 	colorEnabled                   bool
+	// width pins TerminalWidth when > 0; getenv reads COLUMNS (nil: not consulted).
+	width  int
+	getenv func(string) string
+	// outFile is the process's stdout, kept for its size when Out is wrapped (a pager, progress).
+	outFile *os.File
+	// lookup tells an empty variable from an unset one (PAGER=); pager is the running pager.
+	lookup func(string) (string, bool)
+	pager  *pager
 }
 
 // System returns the process's streams with terminal and colour detection from the environment.
 func System() *IOStreams {
-	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, getenv: os.Getenv, outFile: os.Stdout, lookup: os.LookupEnv}
 	s.stdinTTY = isTerminal(os.Stdin)
 	s.stdoutTTY = isTerminal(os.Stdout)
 	s.stderrTTY = isTerminal(os.Stderr)

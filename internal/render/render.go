@@ -41,6 +41,8 @@ type Renderer struct {
 	tty    bool
 	lg     *lipgloss.Renderer
 	styled bool
+	// width is the terminal's width in cells (0: no limit); tables on a terminal fit in it.
+	width int
 }
 
 // New returns a renderer for io.Out.
@@ -51,7 +53,17 @@ func New(io *iostreams.IOStreams) *Renderer {
 	} else {
 		lg.SetColorProfile(termenv.Ascii)
 	}
-	return &Renderer{w: io.Out, tty: io.IsStdoutTTY(), lg: lg, styled: io.ColorEnabled()}
+	r := &Renderer{w: io.Out, tty: io.IsStdoutTTY(), lg: lg, styled: io.ColorEnabled()}
+	if r.tty {
+		r.width = io.TerminalWidth()
+	}
+	return r
+}
+
+// Width is the number of cells a line may take on the terminal, 0 when there is no limit
+// (piped output is never wrapped).
+func (r *Renderer) Width() int {
+	return r.width
 }
 
 // Writer is the stream the renderer writes to.
@@ -96,13 +108,15 @@ type Table struct {
 	Rows    [][]string
 }
 
-// Table writes t: with a rounded border on a terminal, as space-aligned columns when piped so
-// that the text is stable for scripts and golden tests.
+// Table writes t: with a rounded border on a terminal, its cells wrapped at spaces so that the
+// box fits the terminal's width, and as space-aligned columns when piped so that the text is
+// stable for scripts and golden tests. Headers are upper case in both.
 func (r *Renderer) Table(t Table) {
 	if t.Title != "" {
 		fmt.Fprintln(r.w, r.Bold(t.Title))
 	}
 	if r.tty {
+		headers, rows := fitTable(upper(t.Headers), t.Rows, r.width)
 		header := r.lg.NewStyle().Bold(true).Padding(0, 1)
 		cell := r.lg.NewStyle().Padding(0, 1)
 		if r.styled {
@@ -110,7 +124,7 @@ func (r *Renderer) Table(t Table) {
 		}
 		tb := table.New().Border(lipgloss.RoundedBorder()).
 			BorderStyle(r.lg.NewStyle().Foreground(lipgloss.Color("8"))).
-			Headers(t.Headers...).Rows(t.Rows...).
+			Headers(headers...).Rows(rows...).
 			StyleFunc(func(row, _ int) lipgloss.Style {
 				if row == table.HeaderRow {
 					return header
@@ -135,11 +149,8 @@ func writePlain(w io.Writer, headers []string, rows [][]string) {
 			width[i] = max(width[i], lipgloss.Width(c))
 		}
 	}
-	upper := make([]string, len(headers))
-	for i, h := range headers {
-		upper[i] = strings.ToUpper(h)
-	}
-	measure(upper)
+	up := upper(headers)
+	measure(up)
 	for _, row := range rows {
 		measure(row)
 	}
@@ -154,11 +165,19 @@ func writePlain(w io.Writer, headers []string, rows [][]string) {
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
 	if len(headers) > 0 {
-		line(upper)
+		line(up)
 	}
 	for _, row := range rows {
 		line(row)
 	}
+}
+
+func upper(headers []string) []string {
+	out := make([]string, len(headers))
+	for i, h := range headers {
+		out[i] = strings.ToUpper(h)
+	}
+	return out
 }
 
 // KV writes aligned "key: value" lines, for summaries.
@@ -168,7 +187,14 @@ func (r *Renderer) KV(pairs [][2]string) {
 		w = max(w, len(p[0]))
 	}
 	for _, p := range pairs {
-		fmt.Fprintf(r.w, "%s%s  %s\n", r.Faint(p[0]+":"), strings.Repeat(" ", w-len(p[0])), p[1])
+		v := p[1]
+		if r.width > 0 {
+			// Continuation lines hang under the value; a word is never cut here, the terminal
+			// folds one that is wider than the line.
+			pad := w + 3
+			v = strings.ReplaceAll(wrapWords(v, r.width-pad, false), "\n", "\n"+strings.Repeat(" ", pad))
+		}
+		fmt.Fprintf(r.w, "%s%s  %s\n", r.Faint(p[0]+":"), strings.Repeat(" ", w-len(p[0])), v)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"github.com/ckpt-dev/ckpt/internal/progress"
 )
 
 // NameLister is implemented by stores that can list a directory's names more
@@ -31,6 +33,13 @@ type NameLister interface {
 // a caller that keeps only batch ids lists a million files in little memory.
 func EachName(ctx context.Context, s Store, dir string, fn func(path string, isDir bool) error) error {
 	if nl, ok := s.(NameLister); ok {
+		if m := progress.From(ctx); m != nil {
+			inner := fn
+			fn = func(path string, isDir bool) error {
+				m.Add(progress.Listed, 1)
+				return inner(path, isDir)
+			}
+		}
 		return nl.EachName(ctx, dir, fn)
 	}
 	es, err := s.List(ctx, dir)

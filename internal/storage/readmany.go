@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"sync"
+
+	"github.com/ckpt-dev/ckpt/internal/progress"
 )
 
 // DefaultReadParallelism is ReadMany's parallelism when given 0 or less:
@@ -20,6 +22,8 @@ func ReadMany(ctx context.Context, s Store, paths []string, parallelism int) ([]
 	}
 	parallelism = min(parallelism, len(paths))
 	out := make([][]byte, len(paths))
+	meter := progress.From(ctx)
+	meter.Expect(progress.Read, len(paths))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -44,6 +48,7 @@ func ReadMany(ctx context.Context, s Store, paths []string, parallelism int) ([]
 					continue
 				}
 				out[i] = b
+				meter.Add(progress.Read, 1)
 			}
 		}()
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/ckpt-dev/ckpt/internal/progress"
 )
 
 // S3 is a Store on an S3 bucket below a key prefix, through aws-sdk-go-v2.
@@ -344,6 +346,7 @@ func (s *S3) List(ctx context.Context, dir string) ([]Entry, error) {
 		if err != nil {
 			return nil, pathErr(OpList, s.uri, c, s.s3Err(err))
 		}
+		progress.Add(ctx, progress.Listed, len(page.CommonPrefixes)+len(page.Contents))
 		for _, cp := range page.CommonPrefixes {
 			if r, ok := s.rel(strings.TrimSuffix(aws.ToString(cp.Prefix), "/")); ok {
 				out = append(out, Entry{Path: r, IsDir: true})
@@ -375,6 +378,7 @@ func (s *S3) Walk(ctx context.Context, dir string) ([]Entry, error) {
 		if err != nil {
 			return nil, pathErr(OpWalk, s.uri, c, s.s3Err(err))
 		}
+		progress.Add(ctx, progress.Listed, len(page.Contents))
 		for _, o := range page.Contents {
 			key := aws.ToString(o.Key)
 			if strings.HasSuffix(key, "/") {

@@ -147,9 +147,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 }
 
 func runDoctor(ctx context.Context, opts *Options) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx, stop := cli.Progress(ctx, opts.IO, opts.Output)
+	defer stop()
 	if opts.Explain != "" {
 		return explain(opts)
 	}
@@ -223,6 +222,6 @@ func explain(opts *Options) error {
 		return render.JSON(opts.IO.Out, explainDoc{c.ID, c.Title, c.Severities, c.Summary, c.Explanation, c.SparkError, c.Fix})
 	}
 	page, _ := doctor.Explain(c.ID)
-	fmt.Fprint(opts.IO.Out, page)
+	render.New(opts.IO).Markdown(page) // rendered on a terminal, Markdown as it is when piped
 	return nil
 }

@@ -174,9 +174,8 @@ func batchesOptions(opts *Options) inspect.BatchesOptions {
 }
 
 func runInspect(ctx context.Context, opts *Options) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx, stop := cli.Progress(ctx, opts.IO, opts.Output)
+	defer stop()
 	store, err := opts.OpenStore(ctx, opts.Location)
 	if err != nil {
 		return err
@@ -221,6 +220,12 @@ func runInspect(ctx context.Context, opts *Options) error {
 	}
 	if opts.Output == render.FormatJSON {
 		return render.JSON(opts.IO.Out, doc)
+	}
+	if _, ok := doc.(*inspect.BatchList); ok {
+		// A row per batch outgrows the screen: page it on a terminal, as git and gh do.
+		stop()
+		_ = opts.IO.StartPager()
+		defer opts.IO.StopPager()
 	}
 	r := render.New(opts.IO)
 	switch d := doc.(type) {

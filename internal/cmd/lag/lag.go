@@ -167,6 +167,11 @@ func runLag(ctx context.Context, opts *Options) error {
 	if err := validate(opts); err != nil {
 		return err
 	}
+	if !opts.Watch && opts.Serve == "" {
+		var stop func()
+		ctx, stop = cli.Progress(ctx, opts.IO, opts.Output)
+		defer stop()
+	}
 	cl, err := opts.Broker.KgoClient(ctx)
 	if err != nil {
 		return err

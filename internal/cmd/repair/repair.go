@@ -189,9 +189,8 @@ func (o *Options) plannerOptions(sinkLatest *int64) recovery.Options {
 }
 
 func runRepair(ctx context.Context, opts *Options) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx, stop := cli.Progress(ctx, opts.IO, opts.Output)
+	defer stop()
 	store, err := opts.OpenStore(ctx, opts.Checkpoint)
 	if err != nil {
 		return err

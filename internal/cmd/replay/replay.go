@@ -152,9 +152,8 @@ func validPoint(p string) bool {
 }
 
 func runReplay(ctx context.Context, opts *Options) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx, stop := cli.Progress(ctx, opts.IO, opts.Output)
+	defer stop()
 	store, err := opts.OpenStore(ctx, opts.Location)
 	if err != nil {
 		return err

@@ -1,0 +1,181 @@
+package render
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Ellipsis marks a word cut to fit its column.
+const Ellipsis = "…"
+
+// tableOverhead is what a bordered table with one space of padding on each side of a cell adds
+// to the widths of its n columns: two spaces and one rule per column, and the closing rule.
+func tableOverhead(n int) int { return 3*n + 1 }
+
+// fitWidths shrinks the natural widths of columns so that their sum is at most avail. Each column
+// first gets its floor (its header or longest word, up to minColumn cells, or less if the screen
+// is too narrow even for that), then the space left goes one cell at a time to the columns that
+// still want more, so a long message column gives way before a column of batch ids does.
+func fitWidths(natural, floor []int, avail int) []int {
+	sum := 0
+	for _, w := range natural {
+		sum += w
+	}
+	if sum <= avail || len(natural) == 0 {
+		return append([]int(nil), natural...)
+	}
+	out := make([]int, len(natural))
+	left := avail
+	for i := range natural {
+		out[i] = min(floor[i], natural[i])
+		left -= out[i]
+	}
+	if left < 0 {
+		// Too narrow for the floors: every column from one cell, growing evenly to its floor.
+		left = avail
+		for i := range out {
+			out[i] = 1
+			left--
+		}
+		grow(out, floor, &left)
+	}
+	grow(out, natural, &left)
+	return out
+}
+
+// grow hands out the left cells one at a time, round robin, to the columns below their target.
+func grow(out, target []int, left *int) {
+	for *left > 0 {
+		grew := false
+		for i := range out {
+			if *left > 0 && out[i] < target[i] {
+				out[i]++
+				*left--
+				grew = true
+			}
+		}
+		if !grew {
+			return
+		}
+	}
+}
+
+// minColumn caps the floor of a column: a column never claims more than this before the others
+// had their share.
+const minColumn = 10
+
+// Wrap breaks s into lines of at most width cells, at spaces: a word is never split, and a word
+// wider than the line is cut with an ellipsis (in its middle if it is a path, whose last element
+// is what the reader looks for). Existing line breaks are kept. width < 1 returns s unchanged.
+func Wrap(s string, width int) string { return wrapWords(s, width, true) }
+
+// wrapWords is Wrap; without cut, a word wider than the line stays whole on its own line.
+func wrapWords(s string, width int, cut bool) string {
+	if width < 1 {
+		return s
+	}
+	var out []string
+	for _, para := range strings.Split(s, "\n") {
+		out = append(out, wrapLine(para, width, cut)...)
+	}
+	return strings.Join(out, "\n")
+}
+
+func wrapLine(s string, width int, cut bool) []string {
+	if lipgloss.Width(s) <= width {
+		return []string{s}
+	}
+	indent := s[:len(s)-len(strings.TrimLeft(s, " "))]
+	if len(indent) >= width {
+		indent = ""
+	}
+	var lines []string
+	var cur strings.Builder
+	curW := 0
+	cur.WriteString(indent)
+	curW = len(indent)
+	for _, word := range strings.Fields(s) {
+		ww := lipgloss.Width(word)
+		if cut && ww > width-len(indent) {
+			word = Truncate(word, width-len(indent))
+			ww = lipgloss.Width(word)
+		}
+		switch {
+		case curW == len(indent):
+		case curW+1+ww <= width:
+			cur.WriteByte(' ')
+			curW++
+		default:
+			lines = append(lines, cur.String())
+			cur.Reset()
+			cur.WriteString(indent)
+			curW = len(indent)
+		}
+		cur.WriteString(word)
+		curW += ww
+	}
+	return append(lines, cur.String())
+}
+
+// Truncate cuts s to at most width cells with an ellipsis: at the end, or in the middle for a
+// path (a/b/c), so that its last element stays readable.
+func Truncate(s string, width int) string {
+	w := lipgloss.Width(s)
+	if w <= width {
+		return s
+	}
+	if width < 1 {
+		return ""
+	}
+	if width == 1 {
+		return Ellipsis
+	}
+	if r := []rune(s); strings.Contains(s, "/") && width >= 8 && len(r) == w {
+		tail := (width - 1) / 2
+		head := width - 1 - tail
+		return string(r[:head]) + Ellipsis + string(r[len(r)-tail:])
+	}
+	return ansi.Truncate(s, width, Ellipsis)
+}
+
+// fitTable wraps the headers and cells of a table so that, drawn with a border, it is at most
+// width cells wide. width < 1 leaves them as they are.
+func fitTable(headers []string, rows [][]string, width int) ([]string, [][]string) {
+	n := len(headers)
+	for _, r := range rows {
+		n = max(n, len(r))
+	}
+	if width < 1 || n == 0 {
+		return headers, rows
+	}
+	natural, floor := make([]int, n), make([]int, n)
+	measure := func(row []string) {
+		for i, c := range row {
+			for _, l := range strings.Split(c, "\n") {
+				natural[i] = max(natural[i], lipgloss.Width(l))
+				for _, w := range strings.Fields(l) {
+					floor[i] = max(floor[i], min(lipgloss.Width(w), minColumn))
+				}
+			}
+		}
+	}
+	measure(headers)
+	for _, r := range rows {
+		measure(r)
+	}
+	widths := fitWidths(natural, floor, width-tableOverhead(n))
+	wrapRow := func(row []string) []string {
+		out := make([]string, len(row))
+		for i, c := range row {
+			out[i] = Wrap(c, widths[i])
+		}
+		return out
+	}
+	newRows := make([][]string, len(rows))
+	for i, r := range rows {
+		newRows[i] = wrapRow(r)
+	}
+	return wrapRow(headers), newRows
+}
