@@ -274,7 +274,7 @@ func (l Location) rel(p Location) (string, bool) {
 		return "", false
 	}
 	prefix := strings.TrimSuffix(l.Path, "/") + "/"
-	if !strings.HasPrefix(p.Path, prefix) {
+	if !strings.HasPrefix(p.Path, prefix) || len(p.Path) == len(prefix) {
 		return "", false
 	}
 	return p.Path[len(prefix):], true
