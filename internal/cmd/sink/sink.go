@@ -259,16 +259,19 @@ func repairLog(ctx context.Context, opts *Options, store storage.Store) error {
 	doc := &repairDoc{Rebuild: rb, Actions: []repair.Action{}}
 	for _, c := range rb.Compacts {
 		reason := fmt.Sprintf("rebuilt from %s: %d entries", strings.Join(c.From, ", "), c.Entries)
-		if c.Corrupt == "" {
+		if c.Replaces == "" {
 			doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpWrite, Path: c.Path, Data: c.Data, Reason: reason, Code: doctor.CodeSinkLogBatchMissing})
 			continue
 		}
 		if c.CRC != "" {
 			doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpDelete, Path: c.CRC,
-				Reason: "checksum of the damaged file: Hadoop would reject the rebuilt bytes with it", Code: doctor.CodeCorruptLogFile})
+				Reason: "checksum of the replaced file: Hadoop would reject the rebuilt bytes with it", Code: doctor.CodeCorruptLogFile})
 		}
-		doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpReplace, Path: c.Path, Data: c.Data,
-			Reason: "damaged; " + reason, Code: doctor.CodeCorruptLogFile})
+		code, why := doctor.CodeCorruptLogFile, "damaged; "
+		if c.Reason == "drop-missing" {
+			code, why = doctor.CodeSinkFileMissing, fmt.Sprintf("%d entr(ies) naming gone data files left out; ", len(c.Dropped))
+		}
+		doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpReplace, Path: c.Path, Data: c.Data, Reason: why + reason, Code: code})
 	}
 	for i := range doc.Actions {
 		if err := repair.Fill(ctx, store, &doc.Actions[i]); err != nil {
