@@ -377,9 +377,10 @@ other file has: restore it from a backup.`,
 gone makes every read of the output fail. It is typical after a manual cleanup or a lifecycle rule on
 the bucket, or after copying the output without all its files.`,
 		SparkError: "```\njava.io.FileNotFoundException: File file:/out/part-00000-….parquet does not exist\n```",
-		Fix: `Restore the file from a backup. When a compaction file is rebuilt anyway (it is missing or
-damaged), ` + "`ckpt sink repair <output> --drop-missing`" + ` leaves out the entries whose files are gone
-(journaled, undoable).`,
+		Fix: `Restore the file from a backup. If the data is lost for good,
+` + "`ckpt sink repair <output> --drop-missing`" + ` rewrites the latest compaction file without the entries whose
+files are gone (journaled, undoable with ` + "`ckpt repair undo`" + `); an entry of a batch file after it cannot be
+dropped, as that file is the batch's own record.`,
 	},
 	{
 		ID:         CodeSinkFileSizeMismatch,

@@ -37,7 +37,8 @@ ckpt doctor --explain CODE
 * ` + "`--sink`" + `: a file sink's output directory (the one holding ` + "`_spark_metadata`" + `), to compare with the
   checkpoint.
 * ` + "`--deep`" + `: read every log file instead of only those a restart reads (plus zero-byte files, which the
-  listing shows).
+  listing shows); with ` + "`--sink`" + `, also compare the files the sink's log lists as live with the output's data
+  files (the ` + "`sink-file-*`" + ` and ` + "`sink-log-batch-missing`" + ` codes, as ` + "`ckpt sink verify`" + `, [sink.md](sink.md)).
 * ` + "`--fail-on`" + `: the lowest severity that makes the exit code 3 (default ` + "`error`" + `).
 * ` + "`--bootstrap-server`" + `: the Kafka cluster the query reads. doctor then also checks the offsets the
   restart reads next against the broker's earliest and latest offsets (the broker codes at the end of

@@ -220,6 +220,11 @@ func fill(ctx context.Context, s storage.Store, a *Action) error {
 			return fmt.Errorf("repair: planned to create %s, which exists", a.Path)
 		}
 		a.After, a.Size = DigestOf(a.Data), int64(len(a.Data))
+	case OpReplace:
+		if d.Absent() {
+			return fmt.Errorf("repair: planned to replace %s, which does not exist", a.Path)
+		}
+		a.After, a.Size = DigestOf(a.Data), int64(len(a.Data))
 	}
 	return nil
 }
