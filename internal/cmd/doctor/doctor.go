@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -45,6 +46,9 @@ type Options struct {
 	// Broker is --bootstrap-server and the Kafka client options: with a broker, doctor also
 	// checks the offsets the restart reads next against it. Default: none.
 	Broker cli.BrokerFlags
+	// Detected is what the checkpoint showed and the restart options took from it (set by
+	// runDoctor; nil when the flags said it all or the defaults stood).
+	Detected *detect.Result
 	// FailOnDataLoss is --fail-on-data-loss, the Kafka source option the broker checks model.
 	// Default: true, Spark's default.
 	FailOnDataLoss bool
@@ -158,6 +162,7 @@ func runDoctor(ctx context.Context, opts *Options) error {
 	if len(cp.Root) == 0 {
 		return fmt.Errorf("%s holds no checkpoint (the directory is missing or empty)", opts.Checkpoint)
 	}
+	opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	dopts := doctor.Options{
 		Mode:                opts.Mode,
 		SparkVersion:        opts.SparkVersion,
@@ -187,7 +192,7 @@ func runDoctor(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if opts.Output == render.FormatJSON {
-		if err := render.JSON(opts.IO.Out, rep); err != nil {
+		if err := render.JSON(opts.IO.Out, withDetected{rep, opts.Detected}); err != nil {
 			return err
 		}
 	} else {
