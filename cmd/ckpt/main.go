@@ -7,7 +7,12 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cmd/root"
 )
 
-// version is set by the release build (-ldflags "-X main.version=...").
-var version = "dev"
+// version, commit and date are set by the release build (goreleaser.yaml:
+// -ldflags "-X main.version=... -X main.commit=... -X main.date=...").
+var (
+	version = "dev"
+	commit  = ""
+	date    = ""
+)
 
-func main() { os.Exit(root.Main(version)) }
+func main() { os.Exit(root.Main(version, commit, date)) }

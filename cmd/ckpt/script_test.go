@@ -19,7 +19,7 @@ var scriptSetup []func(env *testscript.Env) error
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"ckpt": func() { os.Exit(root.Main("test")) },
+		"ckpt": func() { os.Exit(root.Main("test", "", "")) },
 	})
 }
 

@@ -21,6 +21,9 @@ import (
 type Env struct {
 	IO      *iostreams.IOStreams
 	Version string
+	// Commit and BuildDate are set by the release build (ldflags); "" otherwise (ckpt version
+	// then reads the module's build info).
+	Commit, BuildDate string
 	// Storage holds the S3 settings from the global flags; OpenStore uses them.
 	Storage storage.Options
 	// Now is the clock; tests pin it.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
 )
 
 // Severity ranks a finding. The names are part of the JSON contract.
@@ -81,6 +82,10 @@ const (
 	CodeSinkAhead               = "sink-ahead"
 	CodeSinkBehind              = "sink-behind"
 	CodeSinkEntryOutside        = "sink-entry-outside"
+	CodeSinkLogBatchMissing     = sinklog.CodeLogBatchMissing
+	CodeSinkFileMissing         = sinklog.CodeFileMissing
+	CodeSinkFileSizeMismatch    = sinklog.CodeFileSizeMismatch
+	CodeSinkFileExtra           = sinklog.CodeFileExtra
 	CodeCommitLag               = "commit-lag"
 	CodeAsyncProgressGaps       = "async-progress-gaps"
 	CodeOrphanChecksum          = "orphan-checksum"
@@ -346,6 +351,59 @@ none of them is below it (the output was copied or moved), with the directory mo
 		SparkError: "",
 		Fix: `Find out how the entry got there. If the log was edited or copied from another query, restore
 ` + "`_spark_metadata`" + ` from a backup; do not read the output through its log until then.`,
+	},
+	{
+		ID:         CodeSinkLogBatchMissing,
+		Title:      "A file of the file sink's log that readers need is gone",
+		Severities: []Severity{Error},
+		Summary:    "A batch file or compaction file of `_spark_metadata` that Spark's `allFiles` reads (the latest compaction and every batch after it) does not exist (`ckpt sink verify`, `doctor --sink --deep`).",
+		Explanation: `Readers of a file sink (a batch read of the output directory, and the sink itself when it
+lists its files) read the latest compaction file and every batch file after it. When one is missing,
+Spark retries (it may be a compaction in progress) and then fails: the output cannot be read through its
+log. A missing compaction file is usually a failed upload or a cleanup that went wrong; its
+entries are the previous compaction's plus the batches since, which ` + "`ckpt sink repair`" + ` rebuilds if
+those files still exist.`,
+		SparkError: "```\njava.lang.IllegalStateException: file:/out/_spark_metadata/19.compact doesn't exist (latestId: 21, compactInterval: 10)\n```",
+		Fix: `For a compaction file: ` + "`ckpt sink repair <output>`" + ` plans a rebuild by Spark's compaction rules
+(` + "`--execute`" + ` applies it, journaled; ` + "`ckpt repair undo`" + ` reverts it). A batch's own file holds entries no
+other file has: restore it from a backup.`,
+	},
+	{
+		ID:         CodeSinkFileMissing,
+		Title:      "A data file the file sink's log lists is gone",
+		Severities: []Severity{Error},
+		Summary:    "A live entry of `_spark_metadata` (an add no delete cancels) names a data file that is not in the output (`ckpt sink verify`, `doctor --sink --deep`).",
+		Explanation: `Readers take the file list from the log and open every file in it, so a listed file that is
+gone makes every read of the output fail. It is typical after a manual cleanup or a lifecycle rule on
+the bucket, or after copying the output without all its files.`,
+		SparkError: "```\njava.io.FileNotFoundException: File file:/out/part-00000-….parquet does not exist\n```",
+		Fix: `Restore the file from a backup. When a compaction file is rebuilt anyway (it is missing or
+damaged), ` + "`ckpt sink repair <output> --drop-missing`" + ` leaves out the entries whose files are gone
+(journaled, undoable).`,
+	},
+	{
+		ID:         CodeSinkFileSizeMismatch,
+		Title:      "A data file's size differs from the size the file sink's log records",
+		Severities: []Severity{Error},
+		Summary:    "A live data file of a file sink has a size other than the one its `_spark_metadata` entry records.",
+		Explanation: `Readers plan their splits from the sizes in the log, not from the files: a file that shrank
+is read past its end (an error or a corrupt read), one that grew is read only in part. Spark never
+rewrites a data file it logged: the file was replaced or truncated from outside.`,
+		SparkError: "",
+		Fix:        `Restore the file from a backup, or find what rewrote it. The log's size is the size Spark wrote.`,
+	},
+	{
+		ID:         CodeSinkFileExtra,
+		Title:      "A data file in the file sink's output that the log does not list",
+		Severities: []Severity{Info},
+		Summary:    "A data file in the output directory (not hidden: no element starting with `_` or `.`) that no live `_spark_metadata` entry lists.",
+		Explanation: `Readers that go through the log do not see it. This is normal after a failed batch (the
+task files were written, the log entry never was; the re-run writes new files under new names), after
+` + "`ckpt rewind --sink`" + `, or for files deleted from the log by a delete entry. Readers that list the
+directory without the log (a plain Parquet read of a sub-directory) do see it, and may count its rows twice.`,
+		SparkError: "",
+		Fix: `Nothing blocks readers. Move the files away once you have checked they are leftovers of failed
+batches; ` + "`ckpt sink verify -o json`" + ` lists them.`,
 	},
 	{
 		ID:         CodeCommitLag,

@@ -108,6 +108,9 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 		if err := r.deep(); err != nil {
 			return nil, err
 		}
+		if err := r.sinkFiles(); err != nil {
+			return nil, err
+		}
 	}
 	r.broker()
 	sortFindings(r.findings)

@@ -198,7 +198,7 @@ func TestConformanceSinkLog(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			s := be.open(t, dir)
-			target, err := Detect(ctx, s)
+			target, err := Detect(ctx, s, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -246,7 +246,7 @@ func TestS3SameAsMem(t *testing.T) {
 		}
 	}
 	for _, st := range []storage.Store{mem, s3} {
-		if tg, err := Detect(ctx, st); err != nil || tg.Kind != KindCheckpoint {
+		if tg, err := Detect(ctx, st, false); err != nil || tg.Kind != KindCheckpoint {
 			t.Fatalf("Detect = %+v, %v", tg, err)
 		}
 	}

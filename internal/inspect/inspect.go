@@ -12,12 +12,9 @@ package inspect
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io/fs"
-	"path"
-	"strings"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -45,103 +42,29 @@ type Target struct {
 	Dir string
 }
 
-// NotFoundError says that a location holds neither a checkpoint nor a sink log.
-type NotFoundError struct {
-	URI string
-	// Hint, when set, says what the location looks like instead.
-	Hint string
-}
-
-// Error names the location and what was expected there.
-func (e *NotFoundError) Error() string {
-	msg := fmt.Sprintf("no checkpoint found at %s: expected offsets/, commits/ or metadata (or a file sink's %s/)", e.URI, SinkMetadataDir)
-	if e.Hint != "" {
-		msg += "; " + e.Hint
-	}
-	return msg
-}
-
-// Detect decides what the location is from one listing: a checkpoint (offsets/, commits/ or a
-// metadata file), a file sink output directory (_spark_metadata/), or a sink log directory
+// Detect decides what the location is, with checkpoint.Detect (the one rule every command
+// applies): a checkpoint, a file sink output directory (_spark_metadata/), or a sink log directory
 // itself (named _spark_metadata, or batch files whose latest holds sink entries). Anything else is
-// a *NotFoundError.
-func Detect(ctx context.Context, store storage.Store) (Target, error) {
-	entries, err := store.List(ctx, "")
+// a *checkpoint.NotCheckpointError saying what the location holds; with allowEmpty an empty or
+// unrelated directory is inspected as a checkpoint that has not started.
+func Detect(ctx context.Context, store storage.Store, allowEmpty bool) (Target, error) {
+	loc, err := checkpoint.Detect(ctx, store)
 	if err != nil {
 		return Target{}, err
 	}
-	base := uriBase(store.URI())
-	if sinklog.Locate(store.URI()) == "" && len(entries) > 0 {
-		return Target{Kind: KindFileSinkLog, Dir: ""}, nil
-	}
-	sink := false
-	var latest string
-	var latestID int64 = -1
-	for _, e := range entries {
-		switch name := path.Base(e.Path); {
-		case e.IsDir && (name == "offsets" || name == "commits"):
-			return Target{Kind: KindCheckpoint}, nil
-		case !e.IsDir && name == "metadata":
-			return Target{Kind: KindCheckpoint}, nil
-		case e.IsDir && name == SinkMetadataDir:
-			sink = true
-		case !e.IsDir:
-			if n := logformat.ParseName(name); (n.Kind == logformat.NameBatch || n.Kind == logformat.NameCompact) && n.Batch > latestID {
-				latest, latestID = e.Path, n.Batch
-			}
-		}
-	}
-	if sink {
+	switch loc.Kind {
+	case checkpoint.KindCheckpoint:
+		return Target{Kind: KindCheckpoint}, nil
+	case checkpoint.KindSinkOutput:
 		return Target{Kind: KindFileSinkLog, Dir: SinkMetadataDir}, nil
-	}
-	nf := &NotFoundError{URI: store.URI()}
-	if len(entries) == 0 {
-		nf.Hint = "the location is empty or does not exist"
-		return Target{}, nf
-	}
-	switch base {
-	case "offsets", "commits", "state", "sources":
-		nf.Hint = fmt.Sprintf("this looks like the %s/ directory of a checkpoint: pass the directory above it", base)
-		return Target{}, nf
-	}
-	if latest != "" {
-		ok, err := holdsSinkEntries(ctx, store, latest)
-		if err != nil {
-			return Target{}, err
-		}
-		if ok {
-			return Target{Kind: KindFileSinkLog, Dir: ""}, nil
+	case checkpoint.KindSinkLog:
+		return Target{Kind: KindFileSinkLog, Dir: ""}, nil
+	case checkpoint.KindEmpty, checkpoint.KindUnrelated:
+		if allowEmpty {
+			return Target{Kind: KindCheckpoint}, nil
 		}
 	}
-	return Target{}, nf
-}
-
-// holdsSinkEntries reads the first entry of a batch file: a renamed copy of a _spark_metadata
-// directory is still a sink log when its entries carry a sink action.
-func holdsSinkEntries(ctx context.Context, store storage.Store, file string) (bool, error) {
-	rc, err := store.Open(ctx, file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer rc.Close()
-	r, err := logformat.NewSinkLogReader(file, rc)
-	if err != nil {
-		return false, nil
-	}
-	e, err := r.Next()
-	return err == nil && (e.Action == "add" || e.Action == "delete"), nil
-}
-
-// uriBase is the last element of a path or URI, ignoring trailing separators.
-func uriBase(uri string) string {
-	uri = strings.TrimRight(uri, `/\`)
-	if i := strings.LastIndexAny(uri, `/\`); i >= 0 {
-		return uri[i+1:]
-	}
-	return uri
+	return Target{}, &checkpoint.NotCheckpointError{Location: loc, Command: "ckpt inspect", AllowEmptyFlag: true}
 }
 
 // Problem is a file that could not be parsed. Inspect reports it and carries on, as a person

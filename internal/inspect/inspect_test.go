@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -296,9 +297,9 @@ func TestDetect(t *testing.T) {
 		{"sink output", "mem://d4", files{"_spark_metadata/0": "v1", "part-0.parquet": "x"}, KindFileSinkLog, "_spark_metadata", ""},
 		{"sink log by name", "mem://d5/out/_spark_metadata", files{"0": "v1"}, KindFileSinkLog, "", ""},
 		{"sink log by content", "mem://d6/copy", files{"9": "v1\n{\"path\":\"/a\",\"size\":1,\"isDir\":false,\"modificationTime\":1,\"blockReplication\":1,\"blockSize\":1,\"action\":\"add\"}"}, KindFileSinkLog, "", ""},
-		{"empty", "mem://d7", files{}, "", "", "no checkpoint found at mem://d7: expected offsets/, commits/ or metadata (or a file sink's _spark_metadata/); the location is empty or does not exist"},
-		{"other", "mem://d8", files{"x/y": "1"}, "", "", "no checkpoint found at mem://d8: expected offsets/, commits/ or metadata"},
-		{"offsets dir", "mem://d9/offsets", files{"0": "v1"}, "", "", "this looks like the offsets/ directory of a checkpoint"},
+		{"empty", "mem://d7", files{}, "", "", "no checkpoint at mem://d7: the directory is empty"},
+		{"other", "mem://d8", files{"x/y": "1"}, "", "", "no checkpoint at mem://d8: it holds x/, but no offsets/, commits/ or metadata"},
+		{"offsets dir", "mem://d9/offsets", files{"0": "v1"}, "", "", "this is the offsets/ directory of a checkpoint; pass the directory above it:\n  ckpt inspect mem://d9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := storage.Open(ctx, tc.uri, storage.Options{})
@@ -306,9 +307,9 @@ func TestDetect(t *testing.T) {
 				t.Fatal(err)
 			}
 			write(t, s, tc.fs)
-			got, err := Detect(ctx, s)
+			got, err := Detect(ctx, s, false)
 			if tc.error != "" {
-				var nf *NotFoundError
+				var nf *checkpoint.NotCheckpointError
 				if !errors.As(err, &nf) || !strings.Contains(err.Error(), tc.error) {
 					t.Fatalf("err = %v, want NotFoundError containing %q", err, tc.error)
 				}

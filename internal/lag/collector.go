@@ -133,13 +133,13 @@ func (c *Collector) position(ctx context.Context, loc string) (*Position, error)
 	if err != nil {
 		return nil, err
 	}
+	// A typo must not read as "no batch yet": a new query has at least its metadata file.
+	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt lag"}); err != nil {
+		return nil, err
+	}
 	cp, err := checkpoint.Load(ctx, store)
 	if err != nil {
 		return nil, err
-	}
-	if len(cp.Root) == 0 {
-		// A typo must not read as "no batch yet": a new query has at least its metadata file.
-		return nil, fmt.Errorf("no checkpoint found at %s: the location is empty or does not exist", loc)
 	}
 	return ReadPosition(ctx, cp, loc)
 }

@@ -34,6 +34,9 @@ type CheckpointLag struct {
 	LastCommitTime *time.Time `json:"lastCommitTime"`
 	// LastCommitAgeSeconds is the time since LastCommitTime.
 	LastCommitAgeSeconds *float64 `json:"lastCommitAgeSeconds"`
+	// CorruptCommits are commit files newer than LastCommitBatch that cannot be read, newest
+	// first (omitted when there is none): Spark's restart reads the latest one and fails.
+	CorruptCommits []CommitProblem `json:"corruptCommits,omitempty"`
 	// InFlightBatch is the latest offsets/ id when it has no commit: running now, or re-run by
 	// the next restart; null when the latest batch is committed.
 	InFlightBatch *int64 `json:"inFlightBatch"`
@@ -150,7 +153,7 @@ func partitionsFor(s SourcePosition, st *topicstate.State) []logformat.TopicPart
 // Compute puts a checkpoint's position next to the broker's offsets. ts holds the record
 // timestamps fetched for TimestampPositions (nil: no lag in time); now dates the commit age.
 func Compute(p *Position, st *topicstate.State, ts map[topicstate.At]time.Time, now time.Time) CheckpointLag {
-	cl := CheckpointLag{Checkpoint: p.Location, LastCommitBatch: p.LastCommit, InFlightBatch: p.InFlight,
+	cl := CheckpointLag{Checkpoint: p.Location, LastCommitBatch: p.LastCommit, CorruptCommits: p.CorruptCommits, InFlightBatch: p.InFlight,
 		Partitions: []PartitionLag{}, Issues: []recovery.BrokerIssue{}}
 	if !p.LastCommitTime.IsZero() {
 		t := p.LastCommitTime

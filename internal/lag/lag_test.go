@@ -140,7 +140,7 @@ func TestLagStatuses(t *testing.T) {
 	if nq := rep.Checkpoints[4]; nq.Error != "" || len(nq.Partitions) != 0 || nq.LastCommitBatch != nil {
 		t.Fatalf("new query: %+v", nq)
 	}
-	if em := rep.Checkpoints[5]; !strings.Contains(em.Error, "no checkpoint found at mem://") {
+	if em := rep.Checkpoints[5]; !strings.Contains(em.Error, "no checkpoint at mem://") {
 		t.Fatalf("empty location: %+v", em)
 	}
 }

@@ -23,8 +23,12 @@ import (
 type Position struct {
 	// Location is the checkpoint as given.
 	Location string
-	// LastCommit is the latest commits/ id; nil when nothing was committed yet.
+	// LastCommit is the newest readable commits/ id; nil when nothing was committed yet (or no
+	// commit file near the end of the log can be read).
 	LastCommit *int64
+	// CorruptCommits are the commit files newer than LastCommit that cannot be read, newest
+	// first: a corrupt latest commit is not the last commit.
+	CorruptCommits []CommitProblem
 	// LastCommitTime is the modification time of that commit file (zero when unknown).
 	LastCommitTime time.Time
 	// InFlight is the latest offsets/ id when it has no commit (the batch running, or the one
@@ -53,7 +57,11 @@ type SourcePosition struct {
 func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location string) (*Position, error) {
 	pos := &Position{Location: location}
 	L, hasL := cp.Offsets.Latest()
-	C, hasC := cp.Commits.Latest()
+	C, hasC, corrupt, err := readableCommit(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
+	pos.CorruptCommits = corrupt
 	byIndex := map[int]*SourcePosition{}
 	var order []int
 	get := func(i int) *SourcePosition {
@@ -141,4 +149,39 @@ func (p *Position) Topics() []string {
 		}
 	}
 	return topicstate.Topics(offs...)
+}
+
+// CommitProblem is a commit file that cannot be parsed.
+type CommitProblem struct {
+	// Batch is the commit's batch id; File its path ("commits/7").
+	Batch int64  `json:"batch"`
+	File  string `json:"file"`
+	// Problem is the parser's message: the file, the line and what was expected.
+	Problem string `json:"problem"`
+}
+
+// maxCorruptCommits bounds the walk back from a corrupt latest commit: a few damaged files are
+// reported, a damaged log is not read whole.
+const maxCorruptCommits = 10
+
+// readableCommit returns the newest commit whose file parses, and the corrupt ones above it.
+// Only parse failures are skipped; an I/O error is returned.
+func readableCommit(ctx context.Context, cp *checkpoint.Checkpoint) (int64, bool, []CommitProblem, error) {
+	ids := cp.Commits.IDs
+	var corrupt []CommitProblem
+	for i := len(ids) - 1; i >= 0 && len(corrupt) < maxCorruptCommits; i-- {
+		_, err := cp.ReadCommit(ctx, ids[i])
+		var le *logformat.Error
+		switch {
+		case err == nil:
+			return ids[i], true, corrupt, nil
+		case errors.As(err, &le):
+			corrupt = append(corrupt, CommitProblem{Batch: ids[i], File: cp.Commits.FilePath(ids[i]), Problem: le.Error()})
+		case errors.Is(err, fs.ErrNotExist):
+			// Deleted since the listing: the next one down is the latest now.
+		default:
+			return 0, false, nil, err
+		}
+	}
+	return 0, false, corrupt, nil
 }

@@ -132,6 +132,10 @@ func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
+	cfg.Logger, cfg.ClientLogMode = s3Logging(opts.Trace, opts.Debug)
+	if opts.Trace != nil {
+		cfg.APIOptions = append(cfg.APIOptions, addS3Trace(opts.Trace))
+	}
 	pathStyle := opts.S3PathStyle
 	if v, err := strconv.ParseBool(os.Getenv("CKPT_S3_PATH_STYLE")); err == nil && v {
 		pathStyle = true

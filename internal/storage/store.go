@@ -105,6 +105,12 @@ type Options struct {
 	// duration such as "45s") when set, else DefaultS3Timeout. A request
 	// that times out fails with an *S3TimeoutError naming the endpoint.
 	S3Timeout time.Duration
+	// Trace, when set, receives one line per S3 request (operation, URL, status, time): the
+	// global --verbose and --debug. Default: nil, nothing logged.
+	Trace io.Writer
+	// Debug adds the SDK's own log (retries, response headers) to Trace. Without it the SDK
+	// logs nothing: its warnings never reach stderr. Default: false.
+	Debug bool
 }
 
 // DefaultS3Timeout is Options.S3Timeout's default: S3 starts answering a

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -30,6 +31,8 @@ import (
 type Flags struct {
 	// Execute applies the plan (default: only print it); Yes confirms without a prompt.
 	Execute, Yes bool
+	// DryRun is --dry-run, the explicit form of the default (print the plan only).
+	DryRun bool
 	// BackupDir is where the journal and backups go (default <checkpoint>/_ckpt/repairs).
 	BackupDir string
 	// ActiveWindow refuses when the checkpoint looks in use (default repair.DefaultActiveWindow;
@@ -41,6 +44,7 @@ type Flags struct {
 // AddFlags registers the apply flags.
 func (f *Flags) AddFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.Execute, "execute", false, "apply the plan (default: only print it)")
+	cli.AddDryRunFlag(fl, &f.DryRun)
 	fl.BoolVarP(&f.Yes, "yes", "y", false, "apply without asking (required with --execute when stdin is not a terminal)")
 	fl.StringVar(&f.BackupDir, "backup-dir", "", "where to put the journal and backups (default `DIR` <checkpoint>/_ckpt/repairs)")
 	fl.DurationVar(&f.ActiveWindow, "active-window", repair.DefaultActiveWindow, "for checkpoints Spark writes: refuse when a log file is younger than this (0: no check)")
@@ -51,6 +55,9 @@ func (f *Flags) AddFlags(fl *pflag.FlagSet) {
 func (f *Flags) Validate() error {
 	if f.ActiveWindow < 0 {
 		return exitcode.UsageError(fmt.Errorf("--active-window %s: want 0 (no check) or more", f.ActiveWindow))
+	}
+	if err := cli.CheckDryRun(f.DryRun, f.Execute, "--execute"); err != nil {
+		return err
 	}
 	if f.Yes && !f.Execute {
 		return exitcode.UsageError(errors.New("--yes confirms --execute; without --execute nothing changes"))

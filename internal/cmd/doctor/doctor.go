@@ -37,6 +37,9 @@ type Options struct {
 	Sink string
 	// Deep reads every log file.
 	Deep bool
+	// AllowEmpty accepts an empty or unrelated directory as a checkpoint that has not started.
+	// Default: refuse it (exit 1), so a typo never reads as "no problems".
+	AllowEmpty bool
 	// FailOn is the lowest severity that makes the exit code 3.
 	FailOn doctor.Severity
 	// Explain, when set, prints the page of one code instead of diagnosing.
@@ -137,6 +140,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	restart.AddFlags(cmd)
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (holding _spark_metadata) to compare with the checkpoint")
 	fl.BoolVar(&opts.Deep, "deep", false, "read every offsets and commits file, not only those a restart reads")
+	cli.AddAllowEmptyFlag(fl, &opts.AllowEmpty)
 	fl.StringVar(&failOn, "fail-on", string(doctor.Error), "lowest severity that makes the exit code 3: error, warning or info")
 	fl.StringVar(&opts.Explain, "explain", "", "print the documentation of one finding `CODE` and exit")
 	opts.Broker.AddFlags(fl)
@@ -154,13 +158,13 @@ func runDoctor(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	// A typo in the path must not read as "a new query, nothing wrong".
+	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{AllowEmpty: opts.AllowEmpty, AllowEmptyFlag: true, Command: "ckpt doctor"}); err != nil {
+		return err
+	}
 	cp, err := checkpoint.Load(ctx, store)
 	if err != nil {
 		return err
-	}
-	// A typo in the path must not read as "a new query, nothing wrong".
-	if len(cp.Root) == 0 {
-		return fmt.Errorf("%s holds no checkpoint (the directory is missing or empty)", opts.Checkpoint)
 	}
 	opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	dopts := doctor.Options{

@@ -38,6 +38,9 @@ type Options struct {
 	From, To       int64
 	HasFrom, HasTo bool
 	Last           int
+	// AllowEmpty inspects an empty or unrelated directory as a checkpoint that has not started
+	// (--allow-empty). Default: refuse it with what the location holds.
+	AllowEmpty bool
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the summary of
 	// a checkpoint shows each partition's log start and end and the lag (broker.go).
 	// Default: none.
@@ -135,6 +138,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	cmd.Flags().Int64Var(&opts.To, "to", 0, "with --batches: only batch ids up to `M`, included (default: the last)")
 	cmd.Flags().IntVar(&opts.Last, "last", 0, "with --batches: only the last `K` batch ids (default: all)")
 	cmd.Flags().IntVar(&opts.Parallelism, "parallelism", 0, fmt.Sprintf("concurrent reads for --batches (default %d)", storage.DefaultReadParallelism))
+	cli.AddAllowEmptyFlag(cmd.Flags(), &opts.AllowEmpty)
 	opts.Broker.AddFlags(cmd.Flags())
 	return cmd
 }
@@ -176,7 +180,7 @@ func runInspect(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	target, err := inspect.Detect(ctx, store)
+	target, err := inspect.Detect(ctx, store, opts.AllowEmpty)
 	if err != nil {
 		return err
 	}

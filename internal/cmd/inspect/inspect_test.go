@@ -166,7 +166,7 @@ BATCH  COMMITTED  TIME                      WATERMARK  P0        P1       RECORD
 
 func TestRunErrors(t *testing.T) {
 	_, err := run(t, map[string]string{"x": "1"}, nil)
-	if exitcode.Code(err) != exitcode.Failure || !strings.Contains(err.Error(), "no checkpoint found at mem://") {
+	if exitcode.Code(err) != exitcode.Failure || !strings.Contains(err.Error(), "no checkpoint at mem://") {
 		t.Errorf("not a checkpoint: %v", err)
 	}
 	_, err = run(t, kafkaFiles, func(o *Options) { o.Batch, o.HasBatch = 9, true })

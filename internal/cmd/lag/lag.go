@@ -207,10 +207,11 @@ func runLag(ctx context.Context, opts *Options) error {
 	return reportErr(rep)
 }
 
-// reportErr is exit 1 when part of the report failed: a checkpoint or the group commit.
+// reportErr is exit 1 when part of the report failed: a checkpoint, a corrupt commit file (the
+// restart fails on it) or the group commit.
 func reportErr(rep *lag.Report) error {
 	for _, c := range rep.Checkpoints {
-		if c.Error != "" {
+		if c.Error != "" || len(c.CorruptCommits) > 0 {
 			return exitcode.Silent(exitcode.Failure)
 		}
 	}

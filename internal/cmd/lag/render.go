@@ -48,6 +48,9 @@ func printCheckpoint(r *render.Renderer, c lag.CheckpointLag) {
 	if c.InFlightBatch != nil {
 		head = append(head, fmt.Sprintf("batch %d in flight", *c.InFlightBatch))
 	}
+	if n := len(c.CorruptCommits); n > 0 {
+		head = append(head, fmt.Sprintf("%d newer commit file(s) corrupt", n))
+	}
 	total := fmt.Sprintf("lag: %d records", c.LagRecords)
 	if c.LagSeconds != nil {
 		total += ", " + seconds(*c.LagSeconds)
@@ -57,6 +60,7 @@ func printCheckpoint(r *render.Renderer, c lag.CheckpointLag) {
 	if len(c.Partitions) == 0 {
 		r.Println(r.Bold(c.Checkpoint) + "  " + r.Faint(strings.Join(head[:len(head)-1], "; ")))
 		r.Println("no Kafka source: the checkpoint has no batch yet, or its sources are not Kafka")
+		printCorrupt(r, c)
 		return
 	}
 	t := render.Table{Title: title, Headers: []string{"source", "topic", "partition", "committed", "in-flight", "latest", "lag", "lag-time", "status"}}
@@ -69,7 +73,16 @@ func printCheckpoint(r *render.Renderer, c lag.CheckpointLag) {
 			cli.Offset(p.Committed), cli.Offset(p.InFlight), cli.Offset(p.Latest), cli.Offset(p.LagRecords), lt, cli.LagStatus(r, p.Status)})
 	}
 	r.Table(t)
+	printCorrupt(r, c)
 	cli.PrintBrokerIssues(r, c.Issues)
+}
+
+// printCorrupt names the commit files that could not be read: the restart reads the latest
+// and fails, so the last commit shown is the newest readable one.
+func printCorrupt(r *render.Renderer, c lag.CheckpointLag) {
+	for _, p := range c.CorruptCommits {
+		r.Println(r.Bad(fmt.Sprintf("batch %d's commit is corrupt: ", p.Batch)) + p.Problem + " (ckpt doctor " + c.Checkpoint + " says what a restart does)")
+	}
 }
 
 // seconds renders a duration for people: 0s, 850ms, 4.2s, 3m20s, 2h5m0s.

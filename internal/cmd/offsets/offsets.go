@@ -237,6 +237,10 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	// There is no position to export or move in anything but a checkpoint.
+	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt offsets"}); err != nil {
+		return err
+	}
 	cp, err := checkpoint.Load(ctx, store)
 	if err != nil {
 		return err

@@ -28,8 +28,10 @@ type JournalOptions struct {
 	// Journal is the repair directory (or its journal/ directory, or a snapshot in it).
 	Journal string
 	// Checkpoint overrides the checkpoint the journal names ("" = from the journal).
-	Checkpoint   string
-	Yes, Force   bool
+	Checkpoint string
+	Yes, Force bool
+	// DryRun shows the journal's actions and changes nothing (--dry-run). Default: false.
+	DryRun       bool
 	ActiveWindow time.Duration
 	Output       render.Format
 }
@@ -78,6 +80,9 @@ func newJournalCmd(env *cli.Env, op string, runF func(context.Context, *JournalO
 			if opts.ActiveWindow < 0 {
 				return exitcode.UsageError(fmt.Errorf("--active-window %s: want 0 (no check) or more", opts.ActiveWindow))
 			}
+			if err := cli.CheckDryRun(opts.DryRun, opts.Yes, "--yes"); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -87,6 +92,7 @@ func newJournalCmd(env *cli.Env, op string, runF func(context.Context, *JournalO
 	cli.AddOutputFlag(cmd, &output)
 	fl := cmd.Flags()
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "go ahead without asking (required when stdin is not a terminal)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what the journal holds and would be "+map[string]string{"undo": "restored", "resume": "finished"}[op]+"; change nothing")
 	fl.BoolVar(&opts.Force, "force", false, "run even if the query looks alive or another repair holds the lock")
 	fl.DurationVar(&opts.ActiveWindow, "active-window", repair.DefaultActiveWindow, "refuse when a log file is younger than this (0: no check)")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "the checkpoint `LOCATION`, when it is not where the journal says (moved since)")
@@ -146,6 +152,13 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 			}
 			r.Printf("%s  %s\n", line, r.Faint("["+string(a.State)+"]"))
 		}
+	}
+	if opts.DryRun {
+		if json {
+			return render.JSON(opts.IO.Out, journalDoc{Op: opts.Op, Journal: dir, Checkpoint: cpURI, State: j.State, Actions: j.Actions, Warnings: []string{}})
+		}
+		r.Printf("Dry run: nothing changed. To %s: ckpt repair %s %s\n", opts.Op, opts.Op, doctor.ShellQuote(dir))
+		return nil
 	}
 	if !opts.Yes {
 		if json || !opts.IO.CanPrompt() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
@@ -36,12 +37,17 @@ type Options struct {
 
 	// Checkpoint is the checkpoint location.
 	Checkpoint string
+	// AllowEmpty accepts an empty or unrelated directory as a checkpoint that has not started
+	// (--allow-empty). Default: refuse it, so a typo never reads as a new query.
+	AllowEmpty bool
 	// Strategy picks a way out of missing-previous-offsets ("" = recommended).
 	Strategy repair.Strategy
 	// Sink is a file sink's output directory (or its _spark_metadata), "" for none.
 	Sink string
 	// Execute applies the plan; Yes confirms without a prompt.
 	Execute, Yes bool
+	// DryRun is --dry-run, the explicit form of the default: print the plan only.
+	DryRun bool
 	// BackupDir is where repair directories go ("" = <checkpoint>/_ckpt/repairs).
 	BackupDir string
 	// ActiveWindow and Force: see repair.ExecOptions.
@@ -147,6 +153,9 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 			if opts.ActiveWindow < 0 {
 				return exitcode.UsageError(fmt.Errorf("--active-window %s: want 0 (no check) or more", opts.ActiveWindow))
 			}
+			if err := cli.CheckDryRun(opts.DryRun, opts.Execute, "--execute"); err != nil {
+				return err
+			}
 			if opts.Yes && !opts.Execute {
 				return exitcode.UsageError(errors.New("--yes confirms --execute; without --execute nothing changes"))
 			}
@@ -161,11 +170,13 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	fl.StringVar(&strategy, "strategy", "", "way out of missing-previous-offsets: delete, copy-previous, copy-committed or spark-procedure (default: the recommended one)")
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): never delete offsets the sink has committed")
 	fl.BoolVar(&opts.Execute, "execute", false, "apply the plan (default: only print it)")
+	cli.AddDryRunFlag(fl, &opts.DryRun)
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "apply without asking (required with --execute when stdin is not a terminal)")
 	fl.StringVar(&opts.BackupDir, "backup-dir", "", "where to put the journal and backups (default `DIR` <checkpoint>/_ckpt/repairs)")
 	fl.DurationVar(&opts.ActiveWindow, "active-window", repair.DefaultActiveWindow, "refuse when a log file is younger than this (0: no check)")
 	fl.BoolVar(&opts.Force, "force", false, "run even if the query looks alive or another repair holds the lock")
 	restart.AddFlags(cmd)
+	cli.AddAllowEmptyFlag(fl, &opts.AllowEmpty)
 	opts.Broker.AddFlags(fl)
 
 	cmd.AddCommand(newJournalCmd(env, "undo", nil), newJournalCmd(env, "resume", nil))
@@ -181,6 +192,9 @@ func runRepair(ctx context.Context, opts *Options) error {
 	defer stop()
 	store, err := opts.OpenStore(ctx, opts.Checkpoint)
 	if err != nil {
+		return err
+	}
+	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{AllowEmpty: opts.AllowEmpty, AllowEmptyFlag: true, Command: "ckpt repair"}); err != nil {
 		return err
 	}
 	var sinkLatest *int64

@@ -39,6 +39,9 @@ type Options struct {
 	Detected *detect.Result
 	// Sink is a file sink's output directory (or its _spark_metadata); "" for none.
 	Sink string
+	// AllowEmpty accepts an empty or unrelated directory as a checkpoint that has not started
+	// (--allow-empty). Default: refuse it, so a typo never reads as a new query.
+	AllowEmpty bool
 	// WhatIf is a recovery.WhatIfPoints entry, or "".
 	WhatIf string
 	// Output is "table" or "json".
@@ -135,6 +138,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	restart.AddFlags(cmd)
 	cmd.Flags().StringVar(&opts.Sink, "sink", "", "a file sink's output `DIR` (or its _spark_metadata)")
 	cmd.Flags().StringVar(&opts.WhatIf, "what-if", "", "predict the restart after a crash at `POINT` of the next batch: "+strings.Join(recovery.WhatIfPoints, ", "))
+	cli.AddAllowEmptyFlag(cmd.Flags(), &opts.AllowEmpty)
 	opts.Broker.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.FailOnDataLoss, "fail-on-data-loss", true, "with --bootstrap-server: the Kafka source option failOnDataLoss the query runs with (--fail-on-data-loss=false)")
 	cmd.Flags().BoolVar(&opts.Exact, "exact", false, "with --bootstrap-server: count the re-run's data records by reading them (slow on large ranges)")
@@ -156,6 +160,9 @@ func runReplay(ctx context.Context, opts *Options) error {
 	defer stop()
 	store, err := opts.OpenStore(ctx, opts.Location)
 	if err != nil {
+		return err
+	}
+	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{AllowEmpty: opts.AllowEmpty, AllowEmptyFlag: true, Command: "ckpt replay"}); err != nil {
 		return err
 	}
 	cp, err := checkpoint.Load(ctx, store)

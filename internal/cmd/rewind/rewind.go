@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/cli/change"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
@@ -139,6 +140,10 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	store, err := opts.OpenStore(ctx, opts.Checkpoint)
 	if err != nil {
+		return err
+	}
+	// There is nothing to rewind in anything but a checkpoint.
+	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt rewind"}); err != nil {
 		return err
 	}
 	ro := position.RewindOptions{ToBatch: opts.ToBatch, ToTime: opts.ToTime, KafkaSink: opts.KafkaSink, AllowDuplicates: opts.AllowDuplicates,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/cmd/broker"
+	"github.com/ckpt-dev/ckpt/internal/cmd/cp"
 	"github.com/ckpt-dev/ckpt/internal/cmd/doctor"
 	"github.com/ckpt-dev/ckpt/internal/cmd/inspect"
 	"github.com/ckpt-dev/ckpt/internal/cmd/lag"
@@ -13,6 +14,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cmd/replay"
 	"github.com/ckpt-dev/ckpt/internal/cmd/rewind"
 	"github.com/ckpt-dev/ckpt/internal/cmd/run"
+	"github.com/ckpt-dev/ckpt/internal/cmd/sink"
 	statecmd "github.com/ckpt-dev/ckpt/internal/cmd/state"
 	"github.com/ckpt-dev/ckpt/internal/cmd/version"
 )
@@ -27,6 +29,8 @@ func commands(env *cli.Env) []*cobra.Command {
 		repair.NewCmd(env, nil),
 		offsets.NewCmd(env, nil),
 		rewind.NewCmd(env, nil),
+		sink.NewCmd(env, nil),
+		cp.NewCmd(env, nil),
 		statecmd.NewCmd(env, nil),
 		run.NewCmd(env, nil),
 		broker.NewCmd(env),

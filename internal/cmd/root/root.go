@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/cmd/version"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 )
@@ -24,6 +25,8 @@ const exitCodesHelp = `Exit codes:
 
 // NewCmd builds the root command with every subcommand.
 func NewCmd(env *cli.Env) *cobra.Command {
+	var g globals
+	errOut := env.IO.ErrOut
 	cmd := &cobra.Command{
 		Use:   "ckpt",
 		Short: "Inspect, diagnose, repair and run Spark Structured Streaming checkpoints",
@@ -33,19 +36,23 @@ explains what a restart will do, repairs them safely, and runs a Spark-compatibl
 ` + exitCodesHelp,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Version:       env.Version,
+		Version:       version.String(env.Version),
+		PersistentPreRun: func(*cobra.Command, []string) {
+			g.apply(env, errOut)
+		},
 	}
 	cmd.SetVersionTemplate("ckpt {{.Version}}\n")
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitcode.UsageError(fmt.Errorf("%w\nusage: %s", err, c.UseLine()))
 	})
-	pf := cmd.PersistentFlags()
-	pf.BoolVar(&env.Storage.S3PathStyle, "s3-path-style", env.Storage.S3PathStyle, "use path-style S3 addressing (for S3-compatible stores; also CKPT_S3_PATH_STYLE=true)")
-	pf.StringVar(&env.Storage.S3Endpoint, "s3-endpoint", env.Storage.S3Endpoint, "S3 endpoint URL (default: AWS_ENDPOINT_URL or AWS)")
-	pf.StringVar(&env.Storage.S3Region, "s3-region", env.Storage.S3Region, "S3 region (default: the AWS config chain, then us-east-1)")
-	pf.DurationVar(&env.Storage.S3Timeout, "s3-timeout", env.Storage.S3Timeout, "how long one S3 request waits for the endpoint to connect and answer (default 30s, or CKPT_S3_TIMEOUT)")
+	// --version has no shorthand: -v is --verbose (cobra would take -v for --version).
+	cmd.Flags().Bool("version", false, "print the ckpt version and exit (ckpt version says more)")
+	g.add(cmd.PersistentFlags())
 
 	for _, sub := range commands(env) {
+		if storageCommands[sub.Name()] {
+			addStorageFlags(sub, env)
+		}
 		cmd.AddCommand(sub)
 	}
 	return cmd
@@ -54,27 +61,32 @@ explains what a restart will do, repairs them safely, and runs a Spark-compatibl
 // Execute runs ckpt with args and returns the process exit status. It is the single place where
 // errors become exit codes and messages on stderr.
 func Execute(ctx context.Context, env *cli.Env, args []string) int {
+	// The real stderr: --quiet silences the commands' stderr, never the error.
+	errOut := env.IO.ErrOut
 	cmd := NewCmd(env)
 	cmd.SetArgs(args)
 	cmd.SetIn(env.IO.In)
 	cmd.SetOut(env.IO.Out)
-	cmd.SetErr(env.IO.ErrOut)
+	cmd.SetErr(errOut)
 	err := cmd.ExecuteContext(ctx)
 	if msg := exitcode.Message(err); msg != "" {
-		fmt.Fprintf(env.IO.ErrOut, "ckpt: %s\n", msg)
+		fmt.Fprintf(errOut, "ckpt: %s\n", msg)
 	}
 	return exitcode.Code(err)
 }
 
-// Main runs ckpt as a process: real streams, environment and signals.
-func Main(version string) int {
+// Main runs ckpt as a process: real streams, environment and signals. version, commit and date
+// are the release build's ldflags ("dev", "", "" otherwise).
+func Main(version, commit, date string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env := &cli.Env{
-		IO:      iostreams.System(),
-		Version: version,
-		Now:     time.Now,
-		Getenv:  os.Getenv,
+		IO:        iostreams.System(),
+		Version:   version,
+		Commit:    commit,
+		BuildDate: date,
+		Now:       time.Now,
+		Getenv:    os.Getenv,
 	}
 	env.Storage.S3PathStyle = os.Getenv("CKPT_S3_PATH_STYLE") == "true"
 	return Execute(ctx, env, os.Args[1:])

@@ -151,6 +151,9 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if _, err := checkpoint.Require(ctx, st, checkpoint.RequireOptions{Command: "ckpt state " + map[bool]string{false: "ls", true: "read"}[opts.Read]}); err != nil {
+		return err
+	}
 	l, err := state.Scan(ctx, st)
 	if err != nil {
 		return err

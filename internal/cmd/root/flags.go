@@ -1,0 +1,52 @@
+package root
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ckpt-dev/ckpt/internal/cli"
+)
+
+// globals are the flags every command has: how much ckpt says on stderr.
+type globals struct {
+	verbose, debug, quiet bool
+}
+
+func (g *globals) add(fs *pflag.FlagSet) {
+	fs.BoolVarP(&g.verbose, "verbose", "v", false, "log every S3 and Kafka request ckpt makes, one line each, to stderr")
+	fs.BoolVar(&g.debug, "debug", false, "--verbose, plus the AWS SDK's retries and response headers and the Kafka client's debug log")
+	fs.BoolVarP(&g.quiet, "quiet", "q", false, "print only results and errors: no progress, warnings or hints on stderr")
+}
+
+// apply sets up the environment before a command runs. errOut is the real stderr: the final
+// error still goes there with --quiet (root.Execute prints it).
+func (g *globals) apply(env *cli.Env, errOut io.Writer) {
+	trace := g.verbose || g.debug
+	if g.quiet {
+		env.IO.ErrOut = io.Discard
+	}
+	if trace {
+		env.Storage.Trace, env.Storage.Debug = errOut, g.debug
+		cli.SetKafkaTrace(errOut, g.debug)
+	} else {
+		cli.SetKafkaTrace(nil, false)
+	}
+}
+
+// storageCommands are the commands that read or write checkpoint storage: only they take the S3
+// flags (version, broker and completion do not).
+var storageCommands = map[string]bool{
+	"inspect": true, "doctor": true, "replay": true, "lag": true, "repair": true,
+	"offsets": true, "rewind": true, "state": true, "run": true,
+}
+
+// addStorageFlags puts the S3 flags on cmd and its subcommands.
+func addStorageFlags(cmd *cobra.Command, env *cli.Env) {
+	pf := cmd.PersistentFlags()
+	pf.BoolVar(&env.Storage.S3PathStyle, "s3-path-style", env.Storage.S3PathStyle, "use path-style S3 addressing (for S3-compatible stores; also CKPT_S3_PATH_STYLE=true)")
+	pf.StringVar(&env.Storage.S3Endpoint, "s3-endpoint", env.Storage.S3Endpoint, "S3 endpoint URL (default: AWS_ENDPOINT_URL or AWS)")
+	pf.StringVar(&env.Storage.S3Region, "s3-region", env.Storage.S3Region, "S3 region (default: the AWS config chain, then us-east-1)")
+	pf.DurationVar(&env.Storage.S3Timeout, "s3-timeout", env.Storage.S3Timeout, "how long one S3 request waits for the endpoint to connect and answer (default 30s, or CKPT_S3_TIMEOUT)")
+}

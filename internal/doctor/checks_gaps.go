@@ -1,0 +1,217 @@
+// Checks on gaps in offsets/ and what an async restart replays.
+
+package doctor
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+)
+
+// Gap shapes in offsets/.
+type gapKind int
+
+const (
+	gapsNone      gapKind = iota
+	gapsAsync             // sparse, or commits on the same sparse ids: async progress tracking
+	gapsOrphan            // one lone latest file after a gap, commits contiguous
+	gapsAmbiguous         // one gap below the latest file, no commits to tell
+	gapsHoles             // isolated holes in an otherwise contiguous log
+)
+
+type gapInfo struct {
+	kind    gapKind
+	missing []int64 // missing ids between the first and the latest offsets file (capped)
+	gaps    int     // number of gaps
+	cp      *checkpoint.Checkpoint
+}
+
+// maxMissing bounds the ids collected from gaps: enough to print, without expanding a huge gap.
+const maxMissing = 1000
+
+// analyzeGaps classifies the gaps in offsets/ from the listings alone.
+func analyzeGaps(cp *checkpoint.Checkpoint) gapInfo {
+	g := gapInfo{cp: cp}
+	off := cp.Offsets.IDs
+	for i := 1; i < len(off); i++ {
+		if off[i] > off[i-1]+1 {
+			g.gaps++
+			for id := off[i-1] + 1; id < off[i] && len(g.missing) < maxMissing; id++ {
+				g.missing = append(g.missing, id)
+			}
+		}
+	}
+	if g.gaps == 0 {
+		return g
+	}
+	L := off[len(off)-1]
+	// Commits on the same sparse ids: two consecutive commits, both on offsets ids, with an
+	// offsets gap between them. The normal engine never leaves that.
+	straddle := false
+	cs := cp.Commits.IDs
+	index := func(id int64) int { return sort.Search(len(off), func(i int) bool { return off[i] >= id }) }
+	for i := 1; i < len(cs) && !straddle; i++ {
+		a, b := cs[i-1], cs[i]
+		if b > a+1 && cp.Offsets.Has(a) && cp.Offsets.Has(b) && int64(index(b)-index(a)) < b-a {
+			straddle = true
+		}
+	}
+	sparse := g.gaps >= 2 && 2*g.gaps >= len(off)-1
+	belowLatest := !cp.Offsets.Has(L - 1)
+	// An orphan needs evidence of a contiguous log below it: at least two consecutive files.
+	contiguousBelow := len(off) >= 3 && off[len(off)-2] == off[len(off)-3]+1
+	switch {
+	case straddle || sparse:
+		g.kind = gapsAsync
+	case g.gaps == 1 && belowLatest && len(cs) > 0 && contiguousBelow:
+		g.kind = gapsOrphan
+	case g.gaps == 1 && belowLatest:
+		g.kind = gapsAmbiguous
+	default:
+		g.kind = gapsHoles
+	}
+	return g
+}
+
+// shape describes the gap pattern in one clause.
+func (g gapInfo) shape() string {
+	off, cs := g.cp.Offsets.IDs, g.cp.Commits.IDs
+	switch g.kind {
+	case gapsAsync:
+		c := "no commits"
+		if len(cs) > 0 {
+			c = "commits " + ids(cs)
+		}
+		return fmt.Sprintf("the gaps look like async progress tracking (offsets %s, %s)", ids(off), c)
+	case gapsOrphan:
+		L := off[len(off)-1]
+		return fmt.Sprintf("offsets/%d looks like a single orphan after a gap (offsets %s, commits %s)", L, ids(off), ids(cs))
+	case gapsAmbiguous:
+		c := "no commits"
+		if len(cs) > 0 {
+			c = "commits " + ids(cs)
+		}
+		return fmt.Sprintf("offsets skip %s; too few files to tell async progress tracking from an orphan file (offsets %s, %s)", ids(g.missing), ids(off), c)
+	case gapsHoles:
+		return fmt.Sprintf("offsets skip %s", ids(g.missing))
+	}
+	if len(off) > 0 {
+		return fmt.Sprintf("offsets/%d is the oldest offsets file on disk (offsets %s): the files before it were purged or deleted", off[0], ids(off))
+	}
+	return "offsets/ is empty"
+}
+
+// gaps reports gap patterns the planner does not fail on.
+func (r *runner) gaps() {
+	g := analyzeGaps(r.cp)
+	if g.kind == gapsNone {
+		return
+	}
+	L := r.L
+	prevMissing := r.syncMissesPrevious()
+	async := r.res.Mode == recovery.ModeAsync
+	if prevMissing && r.reported[r.cp.Offsets.Path(L-1)] {
+		return // missing-previous-offsets says it all
+	}
+	if g.kind == gapsHoles && !async {
+		r.add(Finding{
+			Code: CodeRetentionAnomaly, Severity: Warning, Path: checkpoint.DirOffsets,
+			Message: fmt.Sprintf("offsets/ skips %s in the middle of the log: files were deleted by hand or by a lifecycle rule", ids(g.missing)),
+			Explanation: "Spark deletes offsets only from the oldest end (purge), so holes in the middle were made by something else. A restart " +
+				"reads only the latest two files, but a rollback or replay across a hole fails.",
+			Fix: "Nothing blocks the restart. Find what deletes files (a lifecycle rule, a cleanup script).",
+		})
+		return
+	}
+	f := Finding{Code: CodeAsyncProgressGaps, Path: checkpoint.DirOffsets, Fix: "Before switching async progress tracking off, run the query with asyncProgressTrackingCheckpointIntervalMs=0 " +
+		"for at least two micro-batches (Spark's documented procedure), then disable it."}
+	if prevMissing {
+		f.Severity = Warning
+		f.Batch = ptr(L - 1)
+		f.Path = r.cp.Offsets.Path(L - 1)
+		f.Files = []string{r.cp.Offsets.Path(L)}
+		f.Message = fmt.Sprintf("%s; offsets/%d is missing, so a restart without async progress tracking fails with \"batch %d doesn't exist\"", g.shape(), L-1, L-1)
+		f.Explanation = "The async engine restarts from the nearest lower offsets file and is fine with gaps. The normal engine requires offsets/L-1, " +
+			"so switching async progress tracking off now makes the next restart fail (missing-previous-offsets)."
+		f.SparkError = ptr(fmt.Sprintf("java.lang.IllegalStateException: batch %d doesn't exist", L-1))
+		f.Commands = []string{r.cmd("doctor", "--mode", "sync")}
+	} else {
+		f.Severity = Info
+		f.Message = fmt.Sprintf("%s; the latest two offsets files are consecutive, so either engine restarts", g.shape())
+		f.Explanation = "Gaps further back only limit how far back a rollback or replay can go."
+	}
+	if cost := r.asyncRecoveryCost(); cost != "" {
+		f.Explanation += " " + cost
+	}
+	r.add(f)
+}
+
+// syncMissesPrevious asks the planner whether the normal (sync) engine's restart fails because
+// offsets/L-1 is missing: doctor's own prediction when it predicts that engine, else a sync
+// prediction for the same release.
+func (r *runner) syncMissesPrevious() bool {
+	res := r.res
+	if res.Mode != recovery.ModeSync {
+		p, err := recovery.Plan(r.ctx, r.cp, recovery.Options{Mode: recovery.ModeSync, SparkVersion: r.opts.SparkVersion,
+			CommitFormatVersion: r.opts.CommitFormatVersion})
+		if err != nil {
+			return false // no sync engine in this release (Spark 2.1)
+		}
+		res = p
+	}
+	return res.Reason == recovery.ReasonMissingPreviousOffsets
+}
+
+// asyncRecoveryCost explains what a failure replays under async progress tracking: the async
+// restart (recovery.Plan in async mode) continues from the latest persisted batch, so every
+// batch run since then runs again. The last interval between persisted offsets files shows how
+// many batches and records that is.
+func (r *runner) asyncRecoveryCost() string {
+	if !r.hasL {
+		return ""
+	}
+	prev, ok := r.cp.Offsets.Prev(r.L)
+	if !ok {
+		return ""
+	}
+	plan, err := recovery.Plan(r.ctx, r.cp, recovery.Options{Mode: recovery.ModeAsync, SparkVersion: r.opts.SparkVersion})
+	if err != nil || plan.Failed() {
+		return ""
+	}
+	batches := r.L - prev
+	records := ""
+	if n, ok := r.recordsBetween(prev, r.L); ok {
+		records = fmt.Sprintf(", %d records", n)
+	}
+	return fmt.Sprintf("Failure recovery time grows with the checkpoint interval: a failure replays every batch since the latest persisted one "+
+		"(the async restart %s), and between the last two persisted offsets files (%d and %d) the query ran %d batches%s, "+
+		"so a failure just before the next persisted batch replays about that much.",
+		strings.TrimPrefix(plan.Verdict(), "Restart "), prev, r.L, batches, records)
+}
+
+// recordsBetween counts the Kafka records between two offsets files (one Kafka source).
+func (r *runner) recordsBetween(from, to int64) (int64, bool) {
+	var offs [2]map[logformat.TopicPartition]int64
+	for i, id := range []int64{from, to} {
+		seq, err := r.cp.ReadOffsets(r.ctx, id)
+		if err != nil || len(seq.Sources) != 1 || seq.Sources[0].Void {
+			return 0, false
+		}
+		k, err := logformat.ParseKafkaOffsets(r.cp.Offsets.Path(id), seq.Sources[0].JSON)
+		if err != nil {
+			return 0, false
+		}
+		offs[i] = k.Map()
+	}
+	var n int64
+	for tp, end := range offs[1] {
+		if start, ok := offs[0][tp]; ok && end > start {
+			n += end - start
+		}
+	}
+	return n, true
+}

@@ -1,0 +1,269 @@
+// Checks on the files in the logs: leftovers, orphan checksums, retention, empty and older damaged files.
+
+package doctor
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Spark's default spark.sql.streaming.minBatchesToRetain (§5.5).
+const minBatchesToRetain = 100
+
+// Retention thresholds: far more files than the default keeps (10×) makes listings slow; a
+// long-running query keeping fewer than the default limits rollback and replay.
+const (
+	manyFiles        = 10 * minBatchesToRetain
+	longRunningBatch = 2 * minBatchesToRetain
+)
+
+// leftovers reports temporary and orphan checksum files, from the listings.
+func (r *runner) leftovers() {
+	for _, lg := range []*checkpoint.Log{r.cp.Offsets, r.cp.Commits} {
+		if len(lg.Temps) > 0 {
+			var files []string
+			var batches []int64
+			for _, e := range lg.Temps {
+				files = append(files, e.Path)
+				if n := logformat.ParseName(baseName(e)); n.HasBatch {
+					batches = append(batches, n.Batch)
+				}
+			}
+			files, more := capList(files)
+			f := Finding{
+				Code: CodeLeftoverTempFile, Severity: Info, Path: files[0], Files: files[1:],
+				Message:  fmt.Sprintf("%s is left from an interrupted write%s", files[0], more),
+				Fix:      "Spark ignores these files. ckpt can remove them after a backup; `ckpt repair` without --execute shows the plan.",
+				Commands: []string{r.repairCmd()},
+			}
+			if len(lg.Temps) > 1 {
+				f.Message = fmt.Sprintf("%d temporary files are left from interrupted writes in %s/%s", len(lg.Temps), lg.Dir, more)
+			}
+			if len(batches) == 1 {
+				f.Batch = ptr(batches[0])
+				f.Message = fmt.Sprintf("%s is left from an interrupted write of %s", files[0], lg.Path(batches[0]))
+			}
+			f.Explanation = "Spark writes each log file as a temporary file and renames it into place; a leftover means the driver was killed or the rename failed " +
+				"around that batch. Spark ignores it and never removes it."
+			r.add(f)
+		}
+		r.orphanChecksums(lg)
+	}
+	// The root: .metadata.crc without metadata is in the way of the metadata file Spark 4.0 and
+	// older write on start.
+	if !r.cp.HasMetadata() {
+		for _, e := range r.cp.Root {
+			if e.Path == ".metadata.crc" {
+				r.add(Finding{
+					Code: CodeOrphanChecksum, Severity: Warning, Path: e.Path, Files: []string{},
+					Message:     ".metadata.crc exists without metadata, where Spark writes a new metadata file on start",
+					Explanation: orphanExplanation,
+					SparkError:  ptr("org.apache.spark.SparkConcurrentModificationException: Multiple streaming queries are concurrently using metadata"),
+					Fix:         "Remove the orphan checksum after a backup (`ckpt repair` without --execute shows the plan), and restore metadata (see missing-metadata).",
+					Commands:    []string{r.repairCmd()},
+				})
+			}
+		}
+	}
+}
+
+const orphanExplanation = "Hadoop's local file system writes .N.crc beside each file and removes it with the file; an orphan appears when N was " +
+	"deleted by hand. When Spark writes N again the leftover checksum can make the rename into place fail, which Spark reports as two " +
+	"queries using the checkpoint even when there is only one (reported once in public, unverified in Spark's source)."
+
+func baseName(e storage.Entry) string {
+	if i := strings.LastIndexByte(e.Path, '/'); i >= 0 {
+		return e.Path[i+1:]
+	}
+	return e.Path
+}
+
+// orphanChecksums reports .N.crc (Hadoop) and N.crc (Spark master's checksum manager) files
+// whose N is gone. One the restart will write over is a warning; old ones are grouped as info.
+func (r *runner) orphanChecksums(lg *checkpoint.Log) {
+	type orphan struct {
+		e  storage.Entry
+		id int64
+	}
+	var orphans []orphan
+	for _, e := range lg.Checksums {
+		n := logformat.ParseName(baseName(e))
+		if n.HasBatch && logformat.ParseName(n.Target).Kind == logformat.NameBatch && !lg.Has(n.Batch) {
+			orphans = append(orphans, orphan{e, n.Batch})
+		}
+	}
+	for _, e := range lg.Others {
+		if t, ok := strings.CutSuffix(baseName(e), ".crc"); ok && !e.IsDir {
+			if n := logformat.ParseName(t); n.Kind == logformat.NameBatch && !lg.Has(n.Batch) {
+				orphans = append(orphans, orphan{e, n.Batch})
+			}
+		}
+	}
+	latest, has := lg.Latest()
+	var old []string
+	for _, o := range orphans {
+		if has && o.id <= latest {
+			old = append(old, o.e.Path)
+			continue
+		}
+		r.add(Finding{
+			Code: CodeOrphanChecksum, Severity: Warning, Batch: ptr(o.id), Path: o.e.Path, Files: []string{},
+			Message:     fmt.Sprintf("%s is the checksum of %s, which does not exist and which the query writes next", o.e.Path, lg.Path(o.id)),
+			Explanation: orphanExplanation,
+			SparkError:  ptr(fmt.Sprintf("org.apache.spark.SparkConcurrentModificationException: Multiple streaming queries are concurrently using %s", r.cp.SparkPath(lg.Dir))),
+			Fix:         "Remove the orphan checksum before restarting; ckpt does it after a backup (`ckpt repair` without --execute shows the plan).",
+			Commands:    []string{r.repairCmd()},
+		})
+	}
+	if len(old) > 0 {
+		files, more := capList(old)
+		r.add(Finding{
+			Code: CodeOrphanChecksum, Severity: Info, Path: files[0], Files: files[1:],
+			Message:     fmt.Sprintf("%d checksum files in %s/ belong to batch files that no longer exist%s", len(old), lg.Dir, more),
+			Explanation: "These ids are below the latest batch, so Spark does not write them again; the files are clutter left by a deletion by hand.",
+			Fix:         "Harmless; ckpt can remove them after a backup.",
+			Commands:    []string{r.repairCmd()},
+		})
+	}
+}
+
+// retention compares what the logs keep with what Spark's purge leaves.
+func (r *runner) retention() {
+	async := r.res.Mode == recovery.ModeAsync
+	g := analyzeGaps(r.cp)
+	o0, hasO := r.cp.Offsets.Earliest()
+	c0, hasC0 := r.cp.Commits.Earliest()
+	if hasO && hasC0 && !async && g.kind != gapsAsync && o0 != c0 && r.hasL && r.C <= r.L {
+		which := fmt.Sprintf("commits start at %d but offsets at %d: commits were purged further than offsets", c0, o0)
+		if c0 < o0 {
+			which = fmt.Sprintf("offsets start at %d but commits at %d: offsets were purged further than commits", o0, c0)
+		}
+		r.add(Finding{
+			Code: CodeRetentionAnomaly, Severity: Warning, Path: checkpoint.DirCommits,
+			Files:   []string{r.cp.Offsets.Path(o0), r.cp.Commits.Path(c0)},
+			Message: which,
+			Explanation: "Spark purges offsets and commits below the same threshold, so both logs normally start at the same batch. A difference means " +
+				"files were deleted by hand, by a lifecycle rule or a cleanup script, or a purge failed half-way. The restart reads only the latest files, " +
+				"but whatever deletes files may take the latest ones next.",
+			Fix: "Nothing blocks the restart. Find what deletes files and stop it.",
+		})
+	}
+	if !async && g.kind != gapsAsync && hasC0 && r.hasC {
+		var holes []int64
+		cs := r.cp.Commits.IDs
+		for i := 1; i < len(cs) && len(holes) < maxMissing; i++ {
+			for id := cs[i-1] + 1; id < cs[i] && len(holes) < maxMissing; id++ {
+				if r.cp.Offsets.Has(id) && id < r.L {
+					holes = append(holes, id)
+				}
+			}
+		}
+		if len(holes) > 0 {
+			r.add(Finding{
+				Code: CodeRetentionAnomaly, Severity: Info, Path: checkpoint.DirCommits,
+				Message:     fmt.Sprintf("commits are missing for batches %s in the middle of the log, while their offsets exist", ids(holes)),
+				Explanation: "The normal engine writes a commit for every batch and purges from the oldest end, so holes were made by hand. Spark reads only the latest commit.",
+				Fix:         "Nothing blocks the restart.",
+			})
+		}
+	}
+	n := len(r.cp.Offsets.IDs)
+	if n > manyFiles {
+		r.add(Finding{
+			Code: CodeRetentionAnomaly, Severity: Info, Path: checkpoint.DirOffsets,
+			Message: fmt.Sprintf("offsets/ keeps %d files (Spark's default keeps about %d): minBatchesToRetain was raised or purging fails", n, minBatchesToRetain+1),
+			Explanation: "Every start lists these directories, and on object stores a listing of many thousands of files is slow. If purging fails " +
+				"(async log purge reports its errors at the next batch), the logs grow without bound.",
+			Fix: "Check spark.sql.streaming.minBatchesToRetain and the driver log for purge errors.",
+		})
+	}
+	if hasO && !async && g.kind == gapsNone && r.hasL && r.L >= longRunningBatch && o0 > 0 && n < minBatchesToRetain {
+		r.add(Finding{
+			Code: CodeRetentionAnomaly, Severity: Info, Path: checkpoint.DirOffsets,
+			Message: fmt.Sprintf("offsets/ keeps only batches %d..%d (%d files) of a query at batch %d; Spark's default keeps %d", o0, r.L, n, r.L, minBatchesToRetain+1),
+			Explanation: "minBatchesToRetain was lowered or older files were deleted. The restart is unaffected, but a rollback or a replay reaches back " +
+				"only to the oldest file kept.",
+			Fix: "Nothing blocks the restart.",
+		})
+	}
+}
+
+// emptyFiles reports zero-byte files among those a restart reads that the planner did not reach
+// (it stopped at an earlier problem). It stats only these few files: the listing has no sizes
+// (storage.ListNames), so empty older files are found by --deep, which reads them.
+func (r *runner) emptyFiles() error {
+	for _, p := range r.restartFiles() {
+		dir, _, _ := strings.Cut(p, "/")
+		if r.reported[p] || (dir != checkpoint.DirOffsets && dir != checkpoint.DirCommits) {
+			continue
+		}
+		e, err := r.cp.Store.Stat(r.ctx, p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+		if e.Size != 0 {
+			continue
+		}
+		id := r.batchOf(p)
+		r.add(Finding{
+			Code: CodeCorruptLogFile, Severity: Error, Batch: id, Path: p,
+			Message:     fmt.Sprintf("%s is empty, and the restart reads it once the problem before it is fixed", p),
+			Explanation: fmt.Sprintf("%s is %s.", p, r.role(p)),
+			Fix:         "Restore the file from a backup, or let ckpt remove it; `ckpt repair` without --execute shows the plan.",
+			Commands:    []string{r.repairCmd()},
+		})
+	}
+	return nil
+}
+
+// batchOf returns the batch id of a restart file of offsets/ or commits/, nil if none matches.
+func (r *runner) batchOf(p string) *int64 {
+	for _, lg := range []*checkpoint.Log{r.cp.Offsets, r.cp.Commits} {
+		for _, id := range []int64{r.L, r.C} {
+			if lg.Has(id) && lg.Path(id) == p {
+				return ptr(id)
+			}
+		}
+		if prev := r.res.PreviousBatch; prev != nil && lg.Has(*prev) && lg.Path(*prev) == p {
+			return ptr(*prev)
+		}
+	}
+	return nil
+}
+
+// olderDamaged reports damaged files a restart does not read, one finding per log. spark is what
+// Spark raises when it reads the first of them, nil when not known.
+func (r *runner) olderDamaged(code string, lg *checkpoint.Log, files []string, first int64, one, many string, spark *string) {
+	all := len(files)
+	files, more := capList(files)
+	f := Finding{
+		Code: code, Severity: Warning, Path: files[0], Files: files[1:],
+		Explanation: "Spark reads only the newest files on restart, so this does not block it; a rollback, savepoint or replay that goes back to " +
+			"these batches fails.",
+		SparkError: spark,
+		Fix:        "Restore from a backup if you need these batches; otherwise nothing blocks the restart.",
+		Commands:   []string{},
+	}
+	if code == CodeUnsupportedLogVersion {
+		f.Explanation = fmt.Sprintf("A newer Spark release, or another checkpoint format setting, wrote these files. Spark %s reads only the newest files on restart, "+
+			"so this does not block it; a rollback, savepoint or replay that goes back to these batches fails with this release.", r.res.SparkVersion)
+		f.Fix = "Nothing blocks the restart. Going back to these batches needs a Spark release (and checkpoint format setting) that reads them; do not rewrite or delete the files."
+	}
+	if all == 1 {
+		f.Batch = ptr(first)
+		f.Message = fmt.Sprintf("%s %s (an older batch the restart does not read)", files[0], one)
+	} else {
+		f.Message = fmt.Sprintf("%d files in %s/ %s, from %s (older batches the restart does not read)%s", all, lg.Dir, many, files[0], more)
+	}
+	r.add(f)
+}

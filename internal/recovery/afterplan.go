@@ -1,0 +1,92 @@
+// What does not change the outcome: the file sink verdict and leftovers in the restart's way.
+
+package recovery
+
+import (
+	"fmt"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+)
+
+// afterPlan adds what does not change the outcome: the sink verdict and
+// leftovers that can get in the restart's way.
+func (p *planner) afterPlan() error {
+	p.leftovers()
+	return p.sinkVerdict()
+}
+
+// leftovers warns about orphan Hadoop checksum files next to the files the
+// restart writes first.
+func (p *planner) leftovers() {
+	type target struct {
+		log *checkpoint.Log
+		id  int64
+	}
+	var targets []target
+	r := p.res
+	switch {
+	case r.RerunBatch != nil:
+		if p.cfg.mode != ModeSpark21 {
+			targets = append(targets, target{p.cp.Commits, *r.RerunBatch})
+		}
+	case r.NextBatch >= 0:
+		targets = append(targets, target{p.cp.Offsets, r.NextBatch}, target{p.cp.Commits, r.NextBatch})
+	}
+	for _, t := range targets {
+		if t.log.Has(t.id) {
+			continue
+		}
+		if crc, ok := t.log.ChecksumFor(fmt.Sprint(t.id)); ok {
+			p.warn("%s is the checksum of %s, which does not exist and which the restart writes: Hadoop's checksummed local file system may refuse to create it (reported as \"Multiple streaming queries are concurrently using\", unverified); delete the orphan .crc first",
+				crc.Path, t.log.Path(t.id))
+		}
+	}
+}
+
+// sinkVerdict compares the file sink's latest batch with the restart.
+func (p *planner) sinkVerdict() error {
+	if p.cfg.sinkLatest == nil {
+		return nil
+	}
+	s := *p.cfg.sinkLatest
+	r := p.res
+	v := &SinkVerdict{Latest: s}
+	r.Sink = v
+	if r.RerunBatch != nil {
+		b := *r.RerunBatch
+		switch {
+		case s > b:
+			v.Status = SinkAhead
+			v.Message = fmt.Sprintf("the sink already has batches up to %d: it skips the re-run of batch %d (no duplicates) and also %s, whose new data never reaches the sink", s, b, batchesText(b+1, s))
+			r.DriverLog = append(r.DriverLog, fmt.Sprintf("INFO FileStreamSink: Skipping already committed batch %d", b))
+		case s == b:
+			v.Status = SinkSkipsRerun
+			v.Message = fmt.Sprintf("the sink already has batch %d: FileStreamSink skips the re-run, no duplicates", b)
+			r.DriverLog = append(r.DriverLog, fmt.Sprintf("INFO FileStreamSink: Skipping already committed batch %d", b))
+		case s == b-1:
+			v.Status = SinkWritesRerun
+			v.Message = fmt.Sprintf("batch %d never reached the sink: the re-run writes it", b)
+		default:
+			v.Status = SinkBehind
+			v.Message = fmt.Sprintf("the sink lacks %s, which no restart writes again; the re-run writes batch %d", batchesText(s+1, b-1), b)
+		}
+		return nil
+	}
+	next := r.NextBatch
+	switch {
+	case s >= next:
+		v.Status = SinkAhead
+		v.Message = fmt.Sprintf("the sink already has %s, which the restart runs as new: the sink skips them, so their data never reaches it", batchesText(next, s))
+	case s == next-1:
+		v.Status = SinkInSync
+		if s < 0 {
+			v.Message = "the sink log is empty, as the query is new"
+		} else {
+			v.Message = fmt.Sprintf("the sink has every committed batch up to %d", s)
+		}
+	default:
+		v.Status = SinkBehind
+		v.Message = fmt.Sprintf("the sink lacks %s, which the commit log says finished: no restart writes them again", batchesText(s+1, next-1))
+	}
+	return nil
+}

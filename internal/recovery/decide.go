@@ -1,0 +1,220 @@
+// Deciding the restart's start: fresh start, the re-run batch's start offsets, the commit-log rows.
+
+package recovery
+
+import (
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+)
+
+// freshStart is the "no offsets" row: a new query at batch 0.
+func (p *planner) freshStart(usesCommits bool) error {
+	r := p.res
+	r.NextBatch = 0
+	r.key = keyFresh
+	p.running = true
+	p.log("INFO", "Starting new streaming query.")
+	if !usesCommits || !p.hasC {
+		return p.sinkVerdict()
+	}
+	// ≤ 4.0 start at batch 0 regardless of commits/; the first commit file
+	// that already exists makes commitLog.add fail.
+	k, _ := p.cp.Commits.Earliest()
+	if p.rel.commitConflictFails() {
+		p.warn("offsets/ is empty but commits/ holds batches up to %d: the restart runs %s as new and then finds commits/%d already written", p.C, batchesText(0, k), k)
+		return p.fail(ReasonEmptyOffsetsWithCommits, p.cp.Commits.Path(k), commitConflict(p.rel, p.cfg.mode, k))
+	}
+	r.key = keyFreshIgnored
+	p.warn("offsets/ is empty but commits/ holds batches up to %d: Spark %s ignores the failed commit writes, so commits/0..%d keep their old content", p.C, p.rel, p.C)
+	return p.sinkVerdict()
+}
+
+// resolveStart finds the offsets the re-run batch starts from.
+func (p *planner) resolveStart() error {
+	switch p.cfg.mode {
+	case ModeSync:
+		if p.L == 0 {
+			return nil
+		}
+		prev := p.L - 1
+		if !p.cp.Offsets.Has(prev) {
+			var log []string
+			if p.rel.logsMissingPrev() {
+				log = append(log, missingPrevLog(p.class, p.L))
+			}
+			return p.fail(ReasonMissingPreviousOffsets, p.cp.Offsets.Path(prev), missingPrev(prev), log...)
+		}
+		return p.readStart(prev)
+	case ModeAsync:
+		// getPrevBatchFromStorage: the nearest on-disk id below L.
+		prev, ok := p.cp.Offsets.Prev(p.L)
+		if p.L == 0 || !ok {
+			return nil
+		}
+		return p.readStart(prev)
+	default: // Spark 2.1: offsetLog.get(L-1) is optional.
+		if p.L == 0 || !p.cp.Offsets.Has(p.L-1) {
+			return nil
+		}
+		return p.readStart(p.L - 1)
+	}
+}
+
+func (p *planner) readStart(id int64) error {
+	seq, f, err := p.readOffsets(id)
+	if err != nil {
+		return err
+	}
+	path := p.cp.Offsets.Path(id)
+	if f != nil {
+		reason := ReasonCorruptPreviousOffsets
+		if f.unsupported {
+			reason = ReasonUnsupportedOffsetsVersion
+		}
+		return p.fail(reason, path, f.sparkFailure)
+	}
+	p.start, p.startID = seq, id
+	// The same assertion as for offsets/L (checkLatestSources).
+	if seq.Version >= 2 || len(seq.Sources) == p.querySources {
+		return nil
+	}
+	latest := p.cp.Offsets.Path(p.L)
+	if len(seq.BlankLines) > 0 {
+		p.warn("%s has an empty source line (line %d), which Spark reads as one more source offset: it lists %s where %s, and the query as ckpt models it, have %d",
+			path, seq.BlankLines[0], sourcesText(len(seq.Sources)), latest, p.querySources)
+	} else {
+		p.warn("%s lists %s but %s lists %d: Spark checks both files against the query's sources, so no query restarts from them. ckpt takes the query to have %s's %d, so %s fails the check; a query with %s fails on %s instead",
+			path, sourcesText(len(seq.Sources)), latest, len(p.latest.Sources), latest, p.querySources, path, sourcesText(len(seq.Sources)), latest)
+	}
+	return p.fail(ReasonSourceCountMismatch, path, p.sourceCountFailure(len(seq.Sources)))
+}
+
+// decide applies the commit-log rows of the decision table (§5.3).
+func (p *planner) decide(usesCommits bool) error {
+	r := p.res
+	if md := p.latest.Metadata; md != nil {
+		r.WatermarkMs, r.BatchTimestampMs = md.BatchWatermarkMs, md.BatchTimestampMs
+	}
+	if !usesCommits {
+		r.key = keyRerun21
+		return p.rerun()
+	}
+	L, C := p.L, p.C
+	switch {
+	case !p.hasC:
+		p.log("INFO", "no commit log present")
+		r.key = keyRerunNoCommits
+		p.skipped()
+		return p.rerun()
+	case C == L:
+		r.NextBatch = L + 1
+		r.key = keyResume
+		if p.commit.NextBatchWatermarkMs > r.WatermarkMs {
+			r.WatermarkMs = p.commit.NextBatchWatermarkMs
+		}
+		return p.afterPlan()
+	case C == L-1:
+		r.key = keyRerun
+		return p.rerun()
+	case C < L-1:
+		p.log("WARN", "Batch completion log latest batch id is %d, which is not trailing batchid %d by one", C, L)
+		r.key = keyRerunBehind
+		p.skipped()
+		return p.rerun()
+	}
+	// C > L: no branch matches; batch L re-runs, then commitLog.add meets
+	// the first commit file at or above L.
+	k, _ := p.cp.Commits.Next(L)
+	if err := p.rerun(); err != nil {
+		return err
+	}
+	if !p.rel.commitConflictFails() {
+		r.key = keyAheadIgnored
+		p.warn("commits/ is ahead of offsets/ (commit %d > offsets %d): Spark %s ignores the failed commit writes for %s, so those commit files keep their old content", C, L, p.rel, batchesText(k, C))
+		return nil
+	}
+	if k > L {
+		p.warn("commits/ is ahead of offsets/ (commit %d > offsets %d): batch %d re-runs, then the restart runs %s as new and finds commits/%d already written", C, L, L, batchesText(L+1, k), k)
+	} else {
+		p.warn("commits/ is ahead of offsets/ (commit %d > offsets %d): batch %d re-runs and its commit finds commits/%d already written", C, L, L, k)
+	}
+	if p.cfg.mode == ModeAsync && k > L {
+		p.warn("in async mode the conflict comes at the first batch at or above %d whose commit is persisted, which depends on asyncProgressTrackingCheckpointIntervalMs", k)
+	}
+	return p.fail(ReasonCommitsAhead, p.cp.Commits.Path(k), commitConflict(p.rel, p.cfg.mode, k))
+}
+
+// skipped lists the batches whose data the restart never processes again.
+func (p *planner) skipped() {
+	lower := p.C + 1
+	if !p.hasC {
+		// Without commits, ids below the oldest offsets file were purged by
+		// Spark's retention, which only follows a commit.
+		lower, _ = p.cp.Offsets.Earliest()
+	}
+	upper := int64(-1)
+	if p.start != nil {
+		upper = p.startID
+	}
+	for id := lower; id <= upper; id++ {
+		p.res.SkippedBatches = append(p.res.SkippedBatches, id)
+	}
+}
+
+// rerun describes the re-run of batch L over (start, O[L]].
+func (p *planner) rerun() error {
+	r := p.res
+	r.NextBatch = p.L
+	r.RerunBatch = ptr(p.L)
+	p.running = true
+	n := len(p.latest.Sources)
+	r.RerunRange = &Range{Start: make([]rawJSON, n), End: make([]rawJSON, n)}
+	r.StartFromInitial = make([]bool, n)
+	starts := make([]logformat.SourceOffset, n)
+	hasStart := make([]bool, n)
+	for i, end := range p.latest.Sources {
+		r.RerunRange.End[i] = offsetJSON(end)
+		st, ok := p.startFor(i, end)
+		starts[i], hasStart[i] = st, ok && !st.Void
+		if hasStart[i] {
+			r.RerunRange.Start[i] = offsetJSON(st)
+		} else {
+			r.RerunRange.Start[i] = jsonNull
+			r.StartFromInitial[i] = true
+		}
+	}
+	// runBatch, source by source: deserialize the start offset, then the
+	// end offset, then (no start) read the initial offsets.
+	for i, end := range p.latest.Sources {
+		if hasStart[i] {
+			if f := p.checkStart(i, starts[i], end); f != nil {
+				return p.fail(ReasonInvalidSourceOffset, p.cp.Offsets.Path(p.startID), *f)
+			}
+		}
+		if err := p.kafkaRange(i, starts[i], hasStart[i], end); err != nil {
+			return err
+		}
+	}
+	return p.afterPlan()
+}
+
+// startFor finds source i's start offset: by source id between two of
+// master's v2 OffsetMap files, else by position (a v1 file lists sources in
+// the order the v2 ids number them).
+func (p *planner) startFor(i int, end logformat.SourceOffset) (logformat.SourceOffset, bool) {
+	if p.start == nil {
+		return logformat.SourceOffset{}, false
+	}
+	if end.SourceID != "" && p.start.Version >= 2 {
+		// Both OffsetMap files: match by source id.
+		for _, s := range p.start.Sources {
+			if s.SourceID == end.SourceID {
+				return s, true
+			}
+		}
+		return logformat.SourceOffset{}, false
+	}
+	if i < len(p.start.Sources) {
+		return p.start.Sources[i], true
+	}
+	return logformat.SourceOffset{}, false
+}

@@ -1,0 +1,153 @@
+// Undo of a repair, and the error when a backup it needs is lost.
+
+package repair
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Undo restores every file the repair at loc changed to the bytes it had before, newest change
+// first. It refuses (ErrChanged) when a file has bytes that neither the repair nor the original
+// explain, since something else wrote it afterwards. Like Resume, it decides from the hashes and
+// can be run again after any failure.
+func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) (j *Journal, err error) {
+	j, err = openJournal(ctx, s, loc)
+	if err != nil {
+		return nil, err
+	}
+	prev, err := guard(ctx, s, j, &opts, "undo")
+	if err != nil {
+		return j, err
+	}
+	changed := false // whether this undo has started restoring files
+	defer func() {
+		if err == nil {
+			return
+		}
+		if !changed {
+			// Refused before touching the checkpoint: the lock goes back to what it was (none,
+			// or the lock of the repair that stopped half-way), and the error stands as is.
+			restoreLock(context.WithoutCancel(ctx), s, j.lock, prev)
+			return
+		}
+		err = stopped(ctx, s, loc, j, &opts, "undo", err)
+	}()
+
+	type restore struct {
+		i    int
+		data []byte
+	}
+	var work []restore
+	var conflicts []string
+	var lost []LostFile
+	for i := len(j.Actions) - 1; i >= 0; i-- {
+		a := j.Actions[i]
+		_, d, err := readDigest(ctx, s, a.Path)
+		if err != nil {
+			return j, err
+		}
+		switch classify(a.Action, d) {
+		case fileOriginal:
+			j.Actions[i].State = ActionUndone
+			continue
+		case fileOther:
+			conflicts = append(conflicts, fmt.Sprintf("%s is %s, neither the original %s nor the repaired %s", a.Path, d.Short(), a.Before.Short(), a.After.Short()))
+			continue
+		}
+		var data []byte
+		if !a.Before.Absent() {
+			backup := storage.Join(loc.Dir, a.Backup)
+			b, bd, err := readDigest(ctx, loc.Store, backup)
+			if err != nil {
+				return j, fmt.Errorf("read the backup of %s: %w", a.Path, err)
+			}
+			if bd != a.Before {
+				lost = append(lost, LostFile{Path: a.Path, Digest: a.Before, Backup: storage.Join(loc.URI(), a.Backup), BackupDigest: bd})
+				continue
+			}
+			data = b
+		}
+		work = append(work, restore{i: i, data: data})
+	}
+	if len(conflicts) > 0 {
+		return j, fmt.Errorf("%w after the repair; undo would destroy that change:\n  %s", ErrChanged, strings.Join(conflicts, "\n  "))
+	}
+	if len(lost) > 0 {
+		return j, &BackupLostError{Repair: j.ID, Lost: lost}
+	}
+	j.State = StateUndoing
+	if err := j.write(ctx, loc, opts.now()); err != nil {
+		return j, err
+	}
+	for _, w := range work {
+		a := &j.Actions[w.i]
+		changed = true
+		var err error
+		if a.Before.Absent() {
+			err = del(ctx, s, a.Path)
+		} else {
+			// The repaired file is gone (repair only deletes or creates), so this write cannot
+			// clobber anything: the store refuses to replace a file.
+			err = put(ctx, s, a.Path, w.data)
+		}
+		if err != nil {
+			return j, fmt.Errorf("restore %s: %w", a.Path, err)
+		}
+		a.State = ActionUndone
+		a.Written = nil
+		if !a.Before.Absent() {
+			a.Written = writtenTime(ctx, s, a.Path)
+		}
+		opts.progress("restored %s", a.Path)
+	}
+	j.State = StateUndone
+	j.Error = ""
+	if err := j.write(ctx, loc, opts.now()); err != nil {
+		return j, err
+	}
+	unlock(ctx, s, j)
+	return j, nil
+}
+
+// LostFile is an original that undo cannot restore: its backup is gone or holds other bytes.
+type LostFile struct {
+	// Path is the checkpoint file and Digest the original bytes' hash.
+	Path   string
+	Digest Digest
+	// Backup is where the backup should be, and BackupDigest what it holds (absent: gone).
+	Backup       string
+	BackupDigest Digest
+}
+
+// BackupLostError is returned by Undo when a backup it needs is gone or damaged. Undo then
+// changes nothing (a partial undo would leave a checkpoint that neither the repair nor the
+// original explains) and releases its lock.
+type BackupLostError struct {
+	Repair string
+	Lost   []LostFile
+}
+
+// Error says, in one sentence, which originals are lost and why, and that nothing changed.
+func (e *BackupLostError) Error() string {
+	parts := make([]string, len(e.Lost))
+	for i, l := range e.Lost {
+		why := "is gone"
+		if !l.BackupDigest.Absent() {
+			why = "holds other bytes (" + l.BackupDigest.Short() + ")"
+		}
+		parts[i] = fmt.Sprintf("%s (%s; its backup %s %s)", l.Path, l.Digest.Short(), l.Backup, why)
+	}
+	return fmt.Sprintf("cannot undo repair %s: the original bytes of %s are lost, so nothing was changed and the checkpoint stays as the repair left it",
+		e.Repair, joinAnd(parts))
+}
+
+func joinAnd(parts []string) string {
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}

@@ -1,0 +1,630 @@
+// Package transfer copies a checkpoint (and a file sink's output) to another location or store
+// (`ckpt cp`): create-only, into an empty destination, resumable, never touching the source.
+//
+// Spark's compactible logs hold absolute paths: the file sink's _spark_metadata entries and a
+// file source's sources/<i>/N entries. Copied elsewhere they still name the old place, so the
+// copy rewrites their path prefixes as asked (Rewrite), through logformat's parser and writer so
+// every other byte stays Spark's, and then checks that every rewritten path exists and runs
+// doctor on the copy.
+package transfer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/doctor"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// OwnDir is ckpt's own directory (repair journals, locks, the liveness record of `ckpt run`). It
+// is never copied: a lock or a liveness record would make the copy look busy or alive, and the
+// journals belong to the source. The copy's own markers go there in the destination.
+const OwnDir = "_ckpt"
+
+// Marker files in the destination: StartedFile is written before the first copied file, naming
+// the source and the rewrites (what --resume checks), DoneFile after the last.
+const (
+	StartedFile = OwnDir + "/cp/started.json"
+	DoneFile    = OwnDir + "/cp/done.json"
+)
+
+// Rewrite replaces the prefix Old of a logged path with New.
+type Rewrite struct {
+	Old string `json:"old"`
+	New string `json:"new"`
+}
+
+// ParseRewrite reads OLD=NEW.
+func ParseRewrite(s string) (Rewrite, error) {
+	old, nw, ok := strings.Cut(s, "=")
+	if !ok || old == "" || nw == "" {
+		return Rewrite{}, fmt.Errorf("--rewrite-prefix %q: want OLD=NEW, both non-empty", s)
+	}
+	return Rewrite{Old: old, New: nw}, nil
+}
+
+// Pair is one tree to copy: the checkpoint, or a file sink's output.
+type Pair struct {
+	// Kind is KindCheckpoint or KindSink.
+	Kind     string
+	Src, Dst storage.Store
+}
+
+// Options configures Copy.
+type Options struct {
+	// Rewrites are applied to the paths of file sink and file source log entries, longest Old
+	// first; none: logs are copied byte for byte.
+	Rewrites []Rewrite
+	// Resume continues into a destination that holds a partial copy made by Copy with the same
+	// source and rewrites (default false: the destination must be empty).
+	Resume bool
+	// Parallelism bounds concurrent file copies within a phase (0: 4).
+	Parallelism int
+	// Progress, when set, is told after each file (the command draws it on a terminal).
+	Progress func(Progress)
+	// Exists says whether an absolute path as a log records it exists (the command opens the
+	// store it names). nil: rewritten paths are not checked.
+	Exists func(ctx context.Context, p string) (bool, error)
+	// Now is the clock of the markers (nil: time.Now).
+	Now func() time.Time
+	// Tool names the ckpt build in the markers.
+	Tool string
+	// Location and SinkLocation are the destinations as the user typed them, for doctor's
+	// commands (default: the stores' URIs).
+	Location, SinkLocation string
+}
+
+// The kinds of Pair.
+const (
+	KindCheckpoint = "checkpoint"
+	KindSink       = "sink"
+)
+
+// Progress is where a copy stands.
+type Progress struct {
+	Files, TotalFiles int
+	Bytes, TotalBytes int64
+	Path              string
+}
+
+// Result is what Copy did.
+type Result struct {
+	Trees []TreeResult `json:"trees"`
+	// Files, Bytes count the files copied now; Skipped the files a resumed copy found done.
+	Files   int   `json:"files"`
+	Bytes   int64 `json:"bytes"`
+	Skipped int   `json:"skipped"`
+	// RewrittenFiles and RewrittenEntries count the log files and entries whose paths changed;
+	// Unrewritten the entries no rewrite matched (they still name their old place).
+	RewrittenFiles   int `json:"rewrittenFiles"`
+	RewrittenEntries int `json:"rewrittenEntries"`
+	Unrewritten      int `json:"unrewrittenEntries"`
+	// ChecksumsDropped are Hadoop .crc files of rewritten logs, not copied: their checksums are
+	// of the old bytes, and Hadoop would reject the new ones (it reads fine without them).
+	ChecksumsDropped []string `json:"checksumsDropped"`
+	// Checked counts rewritten paths checked for existence; Missing lists those that do not
+	// exist (at most 100; MissingCount is exact).
+	Checked      int           `json:"checked"`
+	Missing      []MissingPath `json:"missing"`
+	MissingCount int           `json:"missingCount"`
+	// Sink is `ckpt sink verify` of the copied sink (nil without one): its live files resolved
+	// against the destination.
+	Sink *sinklog.Verification `json:"sink"`
+	// Doctor is doctor's report on the copied checkpoint (with the copied sink, --deep).
+	Doctor *doctor.Report `json:"doctor"`
+}
+
+// TreeResult is one tree's source and destination.
+type TreeResult struct {
+	Kind        string `json:"kind"`
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	Files       int    `json:"files"`
+	Bytes       int64  `json:"bytes"`
+}
+
+// MissingPath is a rewritten path that does not exist.
+type MissingPath struct {
+	Path    string `json:"path"`
+	LogFile string `json:"logFile"`
+}
+
+// ErrNotEmpty is returned when the destination holds files and Resume is not set.
+var ErrNotEmpty = errors.New("the destination is not empty")
+
+// marker is the content of StartedFile and DoneFile.
+type marker struct {
+	Tool     string    `json:"tool"`
+	Kind     string    `json:"kind"`
+	Source   string    `json:"source"`
+	Rewrites []Rewrite `json:"rewrites"`
+	Time     time.Time `json:"time"`
+}
+
+// file is one file to copy, with the bytes to write when they differ from the source's.
+type file struct {
+	path  string
+	size  int64
+	phase int
+}
+
+// Copy copies every pair. The source is only read. Files are written in phases so that a
+// partial copy is never mistaken for a complete one: data and state first, then the logs in the
+// order Spark writes them (offsets, commits), then the checkpoint's metadata; in a sink, the
+// data files before _spark_metadata.
+func Copy(ctx context.Context, pairs []Pair, opts Options) (*Result, error) {
+	rw := slices.Clone(opts.Rewrites)
+	sort.SliceStable(rw, func(i, j int) bool { return len(rw[i].Old) > len(rw[j].Old) })
+	c := &copier{opts: opts, rewrites: rw, res: &Result{ChecksumsDropped: []string{}, Missing: []MissingPath{}}}
+	if c.opts.Parallelism <= 0 {
+		c.opts.Parallelism = 4
+	}
+	plans := make([][]file, len(pairs))
+	for i, p := range pairs {
+		if err := c.checkDestination(ctx, p); err != nil {
+			return nil, err
+		}
+		files, err := c.list(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		plans[i] = files
+		for _, f := range files {
+			c.total.Files++
+			c.total.Bytes += f.size
+		}
+	}
+	for i, p := range pairs {
+		if err := c.mark(ctx, p, StartedFile); err != nil {
+			return nil, err
+		}
+		before := *c.res
+		if err := c.copyTree(ctx, p, plans[i]); err != nil {
+			return c.res, err
+		}
+		c.res.Trees = append(c.res.Trees, TreeResult{Kind: p.Kind, Source: p.Src.URI(), Destination: p.Dst.URI(),
+			Files: c.res.Files - before.Files, Bytes: c.res.Bytes - before.Bytes})
+		if err := c.mark(ctx, p, DoneFile); err != nil {
+			return c.res, err
+		}
+	}
+	return c.res, c.verify(ctx, pairs)
+}
+
+// verify checks the copy: the sink's live files against the destination (sinklog.Verify) and
+// doctor on the checkpoint, with the copied sink and --deep.
+func (c *copier) verify(ctx context.Context, pairs []Pair) error {
+	var ck, sink storage.Store
+	for _, p := range pairs {
+		switch p.Kind {
+		case KindCheckpoint:
+			ck = p.Dst
+		case KindSink:
+			sink = p.Dst
+		}
+	}
+	if sink != nil {
+		v, err := sinklog.Verify(ctx, sink, sinklog.VerifyOptions{MaxProblems: 100})
+		if err != nil {
+			return fmt.Errorf("verify the copied sink: %w", err)
+		}
+		c.res.Sink = v
+	}
+	if ck == nil {
+		return nil
+	}
+	cp, err := checkpoint.Load(ctx, ck)
+	if err != nil {
+		return fmt.Errorf("doctor on the copy: %w", err)
+	}
+	rep, err := doctor.Run(ctx, cp, doctor.Options{Sink: sink, Deep: true, Location: c.opts.Location, SinkLocation: c.opts.SinkLocation})
+	if err != nil {
+		return fmt.Errorf("doctor on the copy: %w", err)
+	}
+	c.res.Doctor = rep
+	return nil
+}
+
+type copier struct {
+	opts     Options
+	rewrites []Rewrite
+	res      *Result
+	mu       sync.Mutex
+	total    Progress
+	done     Progress
+}
+
+// checkDestination refuses a destination with files, unless Resume finds a copy of the same
+// source with the same rewrites there.
+func (c *copier) checkDestination(ctx context.Context, p Pair) error {
+	es, err := p.Dst.Walk(ctx, "")
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, e := range es {
+		if !e.IsDir {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	data, err := p.Dst.ReadFile(ctx, StartedFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s holds %d file(s) and no partial copy of ckpt cp (%s); copy into an empty location", ErrNotEmpty, p.Dst.URI(), n, StartedFile)
+	}
+	if err != nil {
+		return err
+	}
+	var m marker
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("%s/%s: %w", p.Dst.URI(), StartedFile, err)
+	}
+	if !c.opts.Resume {
+		what := "a partial copy"
+		if _, err := p.Dst.Stat(ctx, DoneFile); err == nil {
+			what = "a complete copy"
+		}
+		return fmt.Errorf("%w: %s holds %s of %s made by ckpt cp; continue it with --resume, or copy into an empty location", ErrNotEmpty, p.Dst.URI(), what, m.Source)
+	}
+	if m.Source != p.Src.URI() || m.Kind != p.Kind || !slices.Equal(m.Rewrites, c.sortedRewrites()) {
+		return fmt.Errorf("--resume: %s holds a copy of %s (%s) with rewrites %v, not of %s with %v", p.Dst.URI(), m.Source, m.Kind, m.Rewrites, p.Src.URI(), c.sortedRewrites())
+	}
+	return nil
+}
+
+func (c *copier) sortedRewrites() []Rewrite {
+	if c.rewrites == nil {
+		return []Rewrite{}
+	}
+	return c.rewrites
+}
+
+func (c *copier) mark(ctx context.Context, p Pair, name string) error {
+	now := time.Now
+	if c.opts.Now != nil {
+		now = c.opts.Now
+	}
+	data, err := json.MarshalIndent(marker{Tool: c.opts.Tool, Kind: p.Kind, Source: p.Src.URI(), Rewrites: c.sortedRewrites(), Time: now().UTC()}, "", "  ")
+	if err != nil {
+		return err
+	}
+	err = p.Dst.WriteFile(ctx, name, append(data, '\n'))
+	if errors.Is(err, fs.ErrExist) && c.opts.Resume {
+		return nil
+	}
+	return err
+}
+
+// list walks the source and orders its files by phase.
+func (c *copier) list(ctx context.Context, p Pair) ([]file, error) {
+	es, err := p.Src.Walk(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []file
+	for _, e := range es {
+		if e.IsDir || e.Path == OwnDir || strings.HasPrefix(e.Path, OwnDir+"/") {
+			continue
+		}
+		out = append(out, file{path: e.Path, size: e.Size, phase: phase(p.Kind, e.Path)})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].phase < out[j].phase })
+	return out, nil
+}
+
+func phase(kind, p string) int {
+	if kind == KindSink {
+		if strings.HasPrefix(p, sinklog.Dir+"/") {
+			return 1
+		}
+		return 0
+	}
+	switch {
+	case strings.HasPrefix(p, "offsets/"):
+		return 1
+	case strings.HasPrefix(p, "commits/"):
+		return 2
+	case p == "metadata":
+		return 3
+	}
+	return 0
+}
+
+// copyTree copies the files phase by phase, each phase with up to Parallelism files at once.
+func (c *copier) copyTree(ctx context.Context, p Pair, files []file) error {
+	// A .crc beside a log file that gets rewritten is dropped; it is known only after the
+	// rewrite, so checksums of log directories wait for the rest of their phase.
+	rewritten := map[string]bool{}
+	var crcs []file
+	for start := 0; start < len(files); {
+		end := start
+		for end < len(files) && files[end].phase == files[start].phase {
+			end++
+		}
+		var batch []file
+		for _, f := range files[start:end] {
+			if c.isLogChecksum(p.Kind, f.path) {
+				crcs = append(crcs, f)
+				continue
+			}
+			batch = append(batch, f)
+		}
+		if err := c.parallel(ctx, batch, func(f file) error {
+			changed, err := c.copyFile(ctx, p, f)
+			if changed {
+				c.mu.Lock()
+				rewritten[f.path] = true
+				c.mu.Unlock()
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		var keep []file
+		for _, f := range crcs {
+			if target := crcTarget(f.path); rewritten[target] {
+				c.mu.Lock()
+				c.res.ChecksumsDropped = append(c.res.ChecksumsDropped, f.path)
+				c.mu.Unlock()
+				c.tick(f, 0)
+				continue
+			}
+			keep = append(keep, f)
+		}
+		if err := c.parallel(ctx, keep, func(f file) error { _, err := c.copyFile(ctx, p, f); return err }); err != nil {
+			return err
+		}
+		crcs = nil
+		start = end
+	}
+	return nil
+}
+
+func (c *copier) parallel(ctx context.Context, files []file, fn func(file) error) error {
+	if len(files) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan file)
+	var wg sync.WaitGroup
+	var first error
+	var once sync.Once
+	for range min(c.opts.Parallelism, len(files)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range work {
+				if err := fn(f); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		}()
+	}
+	for _, f := range files {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- f
+	}
+	close(work)
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// isLogChecksum reports whether p is the Hadoop checksum of a file that may be rewritten.
+func (c *copier) isLogChecksum(kind, p string) bool {
+	if len(c.rewrites) == 0 {
+		return false
+	}
+	name := path.Base(p)
+	if !strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".crc") {
+		return false
+	}
+	return logKind(kind, crcTarget(p)) != ""
+}
+
+func crcTarget(p string) string {
+	name := path.Base(p)
+	return path.Join(path.Dir(p), strings.TrimSuffix(strings.TrimPrefix(name, "."), ".crc"))
+}
+
+// logKind says which compactible log p is a file of: "sink" for _spark_metadata/N[.compact] in
+// a sink, "source" for sources/<i>/N[.compact] in a checkpoint, "" otherwise.
+func logKind(kind, p string) string {
+	dir, name := path.Split(p)
+	n := logformat.ParseName(name)
+	if n.Kind != logformat.NameBatch && n.Kind != logformat.NameCompact {
+		return ""
+	}
+	switch {
+	case kind == KindSink && dir == sinklog.Dir+"/":
+		return "sink"
+	case kind == KindCheckpoint && strings.HasPrefix(dir, "sources/") && strings.Count(dir, "/") == 2:
+		return "source"
+	}
+	return ""
+}
+
+// copyFile copies one file, rewriting a log's paths. changed reports a rewrite.
+func (c *copier) copyFile(ctx context.Context, p Pair, f file) (changed bool, err error) {
+	data, err := p.Src.ReadFile(ctx, f.path)
+	if err != nil {
+		return false, err
+	}
+	var checks []MissingPath
+	if lk := logKind(p.Kind, f.path); lk != "" && len(c.rewrites) > 0 {
+		out, n, un, paths, ok := c.rewrite(lk, f.path, data)
+		if ok {
+			c.mu.Lock()
+			c.res.Unrewritten += un
+			if n > 0 {
+				c.res.RewrittenFiles++
+				c.res.RewrittenEntries += n
+			}
+			c.mu.Unlock()
+			if n > 0 {
+				data, changed = out, true
+				for _, rp := range paths {
+					checks = append(checks, MissingPath{Path: rp, LogFile: f.path})
+				}
+			}
+		}
+	}
+	skipped, err := c.write(ctx, p.Dst, f.path, data)
+	if err != nil {
+		return changed, err
+	}
+	if err := c.check(ctx, checks); err != nil {
+		return changed, err
+	}
+	c.mu.Lock()
+	if skipped {
+		c.res.Skipped++
+	} else {
+		c.res.Files++
+		c.res.Bytes += int64(len(data))
+	}
+	c.mu.Unlock()
+	c.tick(f, f.size)
+	return changed, nil
+}
+
+// write creates p in dst. A resumed copy accepts a file that already holds exactly these bytes
+// (stores write atomically, so a file there is whole) and refuses any other.
+func (c *copier) write(ctx context.Context, dst storage.Store, p string, data []byte) (skipped bool, err error) {
+	if c.opts.Resume {
+		have, err := dst.ReadFile(ctx, p)
+		if err == nil {
+			if sha256.Sum256(have) == sha256.Sum256(data) {
+				return true, nil
+			}
+			return false, fmt.Errorf("--resume: %s/%s exists with other bytes than the copy would write; it was not written by this copy", dst.URI(), p)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return false, err
+		}
+	}
+	err = dst.WriteFile(ctx, p, data)
+	if err != nil {
+		// A write whose acknowledgement was lost: the bytes may be there.
+		if have, rerr := dst.ReadFile(ctx, p); rerr == nil && bytes.Equal(have, data) {
+			return false, nil
+		}
+		return false, fmt.Errorf("write %s/%s: %w", dst.URI(), p, err)
+	}
+	return false, nil
+}
+
+func (c *copier) check(ctx context.Context, paths []MissingPath) error {
+	if c.opts.Exists == nil {
+		return nil
+	}
+	for _, m := range paths {
+		ok, err := c.opts.Exists(ctx, m.Path)
+		if err != nil {
+			return fmt.Errorf("check %s (rewritten in %s): %w", m.Path, m.LogFile, err)
+		}
+		c.mu.Lock()
+		c.res.Checked++
+		if !ok {
+			c.res.MissingCount++
+			if len(c.res.Missing) < 100 {
+				c.res.Missing = append(c.res.Missing, m)
+			}
+		}
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+func (c *copier) tick(f file, n int64) {
+	c.mu.Lock()
+	c.done.Files++
+	c.done.Bytes += n
+	pr := Progress{Files: c.done.Files, TotalFiles: c.total.Files, Bytes: c.done.Bytes, TotalBytes: c.total.Bytes, Path: f.path}
+	c.mu.Unlock()
+	if c.opts.Progress != nil {
+		c.opts.Progress(pr)
+	}
+}
+
+// apply rewrites one path; ok is false when no rewrite matches.
+func (c *copier) apply(p string) (string, bool) {
+	for _, r := range c.rewrites {
+		if strings.HasPrefix(p, r.Old) {
+			return r.New + p[len(r.Old):], true
+		}
+	}
+	return p, false
+}
+
+// rewrite rewrites the paths of a log file. A file that does not parse as its log is copied
+// as it is (ok false): a Kafka source's sources/<i>/0 holds initial offsets, not a file log.
+// paths are the rewritten paths of add entries (a delete names a file that is gone).
+func (c *copier) rewrite(kind, name string, data []byte) (out []byte, n, unrewritten int, paths []string, ok bool) {
+	switch kind {
+	case "sink":
+		lg, err := logformat.ParseSinkLog(name, data)
+		if err != nil || lg.CRBreaks > 0 {
+			return nil, 0, 0, nil, false
+		}
+		for i := range lg.Entries {
+			e := &lg.Entries[i]
+			np, hit := c.apply(e.Path)
+			if !hit {
+				unrewritten++
+				continue
+			}
+			if np != e.Path {
+				e.Path = np
+				n++
+			}
+		}
+		if n == 0 {
+			return data, 0, unrewritten, nil, true
+		}
+		return lg.Marshal(), n, unrewritten, paths, true
+	default:
+		lg, err := logformat.ParseFileSourceLog(name, data)
+		if err != nil || lg.CRBreaks > 0 {
+			return nil, 0, 0, nil, false
+		}
+		for i := range lg.Entries {
+			e := &lg.Entries[i]
+			np, hit := c.apply(e.Path)
+			if !hit {
+				unrewritten++
+				continue
+			}
+			if np != e.Path {
+				e.Path = np
+				n++
+				paths = append(paths, np)
+			}
+		}
+		if n == 0 {
+			return data, 0, unrewritten, nil, true
+		}
+		return lg.Marshal(), n, unrewritten, paths, true
+	}
+}
