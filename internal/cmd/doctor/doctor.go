@@ -35,6 +35,9 @@ type Options struct {
 	CommitFormatVersion int
 	// Sink is a file sink's output directory, or "".
 	Sink string
+	// Recursive diagnoses every checkpoint below Checkpoint (fleet.Find), one row each. Default:
+	// false (Checkpoint is one checkpoint).
+	Recursive bool
 	// Deep reads every log file.
 	Deep bool
 	// AllowEmpty accepts an empty or unrelated directory as a checkpoint that has not started.
@@ -98,7 +101,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
   ckpt doctor s3://bucket/checkpoints/orders --spark-version 4.0 --mode async
   ckpt doctor ./ckpt --sink /data/output/orders --fail-on warning -o json
   ckpt doctor ./ckpt --bootstrap-server kafka:9092
-  ckpt doctor --explain missing-previous-offsets`,
+  ckpt doctor --explain missing-previous-offsets
+  ckpt doctor --recursive s3://bucket/checkpoints    # every checkpoint below, worst first`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if opts.Explain != "" {
 				return cli.ExactArgs(0, "no checkpoint with --explain")(cmd, args)
@@ -126,11 +130,19 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if opts.FailOn, err = doctor.ParseSeverity(failOn); err != nil {
 				return exitcode.UsageError(fmt.Errorf("--fail-on: %w", err))
 			}
+			if opts.Recursive && (opts.Explain != "" || opts.Sink != "" || opts.Broker.Enabled()) {
+				return exitcode.UsageError(errors.New("--recursive diagnoses every checkpoint below a folder: --explain, --sink and --bootstrap-server apply to one checkpoint"))
+			}
 			if cmd.Flags().Changed("fail-on-data-loss") && !opts.Broker.Enabled() {
 				return exitcode.UsageError(errors.New("--fail-on-data-loss models the Kafka source option for the broker checks: give --bootstrap-server too"))
 			}
 			if runF != nil {
 				return runF(opts)
+			}
+			if opts.Recursive {
+				ctx, stop := cli.Progress(cmd.Context(), opts.IO, opts.Output)
+				defer stop()
+				return runFleet(ctx, opts)
 			}
 			return runDoctor(cmd.Context(), opts)
 		},
@@ -139,6 +151,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	fl := cmd.Flags()
 	restart.AddFlags(cmd)
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (holding _spark_metadata) to compare with the checkpoint")
+	fl.BoolVarP(&opts.Recursive, "recursive", "r", false, "diagnose every checkpoint below the folder or S3 prefix, one row each, worst first")
 	fl.BoolVar(&opts.Deep, "deep", false, "read every offsets and commits file, not only those a restart reads")
 	cli.AddAllowEmptyFlag(fl, &opts.AllowEmpty)
 	fl.StringVar(&failOn, "fail-on", string(doctor.Error), "lowest severity that makes the exit code 3: error, warning or info")
