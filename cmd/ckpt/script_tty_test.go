@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,10 +12,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/creack/pty"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/ckpt-dev/ckpt/internal/scenario"
+	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // Script commands of the terminal tests (testdata/script/tty_*.txtar): a command run on a
@@ -179,4 +185,38 @@ func runTTY(ts *testscript.TestScript, cols int, stdout string, env []string, pr
 	case <-time.After(10 * time.Second):
 	}
 	return bytes.ReplaceAll(out.Bytes(), []byte("\r\n"), []byte("\n")), werr
+}
+
+// mks3fleet VAR NAME:PREFIX... builds each scenario NAME under PREFIX of one fresh bucket of the
+// test S3 server (below fleet/) and sets $VAR to s3://<bucket>/fleet. Scripts skip without a server.
+func init() {
+	scriptCmds["mks3fleet"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) < 2 {
+			ts.Fatalf("usage: mks3fleet VAR NAME:PREFIX...")
+		}
+		ctx := context.Background()
+		client := s3.New(s3.Options{
+			BaseEndpoint: aws.String(ts.Getenv("CKPT_TEST_S3_ENDPOINT")),
+			UsePathStyle: true,
+			Region:       "us-east-1",
+			Credentials:  credentials.NewStaticCredentialsProvider(ts.Getenv("CKPT_TEST_S3_ACCESS_KEY"), ts.Getenv("CKPT_TEST_S3_SECRET_KEY"), ""),
+		})
+		var rnd [6]byte
+		_, _ = rand.Read(rnd[:])
+		bucket := fmt.Sprintf("ckpt-fleet-%x", rnd)
+		_, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+		ts.Check(err)
+		for _, a := range args[1:] {
+			name, prefix, ok := strings.Cut(a, ":")
+			if !ok {
+				ts.Fatalf("mks3fleet: %q is not NAME:PREFIX", a)
+			}
+			sc, ok := scenario.Get(name)
+			if !ok {
+				ts.Fatalf("mks3fleet: no scenario %q", name)
+			}
+			ts.Check(sc.WriteTo(ctx, storage.NewS3FromClient(client, bucket, "fleet/"+prefix)))
+		}
+		ts.Setenv(args[0], "s3://"+bucket+"/fleet")
+	}
 }

@@ -28,6 +28,7 @@ ckpt doctor <checkpoint> [--mode sync|async|spark-2.1] [--spark-version V] [--si
             [--bootstrap-server HOST:PORT [--kafka-option kafka.K=V]... [--kafka-option-file F]
              [--broker-timeout D] [--fail-on-data-loss=false]]
 ckpt doctor --explain CODE
+ckpt doctor --recursive PARENT [--deep] [--fail-on …] [--mode …] [--spark-version …] [-o table|json]
 ` + "```" + `
 
 * ` + "`--mode`" + `: the engine the query restarts with: ` + "`sync`" + ` (default), ` + "`async`" + ` (async progress tracking
@@ -39,6 +40,12 @@ ckpt doctor --explain CODE
 * ` + "`--deep`" + `: read every log file instead of only those a restart reads (plus zero-byte files, which the
   listing shows); with ` + "`--sink`" + `, also compare the files the sink's log lists as live with the output's data
   files (the ` + "`sink-file-*`" + ` and ` + "`sink-log-batch-missing`" + ` codes, as ` + "`ckpt sink verify`" + `, [sink.md](sink.md)).
+* ` + "`--recursive`" + ` (` + "`-r`" + `): diagnose every checkpoint below a folder or S3 prefix (a directory with
+  ` + "`offsets/`" + `, ` + "`commits/`" + ` or a ` + "`metadata`" + ` file; not below one, nor in ` + "`_ckpt`" + `, ` + "`_spark_metadata`" + ` or
+  ` + "`_temporary`" + `), one row each (status, codes, restart verdict), worst first: unreadable, error,
+  warning, info, ok. The exit code is the worst: 1 when one could not be read, 3 when one has
+  findings at or above ` + "`--fail-on`" + `. Each checkpoint gets its own detected defaults. With ` + "`-o json`" + `:
+  ` + "`{\"parent\", \"worst\", \"checkpoints\": [{\"location\", \"status\", \"errors\", \"warnings\", \"notes\", \"codes\", \"verdict\", \"engine\", \"error\"}]}`" + `.
 * ` + "`--fail-on`" + `: the lowest severity that makes the exit code 3 (default ` + "`error`" + `).
 * ` + "`--bootstrap-server`" + `: the Kafka cluster the query reads. doctor then also checks the offsets the
   restart reads next against the broker's earliest and latest offsets (the broker codes at the end of

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/progress"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -184,12 +185,23 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 		}
 	}
 
-	for _, w := range work {
+	meter := progress.From(ctx)
+	meter.Stage("applying")
+	meter.Expect(progress.Done, len(work))
+	for k, w := range work {
 		ja := &j.Actions[w.i]
-		ja.State = ActionApplying
-		j.State = StateApplying
-		if err := j.write(ctx, loc, opts.now()); err != nil {
-			return err
+		// The journal records each change as under way before it happens. A plan of thousands of
+		// deletions (ckpt purge) records them journalChunk at a time: a snapshot per file would
+		// write the whole journal once per file. Resume and undo decide from the files' hashes,
+		// not from these states, so a chunk marked applying is as safe as one action.
+		if k%chunkOf(len(work)) == 0 {
+			for _, w2 := range work[k:min(k+chunkOf(len(work)), len(work))] {
+				j.Actions[w2.i].State = ActionApplying
+			}
+			j.State = StateApplying
+			if err := j.write(ctx, loc, opts.now()); err != nil {
+				return err
+			}
 		}
 		switch ja.Op {
 		case OpDelete:
@@ -212,6 +224,7 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 			ja.Written = writtenTime(ctx, s, ja.Path)
 		}
 		opts.progress("%s %s", ja.Op, ja.Path)
+		meter.Add(progress.Done, 1)
 	}
 	if j.State != StateApplied && j.State != StateDone {
 		j.State = StateApplied
@@ -334,4 +347,16 @@ func equalPtr(a, b *int64) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+// journalChunk is how many changes of a large plan one journal snapshot announces.
+const journalChunk = 256
+
+// chunkOf is 1 (a snapshot before every change, as small repairs always did) for plans of up to
+// journalChunk changes, else journalChunk.
+func chunkOf(n int) int {
+	if n <= journalChunk {
+		return 1
+	}
+	return journalChunk
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/internal/progress"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -112,6 +113,7 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 			a.Written = writtenTime(ctx, s, a.Path)
 		}
 		opts.progress("restored %s", a.Path)
+		progress.Add(ctx, progress.Done, 1)
 	}
 	j.State = StateUndone
 	j.Error = ""

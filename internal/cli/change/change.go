@@ -74,6 +74,9 @@ type Env struct {
 	JSON      bool
 	// Rand is the source of the random bits of repair ids (nil: crypto/rand; tests pin it).
 	Rand io.Reader
+	// Quiet leaves out the line per changed file on stderr (ckpt purge changes thousands; its
+	// progress shows on a terminal instead). Default false.
+	Quiet bool
 }
 
 // ErrDeclined is returned when the user answers no.
@@ -104,7 +107,7 @@ func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *repair.Pl
 		Tool:         "ckpt " + env.Version,
 		ActiveWindow: f.ActiveWindow,
 		Force:        f.Force,
-		Progress:     progress(env.IO),
+		Progress:     progress(env.IO, env.Quiet),
 		Rand:         env.Rand,
 	}
 	if f.BackupDir != "" {
@@ -122,12 +125,14 @@ func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *repair.Pl
 // byte). Only tests set it.
 const killAfterEnv = "CKPT_TEST_KILL_AFTER_CHANGES"
 
-func progress(io *iostreams.IOStreams) func(format string, args ...any) {
+func progress(io *iostreams.IOStreams, quiet bool) func(format string, args ...any) {
 	killAfter, _ := strconv.Atoi(os.Getenv(killAfterEnv))
 	changes := 0
 	return func(format string, args ...any) {
 		line := fmt.Sprintf(format, args...)
-		fmt.Fprintf(io.ErrOut, "ckpt: %s\n", line)
+		if !quiet {
+			fmt.Fprintf(io.ErrOut, "ckpt: %s\n", line)
+		}
 		if killAfter <= 0 {
 			return
 		}

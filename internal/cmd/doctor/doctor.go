@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -34,6 +35,9 @@ type Options struct {
 	CommitFormatVersion int
 	// Sink is a file sink's output directory, or "".
 	Sink string
+	// Recursive diagnoses every checkpoint below Checkpoint (fleet.Find), one row each. Default:
+	// false (Checkpoint is one checkpoint).
+	Recursive bool
 	// Deep reads every log file.
 	Deep bool
 	// AllowEmpty accepts an empty or unrelated directory as a checkpoint that has not started.
@@ -48,6 +52,9 @@ type Options struct {
 	// Broker is --bootstrap-server and the Kafka client options: with a broker, doctor also
 	// checks the offsets the restart reads next against it. Default: none.
 	Broker cli.BrokerFlags
+	// Detected is what the checkpoint showed and the restart options took from it (set by
+	// runDoctor; nil when the flags said it all or the defaults stood).
+	Detected *detect.Result
 	// FailOnDataLoss is --fail-on-data-loss, the Kafka source option the broker checks model.
 	// Default: true, Spark's default.
 	FailOnDataLoss bool
@@ -94,7 +101,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
   ckpt doctor s3://bucket/checkpoints/orders --spark-version 4.0 --mode async
   ckpt doctor ./ckpt --sink /data/output/orders --fail-on warning -o json
   ckpt doctor ./ckpt --bootstrap-server kafka:9092
-  ckpt doctor --explain missing-previous-offsets`,
+  ckpt doctor --explain missing-previous-offsets
+  ckpt doctor --recursive s3://bucket/checkpoints    # every checkpoint below, worst first`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if opts.Explain != "" {
 				return cli.ExactArgs(0, "no checkpoint with --explain")(cmd, args)
@@ -122,11 +130,19 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if opts.FailOn, err = doctor.ParseSeverity(failOn); err != nil {
 				return exitcode.UsageError(fmt.Errorf("--fail-on: %w", err))
 			}
+			if opts.Recursive && (opts.Explain != "" || opts.Sink != "" || opts.Broker.Enabled()) {
+				return exitcode.UsageError(errors.New("--recursive diagnoses every checkpoint below a folder: --explain, --sink and --bootstrap-server apply to one checkpoint"))
+			}
 			if cmd.Flags().Changed("fail-on-data-loss") && !opts.Broker.Enabled() {
 				return exitcode.UsageError(errors.New("--fail-on-data-loss models the Kafka source option for the broker checks: give --bootstrap-server too"))
 			}
 			if runF != nil {
 				return runF(opts)
+			}
+			if opts.Recursive {
+				ctx, stop := cli.Progress(cmd.Context(), opts.IO, opts.Output)
+				defer stop()
+				return runFleet(ctx, opts)
 			}
 			return runDoctor(cmd.Context(), opts)
 		},
@@ -135,6 +151,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	fl := cmd.Flags()
 	restart.AddFlags(cmd)
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (holding _spark_metadata) to compare with the checkpoint")
+	fl.BoolVarP(&opts.Recursive, "recursive", "r", false, "diagnose every checkpoint below the folder or S3 prefix, one row each, worst first")
 	fl.BoolVar(&opts.Deep, "deep", false, "read every offsets and commits file, not only those a restart reads")
 	cli.AddAllowEmptyFlag(fl, &opts.AllowEmpty)
 	fl.StringVar(&failOn, "fail-on", string(doctor.Error), "lowest severity that makes the exit code 3: error, warning or info")
@@ -164,6 +181,7 @@ func runDoctor(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	dopts := doctor.Options{
 		Mode:                opts.Mode,
 		SparkVersion:        opts.SparkVersion,
@@ -193,7 +211,7 @@ func runDoctor(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if opts.Output == render.FormatJSON {
-		if err := render.JSON(opts.IO.Out, rep); err != nil {
+		if err := render.JSON(opts.IO.Out, withDetected{rep, opts.Detected}); err != nil {
 			return err
 		}
 	} else {

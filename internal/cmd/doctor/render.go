@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/render"
 )
@@ -14,6 +16,7 @@ func renderReport(r *render.Renderer, rep *doctor.Report, opts *Options) {
 	r.Println(verdict(r, rep))
 	res := rep.Restart
 	fmt.Fprintf(r.Writer(), "%s\n", r.Faint(fmt.Sprintf("checkpoint %s · %s engine · Spark %s", opts.Checkpoint, res.Mode, res.SparkVersion)))
+	cli.PrintDetected(r, opts.Detected)
 	for _, f := range rep.Findings {
 		r.Println()
 		head := severity(r, f.Severity) + "  " + r.Bold(f.Code)
@@ -93,4 +96,10 @@ func verdict(r *render.Renderer, rep *doctor.Report) string {
 		return r.Good("✓ no problems found ("+summary+").") + " " + rep.Restart.Verdict()
 	}
 	return r.Good("✓ no problems found.") + " " + rep.Restart.Verdict()
+}
+
+// withDetected is the -o json report with what was detected ("detected", absent when nothing was).
+type withDetected struct {
+	*doctor.Report
+	Detected *detect.Result `json:"detected,omitempty"`
 }

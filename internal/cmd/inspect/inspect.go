@@ -41,6 +41,9 @@ type Options struct {
 	// AllowEmpty inspects an empty or unrelated directory as a checkpoint that has not started
 	// (--allow-empty). Default: refuse it with what the location holds.
 	AllowEmpty bool
+	// Recursive shows one row per checkpoint below Location (a folder or S3 prefix), worst first.
+	// Default: false.
+	Recursive bool
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the summary of
 	// a checkpoint shows each partition's log start and end and the lag (broker.go).
 	// Default: none.
@@ -99,7 +102,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
   ckpt inspect ./ckpt --batches --from 1000 --to 1099 -o json
   ckpt inspect ./ckpt --batch 41 -o json
   ckpt inspect /data/output/orders          # a file sink: reads _spark_metadata/
-  ckpt inspect ./ckpt --bootstrap-server kafka:9092`,
+  ckpt inspect ./ckpt --bootstrap-server kafka:9092
+  ckpt inspect --recursive /data/checkpoints           # one row per checkpoint below`,
 		Args: cli.ExactArgs(1, "a checkpoint location"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Location = args[0]
@@ -122,6 +126,9 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if err := checkRange(opts, cmd.Flags().Changed("last")); err != nil {
 				return err
 			}
+			if opts.Recursive && (opts.Batches || opts.HasBatch || opts.Broker.Enabled()) {
+				return exitcode.UsageError(fmt.Errorf("--recursive shows one row per checkpoint: --batches, --batch and --bootstrap-server apply to one checkpoint"))
+			}
 			if opts.Parallelism < 0 {
 				return exitcode.UsageError(fmt.Errorf("--parallelism %d: want 1 or more (0 for the default)", opts.Parallelism))
 			}
@@ -132,6 +139,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 		},
 	}
 	cli.AddOutputFlag(cmd, &output)
+	cmd.Flags().BoolVarP(&opts.Recursive, "recursive", "r", false, "one row per checkpoint below the folder or S3 prefix, worst first")
 	cmd.Flags().BoolVar(&opts.Batches, "batches", false, "list every batch (reads every offsets file)")
 	cmd.Flags().Int64Var(&opts.Batch, "batch", 0, "show the parsed contents of batch `N`")
 	cmd.Flags().Int64Var(&opts.From, "from", 0, "with --batches: only batch ids from `N` (default: the first)")
@@ -176,6 +184,9 @@ func batchesOptions(opts *Options) inspect.BatchesOptions {
 func runInspect(ctx context.Context, opts *Options) error {
 	ctx, stop := cli.Progress(ctx, opts.IO, opts.Output)
 	defer stop()
+	if opts.Recursive {
+		return runFleet(ctx, opts)
+	}
 	store, err := opts.OpenStore(ctx, opts.Location)
 	if err != nil {
 		return err

@@ -38,6 +38,9 @@ type Options struct {
 
 	// Locations are the checkpoints. At least one.
 	Locations []string
+	// Recursive takes each location as a parent folder or S3 prefix and follows every checkpoint
+	// below it (fleet.Find). Default: false.
+	Recursive bool
 	// Broker is --bootstrap-server and the Kafka client options. Required.
 	Broker cli.BrokerFlags
 	// Output is "table" or "json".
@@ -130,6 +133,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	cli.AddOutputFlag(cmd, &output)
 	fl := cmd.Flags()
 	opts.Broker.AddFlags(fl)
+	fl.BoolVarP(&opts.Recursive, "recursive", "r", false, "follow every checkpoint below each location (a folder or S3 prefix)")
 	fl.BoolVarP(&opts.Watch, "watch", "w", false, "refresh every --interval until interrupted")
 	fl.DurationVar(&opts.Interval, "interval", opts.Interval, "time between refreshes with --watch")
 	fl.StringVar(&opts.Serve, "serve", "", "serve Prometheus metrics on `[HOST]:PORT` (path /metrics) until interrupted")
@@ -171,6 +175,17 @@ func runLag(ctx context.Context, opts *Options) error {
 		var stop func()
 		ctx, stop = cli.Progress(ctx, opts.IO, opts.Output)
 		defer stop()
+	}
+	if opts.Recursive {
+		// Every checkpoint below each parent, found once: a --watch or --serve follows those.
+		locs, err := expandRecursive(ctx, opts)
+		if err != nil {
+			return err
+		}
+		opts.Locations = locs
+		if opts.CommitGroup != "" && len(locs) > 1 {
+			return exitcode.UsageError(fmt.Errorf("--commit-group mirrors one query: --recursive found %d checkpoints", len(locs)))
+		}
 	}
 	cl, err := opts.Broker.KgoClient(ctx)
 	if err != nil {

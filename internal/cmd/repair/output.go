@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
@@ -20,6 +22,7 @@ type output struct {
 	Executed     bool
 	Verified     *recovery.Result
 	JournalState repair.State
+	Detected     *detect.Result
 }
 
 // document is the -o json form (docs/repair.md). actions, after, journal and executed are the
@@ -42,11 +45,14 @@ type document struct {
 	Remaining    []doctor.Finding `json:"remaining"`
 	Refused      *string          `json:"refused"`
 	Warnings     []string         `json:"warnings"`
+	// Detected is what the checkpoint showed and the planner's options took from it.
+	Detected *detect.Result `json:"detected,omitempty"`
 }
 
 func (o *output) doc() document {
 	p := o.Plan
 	d := document{
+		Detected:     o.Detected,
 		Checkpoint:   p.Checkpoint,
 		Executed:     o.Executed,
 		Journal:      o.Journal,
@@ -151,6 +157,7 @@ func printPlan(r *render.Renderer, p *repair.Plan, opts *Options) {
 		{"Checkpoint", p.Checkpoint},
 		{"Restart", restartText(p.Before)},
 	})
+	cli.PrintDetected(r, opts.Detected)
 	if len(p.Findings) > 0 {
 		r.Println()
 		rows := make([][]string, 0, len(p.Findings))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
@@ -56,6 +57,9 @@ type Options struct {
 	Mode                recovery.Mode
 	SparkVersion        string
 	CommitFormatVersion int
+	// Detected is what the checkpoint showed and the restart options took from it (set by
+	// runRepair; nil when the flags said it all or the defaults stood).
+	Detected *detect.Result
 	// Output is "table" or "json".
 	Output render.Format
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the predicted
@@ -204,6 +208,9 @@ func runRepair(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
+	if cp, err := loadCheckpoint(ctx, store); err == nil {
+		opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+	}
 	ropts := repair.Options{Planner: opts.plannerOptions(sinkLatest), Strategy: opts.Strategy, Sink: opts.Sink}
 	if opts.Broker.Enabled() {
 		if ropts.Broker, err = readBroker(ctx, store, opts); err != nil {
@@ -221,7 +228,7 @@ func runRepair(ctx context.Context, opts *Options) error {
 	}
 	addStateWarnings(ctx, store, plan, opts)
 
-	out := &output{Plan: plan, Journal: nil, Executed: false}
+	out := &output{Plan: plan, Journal: nil, Executed: false, Detected: opts.Detected}
 	r := render.New(opts.IO)
 	json := opts.Output == render.FormatJSON
 

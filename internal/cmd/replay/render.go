@@ -36,6 +36,14 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result, b *outp
 		{"latest offsets", optID(res.LatestOffsets)},
 		{"latest commit", optID(res.LatestCommit)},
 	}
+	if lines := opts.Detected.Lines(); len(lines) > 0 {
+		// Right under the engine it chose: why the engine and release are what they are.
+		det := make([][2]string, len(lines))
+		for i, l := range lines {
+			det[i] = [2]string{"detected", strings.TrimPrefix(l, "detected ")}
+		}
+		kv = append(kv[:2], append(det, kv[2:]...)...)
+	}
 	if res.NextBatch >= 0 {
 		kv = append(kv, [2]string{"first batch", strconv.FormatInt(res.NextBatch, 10)})
 	}

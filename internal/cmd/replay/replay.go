@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
@@ -33,6 +34,9 @@ type Options struct {
 	Mode                recovery.Mode
 	SparkVersion        string
 	CommitFormatVersion int
+	// Detected is what the checkpoint showed and the restart options took from it (set by
+	// runReplay; nil when the flags said it all or the defaults stood).
+	Detected *detect.Result
 	// Sink is a file sink's output directory (or its _spark_metadata); "" for none.
 	Sink string
 	// AllowEmpty accepts an empty or unrelated directory as a checkpoint that has not started
@@ -165,6 +169,7 @@ func runReplay(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	po := recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}
 	if opts.Sink != "" {
 		latest, err := sinkLatest(ctx, opts)
@@ -195,11 +200,15 @@ func runReplay(ctx context.Context, opts *Options) error {
 		return err
 	}
 	var doc any = res
+	if opts.Detected != nil {
+		doc = resultDetected{res, opts.Detected}
+	}
 	var withB *output
 	if broker != nil {
 		if withB, err = withBroker(ctx, opts, broker, res); err != nil {
 			return err
 		}
+		withB.Detected = opts.Detected
 		doc = withB
 	}
 	if opts.Output == render.FormatJSON {
@@ -239,4 +248,10 @@ func sinkLatest(ctx context.Context, opts *Options) (int64, error) {
 		return -1, nil
 	}
 	return latest, nil
+}
+
+// resultDetected is the -o json prediction with what was detected ("detected").
+type resultDetected struct {
+	*recovery.Result
+	Detected *detect.Result `json:"detected,omitempty"`
 }

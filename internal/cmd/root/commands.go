@@ -10,6 +10,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cmd/inspect"
 	"github.com/ckpt-dev/ckpt/internal/cmd/lag"
 	"github.com/ckpt-dev/ckpt/internal/cmd/offsets"
+	"github.com/ckpt-dev/ckpt/internal/cmd/purge"
 	"github.com/ckpt-dev/ckpt/internal/cmd/repair"
 	"github.com/ckpt-dev/ckpt/internal/cmd/replay"
 	"github.com/ckpt-dev/ckpt/internal/cmd/rewind"
@@ -29,6 +30,7 @@ func commands(env *cli.Env) []*cobra.Command {
 		repair.NewCmd(env, nil),
 		offsets.NewCmd(env, nil),
 		rewind.NewCmd(env, nil),
+		purge.NewCmd(env, nil),
 		sink.NewCmd(env, nil),
 		cp.NewCmd(env, nil),
 		statecmd.NewCmd(env, nil),

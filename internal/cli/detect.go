@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"slices"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/detect"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/render"
+)
+
+// Detect fills the restart options the flags left unset (--mode, --spark-version,
+// --commit-format-version: zero values) with what the checkpoint shows (detect.Run), and returns
+// the detections it used, nil when it used none. A flag always wins: what it sets is neither
+// detected nor reported. A detection that agrees with the default (Spark 3.5 for a 3.5-era
+// checkpoint) changes nothing and is not reported either, so the header speaks only when the
+// checkpoint moved a default.
+func Detect(ctx context.Context, cp *checkpoint.Checkpoint, mode *recovery.Mode, sparkVersion *string, commitFormatVersion *int) *detect.Result {
+	if *mode != "" && *sparkVersion != "" && *commitFormatVersion != 0 {
+		return nil
+	}
+	d := detect.Run(ctx, cp)
+	sparkFlag := *sparkVersion != ""
+	switch {
+	case sparkFlag || d.SparkMin == "" || (d.SparkVersion == recovery.DefaultSparkVersion && d.SparkMax == ""):
+		// Given, unknown, or a checkpoint of the default release or newer: nothing to say.
+		d.SparkVersion, d.SparkReason, d.SparkMin, d.SparkMax = "", "", "", ""
+	case d.SparkVersion == recovery.DefaultSparkVersion:
+		d.SparkVersion = "" // an older writer: said, the default stands
+		if !less(d.SparkMax, recovery.DefaultSparkVersion) {
+			d.SparkReason, d.SparkMin, d.SparkMax = "", "", ""
+		}
+	default:
+		*sparkVersion = d.SparkVersion
+	}
+	if sparkFlag || *commitFormatVersion != 0 || d.CommitFormatVersion == 0 {
+		d.CommitFormatVersion, d.CommitReason = 0, ""
+	} else {
+		*commitFormatVersion = d.CommitFormatVersion
+	}
+	switch {
+	case *mode != "" || d.Mode == "":
+		d.Mode, d.ModeReason = "", ""
+	case syncFailsAlone(ctx, cp, *sparkVersion, *commitFormatVersion):
+		// The files show async progress tracking's gaps, not whether it is still on: when only
+		// the sync restart fails, predicting the async one could call a query that will not
+		// start healthy. The failure stays the verdict; the header says what async would do.
+		d.AsyncNotApplied = d.ModeReason + "; a sync restart fails where an async one would not, so if async progress tracking is still on, pass --mode async"
+		d.Mode, d.ModeReason = "", ""
+	default:
+		*mode = d.Mode
+	}
+	if d.Empty() {
+		return nil
+	}
+	return d
+}
+
+// PrintDetected writes what Detect used under a command's header, one faint line each.
+func PrintDetected(r *render.Renderer, d *detect.Result) {
+	for _, l := range d.Lines() {
+		r.Println(r.Faint(l))
+	}
+}
+
+// syncFailsAlone asks the planner whether the sync restart fails where the async one does not.
+func syncFailsAlone(ctx context.Context, cp *checkpoint.Checkpoint, sparkVersion string, commitFormatVersion int) bool {
+	o := recovery.Options{Mode: recovery.ModeSync, SparkVersion: sparkVersion, CommitFormatVersion: commitFormatVersion}
+	s, err := recovery.Plan(ctx, cp, o)
+	if err != nil || !s.Failed() {
+		return false
+	}
+	o.Mode = recovery.ModeAsync
+	a, err := recovery.Plan(ctx, cp, o)
+	return err != nil || !a.Failed()
+}
+
+func less(a, b string) bool {
+	return slices.Index(recovery.SparkVersions, a) < slices.Index(recovery.SparkVersions, b)
+}

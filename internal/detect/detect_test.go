@@ -1,0 +1,105 @@
+package detect
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/scenario"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+func load(t *testing.T, dir string) *checkpoint.Checkpoint {
+	t.Helper()
+	st, err := storage.NewLocal(filepath.Join("..", "..", "testdata", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.Load(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
+// TestSparkReleaseOfRealCheckpoints detects the release of checkpoints real Spark releases wrote
+// (testdata/spark, testdata/spark-state).
+func TestSparkReleaseOfRealCheckpoints(t *testing.T) {
+	cases := []struct {
+		dir               string
+		min, max, version string
+		commitFormat      int
+	}{
+		{"spark/structured-streaming/checkpoint-version-2.1.0", "2.1", "2.1", "3.5", 0}, // restarted on the default: Spark reads older checkpoints
+		{"spark/structured-streaming/checkpoint-version-2.4.3-kafka-include-headers-default", "2.4", "2.4", "3.5", 0},
+		{"spark/structured-streaming/checkpoint-version-4.0.0/hdfs/agg", "3.3", "3.5", "3.5", 0}, // written by a 3.5-era build
+		{"spark-state/3.5.8/agg-hdfs/checkpoint", "3.5", "3.5", "3.5", 0},
+		{"spark-state/4.0.2/agg-hdfs/checkpoint", "4.0", "", "4.0", 0},
+		{"spark-state/4.0.2/agg-rocksdb-changelog-v2/checkpoint", "4.0", "", "4.0", 2},
+		{"spark/structured-streaming/checkpoint-version-4.0.0-checkpoint-v2/rocksdb/dedup", "4.0", "", "4.0", 2},
+	}
+	for _, c := range cases {
+		r := Run(context.Background(), load(t, c.dir))
+		if r.SparkMin != c.min || r.SparkMax != c.max || r.SparkVersion != c.version || r.CommitFormatVersion != c.commitFormat {
+			t.Errorf("%s: got min %q max %q version %q commit v%d (%s), want %q %q %q v%d",
+				c.dir, r.SparkMin, r.SparkMax, r.SparkVersion, r.CommitFormatVersion, r.SparkReason, c.min, c.max, c.version, c.commitFormat)
+		}
+		if r.SparkReason == "" {
+			t.Errorf("%s: no reason", c.dir)
+		}
+		if r.Mode != "" {
+			t.Errorf("%s: detected %s engine: %s", c.dir, r.Mode, r.ModeReason)
+		}
+	}
+}
+
+func TestAsyncFromGaps(t *testing.T) {
+	cases := []struct {
+		name             string
+		offsets, commits []int64
+		async            bool
+	}{
+		{"async run, Spark's suite", []int64{0, 3, 4, 7}, []int64{0, 3, 4, 7}, true},
+		{"async, last batch in flight", []int64{0, 2, 5}, []int64{0, 2}, true},
+		{"sync", []int64{0, 1, 2, 3}, []int64{0, 1, 2}, false},
+		{"sync after a purge", []int64{100, 101, 102}, []int64{100, 101, 102}, false},
+		{"an orphan offsets file", []int64{0, 1, 2, 3, 9}, []int64{0, 1, 2, 3}, false},
+		{"a commit without offsets", []int64{0, 3, 7}, []int64{0, 3, 5}, false},
+		{"one commit", []int64{0, 3}, []int64{3}, false},
+	}
+	for _, c := range cases {
+		m, why := AsyncFromGaps(c.offsets, c.commits)
+		if (m == recovery.ModeAsync) != c.async {
+			t.Errorf("%s: got %q (%s)", c.name, m, why)
+		}
+		if c.async && !strings.Contains(why, "async progress tracking") {
+			t.Errorf("%s: reason %q", c.name, why)
+		}
+	}
+}
+
+// TestAsyncScenario detects async progress tracking on the corpus' async checkpoint.
+func TestAsyncScenario(t *testing.T) {
+	s, ok := scenario.Get("doctor-async-gaps-behind")
+	if !ok {
+		t.Fatal("no scenario doctor-async-gaps-behind")
+	}
+	st := storage.NewMem()
+	if err := s.WriteTo(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.Load(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Run(context.Background(), cp)
+	if r.Mode != recovery.ModeAsync || !strings.Contains(r.ModeReason, "0 → 3") {
+		t.Errorf("got %q: %s", r.Mode, r.ModeReason)
+	}
+	if r.SparkVersion != "3.5" {
+		t.Errorf("scenario files are 3.5-era, got %q: %s", r.SparkVersion, r.SparkReason)
+	}
+}
