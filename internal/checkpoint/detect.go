@@ -86,7 +86,7 @@ func Detect(ctx context.Context, s storage.Store) (*Location, error) {
 		}
 		return loc, nil
 	}
-	if isCheckpoint(entries) {
+	if IsCheckpoint(entries) {
 		loc.Kind = KindCheckpoint
 		return loc, nil
 	}
@@ -141,9 +141,10 @@ func Detect(ctx context.Context, s storage.Store) (*Location, error) {
 	return loc, nil
 }
 
-// isCheckpoint is the rule: a checkpoint root has offsets/ or commits/, or the metadata file
-// Spark writes before the first batch.
-func isCheckpoint(entries []storage.Entry) bool {
+// IsCheckpoint is the rule, applied to a directory listing: a checkpoint root has offsets/ or
+// commits/, or the metadata file Spark writes before the first batch. Detect and the fleet mode
+// (internal/fleet) both apply it.
+func IsCheckpoint(entries []storage.Entry) bool {
 	for _, e := range entries {
 		switch name := path.Base(e.Path); {
 		case e.IsDir && (name == DirOffsets || name == DirCommits):
@@ -183,7 +184,7 @@ func findBelow(ctx context.Context, s storage.Store, dirs []string) (found []str
 					out[i].err = err
 					return
 				}
-				if isCheckpoint(es) {
+				if IsCheckpoint(es) {
 					out[i].cp = true
 					return
 				}

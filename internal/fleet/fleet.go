@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/progress"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -28,23 +29,9 @@ type Options struct {
 // backups, a file sink's log, Spark's and Hadoop's temporary folders.
 var skipped = map[string]bool{"_ckpt": true, "_spark_metadata": true, "_temporary": true, ".git": true}
 
-// IsCheckpoint says whether a directory listing is a checkpoint's: it holds offsets/ or commits/
-// (directories), or a metadata file (a query that stopped before its first batch).
-func IsCheckpoint(entries []storage.Entry) bool {
-	for _, e := range entries {
-		switch path.Base(e.Path) {
-		case "offsets", "commits":
-			if e.IsDir {
-				return true
-			}
-		case "metadata":
-			if !e.IsDir {
-				return true
-			}
-		}
-	}
-	return false
-}
+// IsCheckpoint says whether a directory listing is a checkpoint's: checkpoint.IsCheckpoint, the
+// one rule every command applies.
+func IsCheckpoint(entries []storage.Entry) bool { return checkpoint.IsCheckpoint(entries) }
 
 // Find returns the directories below the root of s that are checkpoints, relative to that root
 // ("" when the root itself is one), sorted. It does not descend into a checkpoint.
