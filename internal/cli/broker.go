@@ -123,7 +123,6 @@ func (f *BrokerFlags) KgoClient(ctx context.Context) (*kgo.Client, error) {
 		return nil, err
 	}
 	opts = append(opts, topicstate.ClientOpts()...)
-	opts = append(opts, traceOpts()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka %s: %w", m["kafka.bootstrap.servers"], err)

@@ -101,7 +101,7 @@ func (c *clientConfig) opts() []kgo.Opt {
 	if c.txnTimeout > 0 {
 		opts = append(opts, kgo.TransactionTimeout(c.txnTimeout))
 	}
-	return opts
+	return append(opts, traceOpts()...)
 }
 
 // refusedKafkaOption returns Spark's error for the kafka.* options Spark refuses. source selects

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/kafka"
 )
 
 // globals are the flags every command has: how much ckpt says on stderr.
@@ -29,9 +30,9 @@ func (g *globals) apply(env *cli.Env, errOut io.Writer) {
 	}
 	if trace {
 		env.Storage.Trace, env.Storage.Debug = errOut, g.debug
-		cli.SetKafkaTrace(errOut, g.debug)
+		kafka.SetTrace(errOut, g.debug)
 	} else {
-		cli.SetKafkaTrace(nil, false)
+		kafka.SetTrace(nil, false)
 	}
 }
 

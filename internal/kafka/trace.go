@@ -1,4 +1,4 @@
-package cli
+package kafka
 
 import (
 	"fmt"
@@ -10,9 +10,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// kafkaTrace is where --verbose/--debug send the Kafka requests. It is process state, set once
-// by the root command before a command runs, because the broker flags live inside each
-// command's Options, built before the global flags are parsed.
+// kafkaTrace is where --verbose/--debug send the Kafka requests of every client ClientOpts
+// configures (broker reads, `ckpt run`'s source and sink). It is process state, set once by the
+// root command before a command runs, because the clients are made deep inside the commands,
+// from options built before the global flags are parsed.
 var kafkaTrace atomic.Pointer[kafkaTracer]
 
 type kafkaTracer struct {
@@ -21,9 +22,9 @@ type kafkaTracer struct {
 	debug bool
 }
 
-// SetKafkaTrace makes every broker client of BrokerFlags log its requests to w (nil: none);
-// debug adds the Kafka client's own debug log.
-func SetKafkaTrace(w io.Writer, debug bool) {
+// SetTrace makes every client of ClientOpts log its requests to w (nil: none); debug adds the
+// Kafka client's own debug log.
+func SetTrace(w io.Writer, debug bool) {
 	if w == nil {
 		kafkaTrace.Store(nil)
 		return
