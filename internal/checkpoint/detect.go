@@ -307,7 +307,15 @@ func (e *NotCheckpointError) Error() string {
 		for _, c := range l.Checkpoints {
 			fmt.Fprintf(&b, "  %s\n", ChildURI(l.URI, c))
 		}
-		fmt.Fprintf(&b, "diagnose them all with:\n  ckpt doctor --recursive %s\nor one of them with:\n  %s %s", l.URI, cmd, ChildURI(l.URI, l.Checkpoints[0]))
+		// The fleet mode (--recursive) of the command itself where it has one, doctor's otherwise.
+		fleet, verb := "ckpt doctor", "diagnose"
+		switch cmd {
+		case "ckpt inspect":
+			fleet, verb = cmd, "inspect"
+		case "ckpt lag":
+			fleet, verb = cmd, "show the lag of"
+		}
+		fmt.Fprintf(&b, "%s them all with:\n  %s --recursive %s\nor one of them with:\n  %s %s", verb, fleet, l.URI, cmd, ChildURI(l.URI, l.Checkpoints[0]))
 		return b.String()
 	}
 	names := strings.Join(l.Names, ", ")
