@@ -45,6 +45,9 @@ type Options struct {
 	// Broker is --bootstrap-server and the Kafka client options: with a broker, doctor also
 	// checks the offsets the restart reads next against it. Default: none.
 	Broker cli.BrokerFlags
+	// Delta is --delta-table (the tables of the query's Delta sources) and --delta-sink (the
+	// Delta table it writes to). Default: none.
+	Delta cli.DeltaFlags
 	// FailOnDataLoss is --fail-on-data-loss, the Kafka source option the broker checks model.
 	// Default: true, Spark's default.
 	FailOnDataLoss bool
@@ -91,6 +94,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
   ckpt doctor s3://bucket/checkpoints/orders --spark-version 4.0 --mode async
   ckpt doctor ./ckpt --sink /data/output/orders --fail-on warning -o json
   ckpt doctor ./ckpt --bootstrap-server kafka:9092
+  ckpt doctor ./ckpt --delta-table s3://lake/events --delta-sink s3://lake/out
   ckpt doctor --explain missing-previous-offsets`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if opts.Explain != "" {
@@ -119,6 +123,9 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if opts.FailOn, err = doctor.ParseSeverity(failOn); err != nil {
 				return exitcode.UsageError(fmt.Errorf("--fail-on: %w", err))
 			}
+			if opts.Sink != "" && opts.Delta.Sink != "" {
+				return exitcode.UsageError(errors.New("--sink and --delta-sink: a query has one sink, give one of them"))
+			}
 			if cmd.Flags().Changed("fail-on-data-loss") && !opts.Broker.Enabled() {
 				return exitcode.UsageError(errors.New("--fail-on-data-loss models the Kafka source option for the broker checks: give --bootstrap-server too"))
 			}
@@ -136,6 +143,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	fl.StringVar(&failOn, "fail-on", string(doctor.Error), "lowest severity that makes the exit code 3: error, warning or info")
 	fl.StringVar(&opts.Explain, "explain", "", "print the documentation of one finding `CODE` and exit")
 	opts.Broker.AddFlags(fl)
+	opts.Delta.AddTableFlag(fl)
+	opts.Delta.AddSinkFlag(fl)
 	fl.BoolVar(&opts.FailOnDataLoss, "fail-on-data-loss", true, "with --bootstrap-server: the Kafka source option failOnDataLoss the query runs with (--fail-on-data-loss=false)")
 	return cmd
 }
@@ -171,6 +180,15 @@ func runDoctor(ctx context.Context, opts *Options) error {
 		if dopts.Sink, err = opts.OpenStore(ctx, opts.Sink); err != nil {
 			return fmt.Errorf("--sink: %w", err)
 		}
+	}
+	if dopts.Delta, err = opts.Delta.ReadTables(ctx, opts.OpenStore, cp); err != nil {
+		return err
+	}
+	if dopts.DeltaSink, err = opts.Delta.ReadSink(ctx, opts.OpenStore, cp); err != nil {
+		return err
+	}
+	if opts.Delta.Sink != "" {
+		dopts.SinkLocation = opts.Delta.Sink
 	}
 	if opts.Broker.Enabled() {
 		topics, err := recovery.CheckpointTopics(ctx, cp)
