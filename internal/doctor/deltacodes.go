@@ -40,7 +40,7 @@ needs gone: with ` + "`failOnDataLoss=true`" + ` (the default) delta-spark stops
 the earliest version left and the versions in between are never read. An offset still inside the
 initial snapshot needs the snapshot of its version, which the log can build only from a checkpoint
 at or below it and every commit after.`,
-		SparkError: "```\n" + "java.lang.IllegalStateException: " + recovery.DeltaVersionsExpiredError(5, 9) + "\n```\n\n(with the versions of the table at hand.)",
+		SparkError: "```\n" + "org.apache.spark.sql.delta.DeltaIllegalStateException: " + recovery.DeltaVersionsExpiredError(5, 9) + "\n```\n\n(with the versions of the table at hand.)",
 		Fix: `The unread versions are gone. Start the query on a new checkpoint with ` + "`startingVersion`" + ` set to the
 earliest version the log holds, or restart once with the source option ` + "`failOnDataLoss=false`" + ` and accept
 the skipped versions. Keep ` + "`delta.logRetentionDuration`" + ` above the longest time the query can be down or

@@ -57,7 +57,8 @@ type DeltaVerdict struct {
 	Location string `json:"location"`
 	// Status is DeltaOK, one of DeltaReasons, or another Delta* status.
 	Status string `json:"status"`
-	// Offset is the offset the restart starts from, and OffsetFile where it is.
+	// Offset is the offset the restart reads the table from (DeltaStart), and OffsetFile where
+	// it is.
 	Offset     *logformat.DeltaSourceOffset `json:"offset,omitempty"`
 	OffsetFile string                       `json:"offsetFile,omitempty"`
 	// TableID, LatestVersion and EarliestCommit describe the table now.
@@ -66,7 +67,8 @@ type DeltaVerdict struct {
 	EarliestCommit int64  `json:"earliestCommit"`
 	// NeededVersion is the version the restart reads first; -1 without an offset.
 	NeededVersion int64 `json:"neededVersion"`
-	// VersionsBehind counts the table versions the query has not fully read (DeltaVersionsBehind).
+	// VersionsBehind counts the table versions the query has not fully read (DeltaVersionsBehind
+	// of the latest offsets file).
 	VersionsBehind int64 `json:"versionsBehind"`
 	// Message says what ckpt found; SparkError is delta-spark's error when the restart fails here.
 	Message    string `json:"message"`
@@ -84,10 +86,13 @@ func DeltaVersionsBehind(o logformat.DeltaSourceOffset, latest int64) int64 {
 	return max(n, 0)
 }
 
-// DeltaStart is the Delta offset the restart starts from for one source: the start of the
-// re-run's range, or, without a re-run, the latest offsets file (the end of the last batch).
-// A re-run of the first batch has no start: its end is returned (the batch reads the table's
-// snapshot up to it). raw is null when there is none.
+// DeltaStart is the Delta offset the restart reads one source from, and where it is. Spark
+// hands a V1 source, as Delta's is, the range of the latest batch first: runBatch of a re-run, or,
+// when that batch is committed, MicroBatchExecution.populateStartOffsets' getBatch(offsets of the
+// batch before, offsets/L) (seen in Spark 3.5's stack of the expired fixture). delta-spark then
+// checks both offsets' table id and reads the table's changes from the start's version. The start
+// is the offsets file before L (Result.PreviousBatch); without one (L = 0) it is offsets/L.
+// raw is null when the restart has no offset for the source.
 func DeltaStart(ctx context.Context, cp *checkpoint.Checkpoint, res *Result, source int) (raw json.RawMessage, file string, err error) {
 	if res.RerunBatch != nil && res.RerunRange != nil {
 		L := *res.RerunBatch
@@ -104,7 +109,30 @@ func DeltaStart(ctx context.Context, cp *checkpoint.Checkpoint, res *Result, sou
 	if !ok {
 		return nil, "", nil
 	}
-	seq, err := cp.ReadOffsets(ctx, L)
+	ids := []int64{L}
+	if res.PreviousBatch != nil {
+		ids = []int64{*res.PreviousBatch, L}
+	}
+	for _, id := range ids {
+		raw, file, err := offsetLine(ctx, cp, id, source)
+		if err != nil || !isNull(raw) {
+			return raw, file, err
+		}
+	}
+	return nil, "", nil
+}
+
+// DeltaEnd is the source's offset in the latest offsets file: where the query is.
+func DeltaEnd(ctx context.Context, cp *checkpoint.Checkpoint, source int) (json.RawMessage, string, error) {
+	L, ok := cp.Offsets.Latest()
+	if !ok {
+		return nil, "", nil
+	}
+	return offsetLine(ctx, cp, L, source)
+}
+
+func offsetLine(ctx context.Context, cp *checkpoint.Checkpoint, id int64, source int) (json.RawMessage, string, error) {
+	seq, err := cp.ReadOffsets(ctx, id)
 	var le *logformat.Error
 	if errors.As(err, &le) || errors.Is(err, fs.ErrNotExist) {
 		return nil, "", nil // the planner reports an unreadable offsets file
@@ -115,7 +143,7 @@ func DeltaStart(ctx context.Context, cp *checkpoint.Checkpoint, res *Result, sou
 	if source >= len(seq.Sources) || seq.Sources[source].Void {
 		return nil, "", nil
 	}
-	return json.RawMessage(seq.Sources[source].JSON), cp.Offsets.Path(L), nil
+	return json.RawMessage(seq.Sources[source].JSON), cp.Offsets.Path(id), nil
 }
 
 func assessDelta(ctx context.Context, cp *checkpoint.Checkpoint, tables []DeltaTable, res *Result) error {
@@ -146,6 +174,11 @@ func assessDelta(ctx context.Context, cp *checkpoint.Checkpoint, tables []DeltaT
 			v.Offset = &o
 			v.NeededVersion = o.ReservoirVersion
 			v.VersionsBehind = DeltaVersionsBehind(o, t.Latest)
+			if end, _, err := DeltaEnd(ctx, cp, dt.Source); err != nil {
+				return err
+			} else if e, err := logformat.ParseDeltaSourceOffset("", string(end)); err == nil && !isNull(end) {
+				v.VersionsBehind = DeltaVersionsBehind(e, t.Latest)
+			}
 			judgeDelta(&v, o, t)
 		}
 		res.Delta = append(res.Delta, v)
@@ -158,7 +191,7 @@ func assessDelta(ctx context.Context, cp *checkpoint.Checkpoint, tables []DeltaT
 		res.Outcome = OutcomeFail
 		res.Reason, res.FailedFile = v.Status, v.OffsetFile
 		res.Error = ptr(v.SparkError)
-		res.Exception = deltaException(v.Status)
+		res.Exception = DeltaException
 		res.key = v.Status
 	}
 	return nil
@@ -213,21 +246,19 @@ func versionsText(a, b int64) string {
 	return fmt.Sprintf("%d..%d", a, b)
 }
 
-func deltaException(reason string) string {
-	if reason == ReasonDeltaTableReplaced {
-		return "org.apache.spark.sql.delta.DeltaIllegalStateException"
-	}
-	return "java.lang.IllegalStateException"
-}
+// DeltaException is the class of both failures (DeltaErrors builds them as
+// DeltaIllegalStateException; seen in the fixtures' stack traces).
+const DeltaException = "org.apache.spark.sql.delta.DeltaIllegalStateException"
 
 // DeltaTableReplacedError is delta-spark's DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE
 // (DeltaErrors.differentDeltaTableReadByStreamingSource; message in
 // spark/src/main/resources/error/delta-error-classes.json of delta-io/delta).
 func DeltaTableReplacedError(newID, oldID string) string {
-	return "[DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE] The streaming query was reading from an unexpected Delta table (id = '" + newID + "'). " +
-		"It used to read from another Delta table (id = '" + oldID + "') according to checkpoint. " +
-		"This may happen when you changed the code to read from a new table or you deleted and " +
-		"re-created a table. Please revert your change or delete your streaming query checkpoint " +
+	// Spark joins the error class's message lines with "\n"; these end with a space.
+	return "[DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE] The streaming query was reading from an unexpected Delta table (id = '" + newID + "'). \n" +
+		"It used to read from another Delta table (id = '" + oldID + "') according to checkpoint. \n" +
+		"This may happen when you changed the code to read from a new table or you deleted and \n" +
+		"re-created a table. Please revert your change or delete your streaming query checkpoint \n" +
 		"to restart from scratch."
 }
 
