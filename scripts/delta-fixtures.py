@@ -16,6 +16,8 @@ Cases (each under OUTDIR/<case>/; absolute paths in the logs are rewritten to /f
             Then the last commits/N is deleted, so the checkpoint re-runs a batch the sink already has.
   replaced  `source`, then the table is deleted and written again at the same path (a new table id);
             the restart's error is Spark's own (error.txt).
+  sink-checkpoint  a JSON file source into a Delta sink with checkpointInterval 2, three batches;
+            the JSON commits up to the checkpoint are deleted, so the txn is read from its parquet.
   expired   `source` with delta.checkpointInterval=2, then more appends and a Delta checkpoint, then the
             JSON commits and checkpoints older than the newest checkpoint are deleted as log cleanup
             (delta.logRetentionDuration) would; the restart's error is Spark's own (error.txt).
@@ -33,7 +35,7 @@ import pyspark
 from delta import configure_spark_with_delta_pip
 from pyspark.sql import SparkSession
 
-CASES = ["source", "sink", "replaced", "expired"]
+CASES = ["source", "sink", "replaced", "expired", "sink-checkpoint"]
 
 
 def session():
@@ -95,6 +97,30 @@ def case_source(spark, d, props=None):
     nid = stream_delta_to_delta(spark, table, sink, ckpt, [2, 2], 3)
     append(spark, table, nid, 2)  # after the stop: the table is ahead of the checkpoint
     return table, sink, ckpt
+
+
+def case_sink_checkpoint(spark, d):
+    """Three batches into a Delta sink whose table writes a checkpoint every 2 versions, and
+    its JSON commits below the checkpoint deleted: the txn is only in the checkpoint parquet."""
+    inp, sink, ckpt = (os.path.join(d, x) for x in ("input", "sink", "checkpoint"))
+    os.makedirs(inp)
+    spark.conf.set("spark.databricks.delta.properties.defaults.checkpointInterval", "2")
+    q = (spark.readStream.schema("id LONG, s STRING").json(inp)
+         .writeStream.format("delta").option("checkpointLocation", ckpt).start(sink))
+    for b in range(3):
+        with open(os.path.join(inp, "part-%d.json" % b), "w") as f:
+            f.write(json.dumps({"id": b, "s": "b%d" % b}) + "\n")
+        q.processAllAvailable()
+    q.stop()
+    spark.conf.unset("spark.databricks.delta.properties.defaults.checkpointInterval")
+    log = os.path.join(sink, "_delta_log")
+    with open(os.path.join(log, "_last_checkpoint")) as f:
+        last = json.load(f)["version"]
+    for name in os.listdir(log):
+        m = re.match(r"^\.?(\d{20})\.json", name)
+        if m and int(m.group(1)) <= last:
+            os.remove(os.path.join(log, name))
+    shutil.rmtree(inp)
 
 
 def case_sink(spark, d):
@@ -196,12 +222,16 @@ def main():
         os.makedirs(tmp)
         {"source": lambda t: case_source(spark, t), "sink": lambda t: case_sink(spark, t),
          "replaced": lambda t: case_replaced(spark, t),
-         "expired": lambda t: case_expired(spark, t)}[case](tmp)
+         "expired": lambda t: case_expired(spark, t),
+         "sink-checkpoint": lambda t: case_sink_checkpoint(spark, t)}[case](tmp)
         scrub(tmp, case)
         shutil.rmtree(d)
         shutil.copytree(tmp, d)
         shutil.rmtree(tmp)
         print("wrote", d, flush=True)
+    if set(cases) != set(CASES):
+        spark.stop()
+        return
     with open(os.path.join(out, "versions.txt"), "w") as f:
         import importlib.metadata as md
         f.write("pyspark %s\ndelta-spark %s\n" % (pyspark.__version__, md.version("delta-spark")))
