@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -39,6 +40,9 @@ type Options struct {
 	Strategy repair.Strategy
 	// Sink is a file sink's output directory (or its _spark_metadata), "" for none.
 	Sink string
+	// Delta is --delta-sink: the Delta table the query writes to; its txn action for the query
+	// id forbids deleting offsets of batches it has. Default: none.
+	Delta cli.DeltaFlags
 	// Execute applies the plan; Yes confirms without a prompt.
 	Execute, Yes bool
 	// BackupDir is where repair directories go ("" = <checkpoint>/_ckpt/repairs).
@@ -101,7 +105,8 @@ them. The broker is only read.
 Safety: repair refuses when a log file is younger than --active-window (the query may be running)
 or another repair holds the lock (<checkpoint>/_ckpt/lock); --force overrides both with a warning.
 With --sink it refuses to delete offsets of a batch the file sink has committed, since Spark would
-plan that batch again and the sink would silently skip it. It only ever changes files directly in
+plan that batch again and the sink would silently skip it; --delta-sink does the same for a Delta
+sink (the version of its txn action whose appId is the query id). It only ever changes files directly in
 offsets/ and commits/, never through a symbolic link.
 
 Exit codes:
@@ -143,6 +148,9 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 			if opts.ActiveWindow < 0 {
 				return exitcode.UsageError(fmt.Errorf("--active-window %s: want 0 (no check) or more", opts.ActiveWindow))
 			}
+			if opts.Sink != "" && opts.Delta.Sink != "" {
+				return exitcode.UsageError(errors.New("--sink and --delta-sink: a query has one sink, give one of them"))
+			}
 			if opts.Yes && !opts.Execute {
 				return exitcode.UsageError(errors.New("--yes confirms --execute; without --execute nothing changes"))
 			}
@@ -156,6 +164,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	fl := cmd.Flags()
 	fl.StringVar(&strategy, "strategy", "", "way out of missing-previous-offsets: delete, copy-previous, copy-committed or spark-procedure (default: the recommended one)")
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): never delete offsets the sink has committed")
+	opts.Delta.AddSinkFlag(fl)
 	fl.BoolVar(&opts.Execute, "execute", false, "apply the plan (default: only print it)")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "apply without asking (required with --execute when stdin is not a terminal)")
 	fl.StringVar(&opts.BackupDir, "backup-dir", "", "where to put the journal and backups (default `DIR` <checkpoint>/_ckpt/repairs)")
@@ -187,6 +196,17 @@ func runRepair(ctx context.Context, opts *Options) error {
 		}
 	}
 	ropts := repair.Options{Planner: opts.plannerOptions(sinkLatest), Strategy: opts.Strategy, Sink: opts.Sink}
+	if opts.Delta.Sink != "" {
+		cp, err := checkpoint.Load(ctx, store)
+		if err != nil {
+			return err
+		}
+		txn, err := opts.Delta.ReadSink(ctx, opts.OpenStore, cp)
+		if err != nil {
+			return err
+		}
+		ropts.Planner.SinkLatest, ropts.Planner.SinkKind, ropts.Sink = &txn.Version, recovery.SinkKindDelta, opts.Delta.Sink
+	}
 	if opts.Broker.Enabled() {
 		if ropts.Broker, err = readBroker(ctx, store, opts); err != nil {
 			return err
