@@ -99,4 +99,3 @@ func deltaOffset(ctx context.Context, cp *checkpoint.Checkpoint, id int64, i int
 	}
 	return &o, nil
 }
-
