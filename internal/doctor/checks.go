@@ -102,14 +102,18 @@ func (r *runner) sink() {
 	kind, skipped := "file sink", fmt.Sprintf("INFO FileStreamSink: Skipping already committed batch %d", nextOrRerun(r.res))
 	noLog := "the file sink has no _spark_metadata log although batches committed: is --sink this query's output directory?"
 	restore := "Check that --sink is this query's output directory; if it is, restore _spark_metadata from a backup."
-	if d := r.opts.DeltaSink; d != nil && s.Kind == recovery.SinkKindDelta {
+	if s.Kind == recovery.SinkKindDelta {
 		kind = "Delta sink"
 		sinkPath = "sink:" + deltalog.LogDir
-		if d.TableVersion >= 0 {
+		appID := "<query id>"
+		if m, err := r.cp.ReadMetadata(r.ctx); err == nil && m != nil {
+			appID = m.ID
+		}
+		if d := r.opts.DeltaSink; d != nil && d.TableVersion >= 0 {
 			sinkPath = "sink:" + deltalog.LogDir + "/" + deltalog.CommitName(d.TableVersion)
 		}
-		skipped = fmt.Sprintf("INFO DeltaSink: Skipping already complete epoch %d, in query %s", nextOrRerun(r.res), d.AppID)
-		noLog = "the Delta sink's log has no txn action for this query (appId " + d.AppID + ") although batches committed: is --delta-sink this query's table?"
+		skipped = fmt.Sprintf("INFO DeltaSink: Skipping already complete epoch %d, in query %s", nextOrRerun(r.res), appID)
+		noLog = "the Delta sink's log has no txn action for this query (appId " + appID + ") although batches committed: is --delta-sink this query's table?"
 		restore = "Check that --delta-sink is this query's table; if it is, the table was restored from an older copy or its log lost versions."
 	}
 	switch s.Status {

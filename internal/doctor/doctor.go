@@ -37,6 +37,9 @@ type Options struct {
 	// SinkLatest gives the sink's latest batch directly (tests, scenarios); it wins over Sink.
 	// -1 means an empty sink log.
 	SinkLatest *int64
+	// SinkKind is recovery.SinkKindDelta when SinkLatest is a Delta sink's txn version (set by
+	// DeltaSink too); default "" (a file sink).
+	SinkKind string
 	// Deep reads every offsets and commits file instead of only those a restart reads.
 	Deep bool
 	// Location is the checkpoint as the user typed it, substituted into fix commands; default
@@ -84,6 +87,7 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 		SparkVersion:        opts.SparkVersion,
 		CommitFormatVersion: opts.CommitFormatVersion,
 		SinkLatest:          sinkLatest,
+		SinkKind:            opts.SinkKind,
 		Delta:               opts.Delta,
 	}
 	if opts.DeltaSink != nil {
@@ -190,7 +194,7 @@ func (r *runner) replayCmd() string {
 
 // sinkFlag is the flag that names the sink: --delta-sink for a Delta sink, else --sink.
 func (r *runner) sinkFlag() string {
-	if r.opts.DeltaSink != nil {
+	if r.opts.DeltaSink != nil || r.opts.SinkKind == recovery.SinkKindDelta {
 		return "--delta-sink"
 	}
 	return "--sink"
