@@ -100,10 +100,11 @@ func (r *runner) sink() {
 		sinkPath = fmt.Sprintf("sink:%s/%d", SinkLogDir, s.Latest)
 	}
 	kind, skipped := "file sink", fmt.Sprintf("INFO FileStreamSink: Skipping already committed batch %d", nextOrRerun(r.res))
+	where := "right directory"
 	noLog := "the file sink has no _spark_metadata log although batches committed: is --sink this query's output directory?"
 	restore := "Check that --sink is this query's output directory; if it is, restore _spark_metadata from a backup."
 	if s.Kind == recovery.SinkKindDelta {
-		kind = "Delta sink"
+		kind, where = "Delta sink", "right table"
 		sinkPath = "sink:" + deltalog.LogDir
 		appID := "<query id>"
 		if m, err := r.cp.ReadMetadata(r.ctx); err == nil && m != nil {
@@ -129,7 +130,7 @@ func (r *runner) sink() {
 				"are dropped by the sink without an error. This appears after offsets were deleted or the checkpoint was restored from an older copy.",
 			SparkError: ptr(skipped),
 			Fix: "Do not delete offsets at or below the sink's latest batch. Restore the missing offsets from a backup, or point " + r.sinkFlag() + " at the " +
-				"right location if this is another query's output. The command below shows which batches the sink skips.",
+				where + " if this is another query's output. The command below shows which batches the sink skips.",
 			Commands: []string{r.replayCmd()},
 		})
 	case recovery.SinkBehind:
