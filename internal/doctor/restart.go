@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -34,7 +35,8 @@ func (r *runner) checkpointFails() bool {
 	if b := r.res.Broker; b != nil {
 		return b.CheckpointOutcome == recovery.OutcomeFail
 	}
-	return r.res.Failed()
+	// A restart that fails only on a Delta table is reported by the Delta findings (delta.go).
+	return r.res.Failed() && !slices.Contains(recovery.DeltaReasons, r.res.Reason)
 }
 
 // failure names the planner's failure from its Reason and FailedFile: doctor decides nothing

@@ -20,6 +20,7 @@ const (
 	SourceKafka   = "kafka"   // {"topic":{"partition":offset,...},...}
 	SourceFile    = "file"    // {"logOffset":n}, or a bare n with a sources/<i>/ log
 	SourceLong    = "long"    // a bare number: LongOffset (memory, rate and similar sources)
+	SourceDelta   = "delta"   // {"sourceVersion":1,"reservoirId":...}: a Delta Lake table
 	SourceNone    = "none"    // "-": the source had no offset when the batch was planned
 	SourceUnknown = "unknown" // anything else; shown raw
 	SourceMissing = "missing" // sources/<i>/ exists but the offsets file has no line for it
@@ -34,6 +35,8 @@ type Source struct {
 	Offset json.RawMessage `json:"offset"`
 	Kafka  *KafkaSource    `json:"kafka,omitempty"`
 	File   *FileSource     `json:"file,omitempty"`
+	// Delta is a Delta source offset: the table id and where in the table the query is.
+	Delta *logformat.DeltaSourceOffset `json:"delta,omitempty"`
 	// Files counts the files below sources/<i>/.
 	Files int `json:"files"`
 }
@@ -98,6 +101,9 @@ func offsetKind(file, line string, void bool) (kind string, kafka *logformat.Kaf
 		}
 		if n, err := logformat.ParseFileSourceOffset(file, line); err == nil {
 			return SourceFile, nil, n
+		}
+		if logformat.IsDeltaSourceOffset(line) {
+			return SourceDelta, nil, 0
 		}
 		return SourceUnknown, nil, 0
 	}
@@ -170,6 +176,12 @@ func inspectSources(ctx context.Context, cp *checkpoint.Checkpoint, seq *logform
 				}
 				src.Kafka.InitialOffsets = init
 				if p != nil {
+					problems = append(problems, *p)
+				}
+			case kind == SourceDelta:
+				if o, err := logformat.ParseDeltaSourceOffset(dir, line.JSON); err == nil {
+					src.Delta = &o
+				} else if p := asProblem(err); p != nil {
 					problems = append(problems, *p)
 				}
 			case kind == SourceFile, kind == SourceLong && log.Count > 0:

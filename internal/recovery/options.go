@@ -46,8 +46,16 @@ type Options struct {
 	// which Spark 4.0 requires every commit file header to equal. Default 1.
 	CommitFormatVersion int
 	// SinkLatest is the latest batch id in the file sink's _spark_metadata
-	// log, read by the caller; nil when no file sink is given.
+	// log, or the version of the Delta sink's txn action for the query (SinkKind), read by the
+	// caller; nil when no sink is given.
 	SinkLatest *int64
+	// SinkKind says which sink SinkLatest comes from: SinkKindFile (default, "") or
+	// SinkKindDelta. Both skip a batch id at or below their latest, so only the words differ.
+	SinkKind string
+	// Delta are the Delta tables the query's Delta sources read, read by the caller
+	// (deltalog.Read): Plan checks the offsets the restart starts from against them (delta.go).
+	// Default: none, no Delta check.
+	Delta []DeltaTable
 	// QuerySources is the number of sources of the query that restarts, when the caller knows
 	// it (ckpt run does). 0 means unknown: ckpt then takes the query to have the sources of
 	// offsets/L, not counting empty lines.
@@ -108,6 +116,8 @@ type config struct {
 	// broker and failOnDataLoss are Options.Broker and !Options.FailOnDataLossFalse.
 	broker         *BrokerState
 	failOnDataLoss bool
+	sinkKind       string
+	delta          []DeltaTable
 }
 
 // OptionsError reports invalid Options (an unknown mode or release, or a
@@ -129,7 +139,10 @@ func (o Options) normalize() (config, error) {
 
 func (o Options) validate() (config, error) {
 	c := config{mode: o.Mode, commitFmt: o.CommitFormatVersion, sinkLatest: o.SinkLatest, querySources: o.QuerySources,
-		broker: o.Broker, failOnDataLoss: !o.FailOnDataLossFalse}
+		broker: o.Broker, failOnDataLoss: !o.FailOnDataLossFalse, sinkKind: o.SinkKind, delta: o.Delta}
+	if c.sinkKind != SinkKindFile && c.sinkKind != SinkKindDelta {
+		return c, fmt.Errorf("invalid sink kind %q: want %q or %q", c.sinkKind, SinkKindFile, SinkKindDelta)
+	}
 	if c.commitFmt == 0 {
 		c.commitFmt = 1
 	}

@@ -40,6 +40,9 @@ func Plan(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Result
 	if err := assessBroker(ctx, cp, cfg.broker, cfg.failOnDataLoss, res); err != nil { // brokerrestart.go
 		return nil, err
 	}
+	if err := assessDelta(ctx, cp, cfg.delta, res); err != nil { // delta.go
+		return nil, err
+	}
 	return res, nil
 }
 

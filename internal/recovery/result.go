@@ -82,6 +82,9 @@ type Result struct {
 	// checkpoint differs from SparkVersion's, grouped by behaviour.
 	Releases []ReleaseNote `json:"releases,omitempty"`
 
+	// Delta is what Plan checked on the Delta tables of Options.Delta, per table; nil without.
+	Delta []DeltaVerdict `json:"delta,omitempty"`
+
 	// Broker is what Plan checked on the broker when Options.Broker was given; nil otherwise.
 	// Not part of the JSON contract: commands render it their way.
 	Broker *BrokerVerdict `json:"-"`
@@ -136,8 +139,11 @@ const (
 	SinkAhead       = "ahead"        // the sink has batches the restart will run again: they are skipped
 )
 
-// SinkVerdict compares a file sink's _spark_metadata log with the restart.
+// SinkVerdict compares a file sink's _spark_metadata log, or a Delta sink's txn version for
+// the query, with the restart.
 type SinkVerdict struct {
+	// Kind is "delta" for a Delta sink; omitted for a file sink.
+	Kind string `json:"kind,omitempty"`
 	// Latest is the sink's latest batch id.
 	Latest int64 `json:"latest"`
 	// Status is one of the Sink* constants.

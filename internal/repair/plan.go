@@ -60,11 +60,12 @@ func ParseStrategy(s string) (Strategy, error) {
 // Options configures NewPlan.
 type Options struct {
 	// Planner is the restart to plan for: engine mode, Spark release, and SinkLatest, the file
-	// sink's latest batch (--sink), which also forbids deleting offsets the sink has committed.
+	// sink's latest batch (--sink) or the Delta sink's txn version for the query (--delta-sink,
+	// SinkKind "delta"), which also forbids deleting offsets the sink has committed.
 	Planner recovery.Options
 	// Strategy picks a way out of missing-previous-offsets; "" takes the recommended one.
 	Strategy Strategy
-	// Sink is the --sink location as the user typed it, for messages.
+	// Sink is the --sink or --delta-sink location as the user typed it, for messages.
 	Sink string
 	// Broker is the Kafka broker's state for the checkpoint's topics (--bootstrap-server:
 	// topicstate.Read of recovery.CheckpointTopics); with it the Kafka records of Replay

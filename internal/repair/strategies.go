@@ -168,11 +168,18 @@ func refusal(c *candidate, opts Options, after *recovery.Result, procedure bool)
 			}
 			n := logformat.ParseName(path.Base(a.Path))
 			if n.Kind == logformat.NameBatch && n.Batch <= *sl {
+				if opts.Planner.SinkKind == recovery.SinkKindDelta {
+					return fmt.Sprintf("it deletes %s, but the Delta sink has already committed batch %d (its txn action for the query reaches batch %d): Spark would plan batch %d again with new offsets and the sink would skip it as an \"already complete epoch\", losing its data silently",
+						a.Path, n.Batch, *sl, n.Batch)
+				}
 				return fmt.Sprintf("it deletes %s, but the file sink has already committed batch %d (its _spark_metadata log reaches batch %d): Spark would plan batch %d again with new offsets and the sink would skip it as \"already committed\", losing its data silently",
 					a.Path, n.Batch, *sl, n.Batch)
 			}
 		}
 		if procedure {
+			if opts.Planner.SinkKind == recovery.SinkKindDelta {
+				return "the Delta sink does not support async progress tracking (Spark refuses to start: only Kafka, foreach, console and noop sinks do)"
+			}
 			return "the file sink does not support async progress tracking (Spark refuses to start: \"Sink FileSink[...] does not support async progress tracking\")"
 		}
 	}

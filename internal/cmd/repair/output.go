@@ -226,7 +226,11 @@ func printPlan(r *render.Renderer, p *repair.Plan, opts *Options) {
 			{"Replay", replayText(p.Replay)},
 		}
 		if p.After != nil && p.After.Sink != nil {
-			kv = append(kv, [2]string{"File sink", p.After.Sink.Message})
+			label := "File sink"
+			if p.After.Sink.Kind == recovery.SinkKindDelta {
+				label = "Delta sink"
+			}
+			kv = append(kv, [2]string{label, p.After.Sink.Message})
 		}
 		r.KV(kv)
 	}

@@ -72,7 +72,15 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result, b *outp
 	}
 	if res.Sink != nil {
 		r.Println()
-		r.Printf("%s %s: %s\n", r.Bold("File sink:"), res.Sink.Status, res.Sink.Message)
+		label := "File sink:"
+		if res.Sink.Kind == recovery.SinkKindDelta {
+			label = "Delta sink:"
+		}
+		r.Printf("%s %s: %s\n", r.Bold(label), res.Sink.Status, res.Sink.Message)
+	}
+	for _, d := range res.Delta {
+		r.Println()
+		r.Printf("%s %s: %s\n", r.Bold(fmt.Sprintf("Delta source %d (%s):", d.Source, d.Location)), d.Status, d.Message)
 	}
 	if len(res.Warnings) > 0 {
 		r.Println()
