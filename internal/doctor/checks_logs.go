@@ -159,10 +159,10 @@ func (r *runner) retention() {
 		var holes []int64
 		cs := r.cp.Commits.IDs
 		for i := 1; i < len(cs) && len(holes) < maxMissing; i++ {
-			for id := cs[i-1] + 1; id < cs[i] && len(holes) < maxMissing; id++ {
-				if r.cp.Offsets.Has(id) && id < r.L {
-					holes = append(holes, id)
-				}
+			// The offsets ids inside the commit gap: walk the listing, never the id range, which
+			// can span 2^63 ids.
+			for id, ok := r.cp.Offsets.Next(cs[i-1] + 1); ok && id < cs[i] && id < r.L && len(holes) < maxMissing; id, ok = r.cp.Offsets.Next(id + 1) {
+				holes = append(holes, id)
 			}
 		}
 		if len(holes) > 0 {

@@ -349,17 +349,22 @@ none of them is below it (the output was copied or moved), with the directory mo
 	},
 	{
 		ID:         CodeCommitLag,
-		Title:      "The latest commit trails the latest offsets by more than one",
-		Severities: []Severity{Warning, Info},
-		Summary:    "The latest commit C is below L-1, where L is the latest offsets batch.",
+		Title:      "The restart never runs again batches no commit says finished",
+		Severities: []Severity{Error, Warning, Info},
+		Summary:    "The latest commit C is below the batch the restart starts from (L-1 in the normal engine), so batches C+1 … L-1 are never run again.",
 		Explanation: `Spark re-runs only batch L on restart, over the range from the offsets it restarts from to
 ` + "`offsets/L`" + `. The batches between the latest commit and that start (C+1 … L-1 in the normal engine)
-have offsets but no commit, and are **not** run again: if their output never reached the sink, it is
-lost. Their commits were usually deleted by hand (warning). Under async progress tracking commits are
-sparse by design and the re-run range already covers the gap (info).`,
+have no commit and are **not** run again: unless their output reached the sink before their commits
+were lost, their records are lost. The finding names the span of batches (some may have no offsets
+file left) and the records at stake: the Kafka records between the end of batch C and the start of the
+re-run, read from the two offsets files. It is an error when commits exist (a commit log that trails
+by more than one was cut by hand), a warning when ` + "`commits/`" + ` is empty (the checkpoint cannot tell
+whether the batches finished). Under async progress tracking commits are sparse by design and the
+re-run range covers the gap (info); so does a repaired checkpoint whose ` + "`offsets/L-1`" + ` holds the
+committed offsets.`,
 		SparkError: "```\nWARN MicroBatchExecution: Batch completion log latest batch id is C, which is not trailing batchid L by one\n```",
-		Fix: `Nothing blocks the restart. Check the sink for the listed batches; ` + "`ckpt replay <checkpoint>`" + ` shows
-the exact range the restart reads.`,
+		Fix: `Check the sink for the listed batches. If they are missing there, ` + "`ckpt repair <checkpoint>`" + ` plans a
+restart that reads them again; ` + "`ckpt replay <checkpoint>`" + ` shows the exact range the restart reads.`,
 	},
 	{
 		ID:         CodeAsyncProgressGaps,

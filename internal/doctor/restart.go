@@ -366,55 +366,58 @@ func (r *runner) missingMetadataWarning() {
 	r.missingMetadata(Warning)
 }
 
-// commitLag reports batches the restart never processes again, from the planner's list.
+// commitLag reports the batches the restart never processes again, from the planner's span
+// (Result.Skipped), with the records at stake.
 func (r *runner) commitLag() {
 	res := r.res
-	skipped := res.SkippedBatches
-	warned := false
-	for _, l := range res.DriverLog {
-		if strings.Contains(l, "Batch completion log latest batch id is") {
-			warned = true
-		}
-	}
-	if len(skipped) == 0 && !warned {
-		return
-	}
+	sk := res.Skipped
 	var spark *string
 	for _, l := range res.DriverLog {
 		if strings.Contains(l, "Batch completion log latest batch id is") {
 			spark = ptr(l)
 		}
 	}
-	latestCommit := "commits/ is empty"
-	if r.hasC {
-		latestCommit = fmt.Sprintf("the latest commit is %d", r.C)
+	if sk == nil && spark == nil {
+		return
 	}
 	f := Finding{Code: CodeCommitLag, Path: checkpoint.DirCommits, SparkError: spark}
 	if r.hasC {
 		f.Path = r.cp.Commits.Path(r.C)
 		f.Batch = ptr(r.C)
 	}
-	if len(skipped) > 0 {
-		files := make([]string, 0, len(skipped))
-		for _, id := range skipped {
-			if r.cp.Offsets.Has(id) {
-				files = append(files, r.cp.Offsets.Path(id))
-			}
+	if sk == nil {
+		latestCommit := "commits/ is empty"
+		if r.hasC {
+			latestCommit = fmt.Sprintf("the latest commit is %d", r.C)
 		}
-		files, _ = capList(files)
-		f.Severity = Warning
-		f.Files = files
-		f.Message = fmt.Sprintf("%s but the latest offsets %d: %s offsets but no commit and will not be run again", latestCommit, r.L, batchesHave(skipped))
-		f.Explanation = fmt.Sprintf("Spark re-runs only batch %d on restart. The batches between the latest commit and the batch it restarts from "+
-			"are not replayed: if their output never reached the sink, it is lost. Their commits were usually deleted by hand.", r.L)
-		f.Fix = "Nothing blocks the restart. Check the sink for the listed batches; the command below shows the exact range the restart reads."
-	} else {
 		f.Severity = Info
 		f.Message = fmt.Sprintf("%s and the latest offsets %d: Spark logs a warning, but the re-run range covers the batches in between", latestCommit, r.L)
 		f.Explanation = "Under async progress tracking commits are sparse by design, and the re-run starts from the nearest lower offsets file, so nothing is skipped."
 		f.Fix = "Nothing to fix; the command below shows the range the restart reads."
+		f.Commands = []string{r.replayCmd()}
+		r.add(f)
+		return
 	}
+	// A trailing commit log proves commits were lost: an error. Without any commit (a commit log
+	// never written, or lost whole) the checkpoint cannot say the batches did not finish: a warning.
+	f.Severity = Error
+	if !r.hasC {
+		f.Severity = Warning
+	}
+	f.Files = []string{r.cp.Offsets.Path(sk.EndBatch)}
+	if sk.StartBatch != nil && r.cp.Offsets.Has(*sk.StartBatch) {
+		f.Files = append([]string{r.cp.Offsets.Path(*sk.StartBatch)}, f.Files...)
+	}
+	f.Message = res.SkippedText()
+	f.Explanation = fmt.Sprintf("Spark restarts from offsets/%d and re-runs only batch %d. The data between the end of the "+
+		"latest committed batch and that start is never read again: if those batches did not reach the sink "+
+		"before their commits were lost (usually deleted by hand), it is lost.", sk.EndBatch, r.L)
+	f.Fix = "Check the sink for the listed batches; the first command shows the exact range the restart reads."
 	f.Commands = []string{r.replayCmd()}
+	if sk.StartBatch != nil && r.cp.Offsets.Has(*sk.StartBatch) {
+		f.Fix += fmt.Sprintf(" If their output is missing there, rewinding to batch %d (the second command, a plan until --execute) makes the restart read from the end of batch %d again, batch %d's records included.", *sk.StartBatch, *sk.StartBatch, r.L)
+		f.Commands = append(f.Commands, r.cmd("rewind", "--to-batch", fmt.Sprint(*sk.StartBatch)))
+	}
 	r.add(f)
 }
 

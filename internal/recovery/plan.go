@@ -75,7 +75,6 @@ func plan(ctx context.Context, cp *checkpoint.Checkpoint, cfg config) (*Result, 
 	p := &planner{ctx: ctx, cp: cp, cfg: cfg, rel: cfg.rel, class: engineClass(cfg.mode, cfg.rel)}
 	p.res = &Result{
 		Outcome:        OutcomeResume,
-		SkippedBatches: []int64{},
 		Warnings:       []string{},
 		Mode:           cfg.mode,
 		SparkVersion:   cfg.rel.String(),

@@ -96,8 +96,8 @@ func restartText(r *recovery.Result) string {
 // replayText says in a few words what a plan costs on restart.
 func replayText(r repair.Replay) string {
 	var parts []string
-	if n := len(r.ReplayedBatches); n > 0 {
-		s := fmt.Sprintf("%s already delivered run again (%s)", plural(n, "batch"), ids(r.ReplayedBatches))
+	if n := r.ReplayedBatches.Count(); n > 0 {
+		s := fmt.Sprintf("%s already delivered run again (%s)", pluralU(n, "batch"), r.ReplayedBatches)
 		if r.ReplayedRecords != nil {
 			s += fmt.Sprintf(", %s", plural(int(*r.ReplayedRecords), "record"))
 		}
@@ -113,7 +113,7 @@ func replayText(r repair.Replay) string {
 	if r.LostRecords != nil && *r.LostRecords > 0 || len(r.LostBatches) > 0 {
 		s := "LOSES"
 		if len(r.LostBatches) > 0 {
-			s += " batch(es) " + ids(r.LostBatches)
+			s += " " + pluralU(r.LostBatches.Count(), "batch") + " (" + r.LostBatches.String() + ")"
 		}
 		if r.LostRecords != nil && *r.LostRecords > 0 {
 			s += fmt.Sprintf(" (%s never read)", plural(int(*r.LostRecords), "record"))
