@@ -26,7 +26,7 @@ const (
 type gapInfo struct {
 	kind    gapKind
 	missing []recovery.Span // missing ids between the first and the latest offsets file, as spans (capped)
-	gaps    int     // number of gaps
+	gaps    int             // number of gaps
 	cp      *checkpoint.Checkpoint
 }
 
@@ -108,8 +108,8 @@ func (g gapInfo) shape() string {
 // gaps reports gap patterns the planner does not fail on.
 func (r *runner) gaps() {
 	g := analyzeGaps(r.cp)
-	if g.kind == gapsNone {
-		return
+	if g.kind == gapsNone || r.res.Reason == recovery.ReasonBatchSpanTooLarge {
+		return // batch-span-too-large names the outlier
 	}
 	L := r.L
 	prevMissing := r.syncMissesPrevious()

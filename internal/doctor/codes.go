@@ -87,6 +87,7 @@ const (
 	CodeLeftoverTempFile        = "leftover-temp-file"
 	CodeRetentionAnomaly        = "retention-anomaly"
 	CodeUncommittedBatch        = "uncommitted-batch"
+	CodeBatchSpanTooLarge       = "batch-span-too-large"
 )
 
 // The codes of the broker checks (broker.go, with --bootstrap-server). They are
@@ -101,6 +102,21 @@ const (
 
 // Codes is the registry of every code doctor can report. docs/doctor.md is generated from it.
 var Codes = []Code{
+	{
+		ID:         CodeBatchSpanTooLarge,
+		Title:      "A log's batch ids span more ids than Spark can list",
+		Severities: []Severity{Error},
+		Summary:    "The oldest and newest batch files of `offsets/` or `commits/` are more than 2^31-1 ids apart (e.g. `offsets/9000000000000000000` next to `offsets/0..7`).",
+		Explanation: `Since 3.4 (SPARK-40957) Spark lists a metadata log as every id from its oldest to its
+newest file, ` + "`(min to max).toArray`" + ` in ` + "`HDFSMetadataLog.listBatches`" + `, before it reads the
+latest entry. Scala refuses a range of more than Int.MaxValue elements, so the restart fails before
+it reads any batch; a span of hundreds of millions of ids costs the driver 8 bytes per id. Batch ids
+grow by one, so such a file was not written by the query's normal run: it was copied in or renamed
+by hand. Spark 3.3 and older take the maximum of the listing instead.`,
+		SparkError: "```\njava.lang.IllegalArgumentException: More than Int.MaxValue elements.\n```",
+		Fix: `Move the outlying file aside: when it is the newest, ` + "`ckpt rewind <checkpoint> --to-batch N`" + ` (N the newest
+id below the jump) moves the files above N into a backup, planned first.`,
+	},
 	{
 		ID:         CodeMissingPreviousOffsets,
 		Title:      "The offsets file before the latest one is missing",

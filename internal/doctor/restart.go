@@ -61,10 +61,45 @@ func (r *runner) failure() error {
 		r.blockingFile(res.FailedFile, true)
 	case recovery.ReasonInvalidSourceOffset:
 		r.invalidSourceOffset()
+	case recovery.ReasonBatchSpanTooLarge:
+		r.batchSpanTooLarge()
 	default:
 		return fmt.Errorf("doctor has no code for the predicted restart failure %q (reason %q; please report this)", exceptionLine(res), res.Reason)
 	}
 	return nil
+}
+
+// batchSpanTooLarge reports the log whose ids Spark cannot list as a range.
+func (r *runner) batchSpanTooLarge() {
+	log := r.cp.Offsets
+	if r.res.FailedFile == checkpoint.DirCommits {
+		log = r.cp.Commits
+	}
+	lo, _ := log.Earliest()
+	hi, _ := log.Latest()
+	// The widest jump between neighbouring ids is where the outlier starts.
+	below := lo
+	var jump uint64
+	for i := 1; i < len(log.IDs); i++ {
+		if d := uint64(log.IDs[i] - log.IDs[i-1]); d > jump {
+			jump, below = d, log.IDs[i-1]
+		}
+	}
+	f := Finding{
+		Code: CodeBatchSpanTooLarge, Severity: Error, Path: log.Dir,
+		Files: []string{log.Path(lo), log.Path(hi)},
+		Message: fmt.Sprintf("%s/ holds batch ids %d to %d, %d ids apart: Spark %s lists every id between them and fails before reading a batch",
+			log.Dir, lo, hi, uint64(hi-lo), r.res.SparkVersion),
+		Explanation: "Spark 3.4 and later list a log as every id from its oldest to its newest file; Scala refuses a range of more than Int.MaxValue ids. " +
+			"Batch ids grow by one, so the outlying file was copied in or renamed by hand.",
+		SparkError: sparkError(r.res, false),
+		Fix:        "Move the outlying file aside.",
+	}
+	if below != hi {
+		f.Fix = fmt.Sprintf("Move the files above batch %d aside: the command below plans it (offsets and commits above %d go into a backup) and applies it with --execute.", below, below)
+		f.Commands = []string{r.cmd("rewind", "--to-batch", fmt.Sprint(below))}
+	}
+	r.add(f)
 }
 
 // toleratedConflicts reports the conflicts that old Spark releases survive: they still mean a

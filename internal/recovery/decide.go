@@ -3,6 +3,7 @@
 package recovery
 
 import (
+	"math"
 	"sort"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -110,8 +111,13 @@ func (p *planner) decide(usesCommits bool) error {
 		}
 		return p.rerun()
 	case C == L:
+		// latestCommittedBatchId + 1 on a Scala Long: past 2^63-1 it wraps,
+		// in Spark as in Go.
 		r.NextBatch = L + 1
 		r.key = keyResume
+		if L == math.MaxInt64 {
+			p.warn("batch %d is the largest id a long holds: Spark's next batch id wraps to %d, so it writes offsets/%d and the log's newest id stays %d", L, r.NextBatch, r.NextBatch, L)
+		}
 		if p.commit.NextBatchWatermarkMs > r.WatermarkMs {
 			r.WatermarkMs = p.commit.NextBatchWatermarkMs
 		}

@@ -230,6 +230,13 @@ func (r release) missingMetadataFails() bool { return r.atLeast(4, 1) }
 // commits exist without offsets.
 func (r release) readsLogsUpFront() bool { return r.atLeast(4, 1) }
 
+// listsContinuousRange: SPARK-40957 (3.4, the metadata cache) made
+// HDFSMetadataLog.listBatches return (min to max).toArray, every id between
+// the oldest and the newest file, so getLatest costs 8 bytes per id of the
+// span and fails past Int.MaxValue ids. Before, getLatestBatchId took the
+// maximum of the listing.
+func (r release) listsContinuousRange() bool { return r.atLeast(3, 4) }
+
 // engineClass is the logger name of the engine in driver log lines.
 func engineClass(mode Mode, r release) string {
 	switch {

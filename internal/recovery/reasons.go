@@ -62,11 +62,22 @@ const (
 	ReasonUnsupportedInitialOffsetsVersion = "unsupported-initial-offsets-version"
 )
 
+// More reasons, added after the first set (a value is never reused).
+const (
+	// ReasonBatchSpanTooLarge: Spark 3.4+ lists a log as every id from its
+	// oldest to its newest file ((min to max).toArray in
+	// HDFSMetadataLog.listBatches, SPARK-40957), which fails with "More than
+	// Int.MaxValue elements." when the ids span more than 2^31-1.
+	// FailedFile: the log directory ("offsets" or "commits").
+	ReasonBatchSpanTooLarge = "batch-span-too-large"
+)
+
 // Reasons is the closed set of Result.Reason values, in the order Spark
 // meets them on a restart.
 var Reasons = []string{
 	ReasonMissingMetadata,
 	ReasonCorruptMetadata,
+	ReasonBatchSpanTooLarge,
 	ReasonEmptyOffsetsWithCommits,
 	ReasonCorruptLatestOffsets,
 	ReasonUnsupportedOffsetsVersion,

@@ -288,6 +288,7 @@ func (r *Result) Verdict() string {
 	}
 	switch {
 	case r.RerunBatch != nil:
+		// +1 wraps past 2^63-1, as Spark's Long does.
 		return fmt.Sprintf("Restart re-runs batch %d, then continues at batch %d", *r.RerunBatch, *r.RerunBatch+1)
 	case r.LatestOffsets == nil:
 		return fmt.Sprintf("Restart starts a new query at batch %d", r.NextBatch)
