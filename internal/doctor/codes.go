@@ -184,9 +184,9 @@ offsets (with their ` + "`.crc`" + ` files), after a backup with ` + "`--execute
 		Explanation: `Without offsets Spark believes the query is new: it starts at batch 0 from the sources'
 starting positions (Kafka: ` + "`startingOffsets`" + `, default ` + "`latest`" + `), so everything between the
 old position and now is either skipped or read again. Then, when it writes the commit of a batch id
-that already exists in ` + "`commits/`" + `, it stops with a concurrent-update error. Spark 4.1 refuses to
+that already exists in ` + "`commits/`" + `, it stops with a concurrent-update error. Spark 4.2 refuses to
 start at all. The offsets were usually deleted by hand or by a storage lifecycle rule.`,
-		SparkError: "Spark 4.1 and later, at start:\n\n```\njava.lang.AssertionError: assertion failed\n```\n\n" +
+		SparkError: "Spark 4.2 and later, at start:\n\n```\njava.lang.AssertionError: assertion failed\n```\n\n" +
 			"Spark 4.0 and older, when the first existing commit id is reached:\n\n```\n" +
 			"[CONCURRENT_STREAM_LOG_UPDATE] Concurrent update to the log. Multiple streaming jobs detected for N.\n```",
 		Fix: `Restore ` + "`offsets/`" + ` from a backup if there is one: the commits alone cannot say where the
@@ -270,10 +270,10 @@ source offsets to match a different query.`,
 			"(Delta's `txnAppId`, `foreachBatch` writers keyed on it, listeners and dashboards) depend on it staying " +
 			"the same across restarts.\n\n" +
 			"Spark 4.0 and older silently create a **new** query id when the file is missing, so the restart " +
-			"works but those sinks see a different query and may write duplicates (warning). Spark 4.1 and later " +
+			"works but those sinks see a different query and may write duplicates (warning). Spark 4.2 and later " +
 			"refuse to start (error). The file is the oldest in the checkpoint, which makes it the first victim of " +
 			"a storage lifecycle rule that expires old objects.",
-		SparkError: "Spark 4.1 and later:\n\n```\n[MISSING_METADATA_FILE] …\n```\n\nSpark 4.0 and older: nothing; a new id is written.",
+		SparkError: "Spark 4.2 and later:\n\n```\n[MISSING_METADATA_FILE] …\n```\n\nSpark 4.1 and older: nothing; a new id is written.",
 		Fix: "Restore `metadata` from a backup, or write it with the query's **original** id, which appears in the " +
 			"driver log (`Starting [id = <uuid>, runId = …]`), the Spark UI and `StreamingQueryListener` events. " +
 			"Never write a new random id: that is exactly the silent change this code warns about.",

@@ -232,7 +232,14 @@ func (r *runner) blockingFile(p string, unsupported bool) {
 				"setting (spark.sql.streaming.stateStore.checkpointFormatVersion for commits), so the restart fails.", p, r.role(p)),
 			SparkError: sparkError(res, false),
 		}
-		if ok := r.readableBy(); ok != "" {
+		if how, ver, cf := r.readersOf(p, v); how != "" {
+			f.Fix = "Restart with " + how + "; check first with the command below. Do not delete or rewrite the file."
+			args := []string{"--spark-version", ver}
+			if cf > 1 {
+				args = append(args, "--commit-format-version", fmt.Sprint(cf))
+			}
+			f.Commands = []string{r.cmd("doctor", args...)}
+		} else if ok := r.readableBy(); ok != "" {
 			f.Fix = fmt.Sprintf("Restart with Spark %s (or the matching checkpoint format setting); check first with the command below. Do not delete or rewrite the file.", ok)
 			f.Commands = []string{r.cmd("doctor", "--spark-version", ok)}
 		} else {
@@ -283,11 +290,59 @@ func (r *runner) invalidSourceOffset() {
 	})
 }
 
+// readersOf says which releases read a commit file of header v, from recovery.CheckVersion: the
+// releases that need spark.sql.streaming.stateStore.checkpointFormatVersion=v (4.0 and 4.1 read
+// only the configured version) and the oldest that reads it with the default. It returns the
+// text, and the release and setting of the first way, for a doctor command that checks it; ""
+// for other logs (readableBy covers them).
+func (r *runner) readersOf(p string, v int) (string, string, int) {
+	dir, _, _ := strings.Cut(p, "/")
+	if dir != checkpoint.DirCommits || v < 1 {
+		return "", "", 0
+	}
+	var withConf []string
+	plain := ""
+	for _, ver := range recovery.SparkVersions {
+		if ver == "2.1" {
+			continue // no commit log
+		}
+		if recovery.CheckVersion(ver, recovery.LogCommits, v, 1) == nil {
+			if v > 1 && plain == "" {
+				plain = ver
+			}
+			continue
+		}
+		// Only v2 has a release that writes it under a setting and reads it only so (4.0, 4.1);
+		// v3 (sinkMetadataMap) is 4.2's.
+		if v == 2 && recovery.CheckVersion(ver, recovery.LogCommits, v, v) == nil {
+			withConf = append(withConf, ver)
+		}
+	}
+	var parts []string
+	first, cf := "", 0
+	if len(withConf) > 0 {
+		parts = append(parts, fmt.Sprintf("Spark %s and spark.sql.streaming.stateStore.checkpointFormatVersion=%d (the setting the checkpoint was written with)", strings.Join(withConf, " or "), v))
+		first, cf = withConf[0], v
+	}
+	if plain != "" {
+		parts = append(parts, fmt.Sprintf("Spark %s or later, which reads every commit format up to v%d", plain, logformat.CommitsMaxVersion))
+		if first == "" {
+			first = plain
+		}
+	}
+	return strings.Join(parts, ", or "), first, cf
+}
+
 // readableBy names a release the planner predicts a resume for, from its per-release notes.
 func (r *runner) readableBy() string {
 	for _, n := range r.res.Releases {
 		if n.Outcome == recovery.OutcomeResume && len(n.Versions) > 0 {
-			return n.Versions[len(n.Versions)-1]
+			// The newest release, not master, when one resumes.
+			v := n.Versions[len(n.Versions)-1]
+			if v == "master" && len(n.Versions) > 1 {
+				v = n.Versions[len(n.Versions)-2]
+			}
+			return v
 		}
 	}
 	return ""
@@ -368,7 +423,7 @@ func (r *runner) emptyOffsetsWithCommits(sev Severity) {
 		Message: fmt.Sprintf("offsets/ has no batch file but commits/ holds %d (%s): Spark starts the query as new", len(r.cp.Commits.IDs), ids(r.cp.Commits.IDs)),
 		Explanation: "Without offsets Spark believes the query is new: it starts at batch 0 from the sources' starting positions " +
 			"(Kafka: startingOffsets, default latest), skipping or re-reading everything since, and stops when it reaches a commit id " +
-			"that already exists. Spark 4.1 refuses to start at all.",
+			"that already exists. Spark 4.2 and later refuse to start at all.",
 		SparkError: sparkError(r.res, false),
 		Fix:        "Restore offsets/ from a backup: the commits alone cannot say where the sources were. Otherwise ckpt can move the commits aside so the query starts afresh, which is only right with deliberately chosen starting positions; `ckpt repair` without --execute shows the plan.",
 		Commands:   []string{r.repairCmd()},

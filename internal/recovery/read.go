@@ -21,7 +21,7 @@ func (p *planner) checkMetadata() error {
 		if p.rel.missingMetadataFails() {
 			return p.fail(ReasonMissingMetadata, checkpoint.FileMetadata, missingMetadataFile(p.cp.SparkPath("")))
 		}
-		p.warn("the metadata file is missing: Spark %s silently writes a new one with a new query id, so sinks that deduplicate by query id do not recognise earlier batches (Spark master refuses this checkpoint: MISSING_METADATA_FILE)", p.rel)
+		p.warn("the metadata file is missing: Spark %s silently writes a new one with a new query id, so sinks that deduplicate by query id do not recognise earlier batches (Spark 4.2 and later refuse this checkpoint: MISSING_METADATA_FILE)", p.rel)
 		return nil
 	}
 	_, err := p.cp.ReadMetadata(p.ctx)

@@ -142,7 +142,7 @@ func TestOptionsValidation(t *testing.T) {
 		t.Errorf("2.1 defaults to mode %s, version %s", res.Mode, res.SparkVersion)
 	}
 	res, _ = recovery.Plan(ctx, cp, recovery.Options{SparkVersion: "master"})
-	if res.SparkVersion != "4.1" {
+	if res.SparkVersion != "master" {
 		t.Errorf("master = %s", res.SparkVersion)
 	}
 }
