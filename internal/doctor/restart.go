@@ -63,6 +63,8 @@ func (r *runner) failure() error {
 		r.invalidSourceOffset()
 	case recovery.ReasonBatchSpanTooLarge:
 		r.batchSpanTooLarge()
+	case recovery.ReasonKafkaRangeDataLoss:
+		// restart() reports it from the planner's ranges and error.
 	default:
 		return fmt.Errorf("doctor has no code for the predicted restart failure %q (reason %q; please report this)", exceptionLine(res), res.Reason)
 	}
@@ -602,6 +604,12 @@ func (r *runner) kafkaRangeDataLoss() {
 		// Spark checks the partitions that are gone before the ranges.
 		spark = dataloss.Gone(dataloss.Set(names), false)
 	}
+	// The planner's failure is Spark's text for the release; a restart that does not fail
+	// (failOnDataLoss=false) still reports the 3.5-style text Spark logs.
+	sparkErr := sparkError(res, false)
+	if res.Reason != recovery.ReasonKafkaRangeDataLoss {
+		sparkErr = ptr(dataloss.IllegalState + ": " + dataloss.Driver(spark, true))
+	}
 	files := []string{}
 	start := "the initial offsets"
 	if prev := res.PreviousBatch; prev != nil {
@@ -615,7 +623,7 @@ func (r *runner) kafkaRangeDataLoss() {
 		Explanation: "The re-run reads exactly the recorded range. Spark never records a range that goes backwards or drops a partition, so the topic " +
 			"was recreated between the two batches or a file was edited or copied in by hand. With failOnDataLoss=true (the default) the restart " +
 			"fails when Spark plans the batch; with false it warns and reads nothing for those partitions.",
-		SparkError: ptr(dataloss.IllegalState + ": " + dataloss.Driver(spark, true)),
+		SparkError: sparkErr,
 		Fix: "If the topic was recreated on purpose, start the query on a new checkpoint, or restart once with failOnDataLoss=false and accept the loss. " +
 			"If a file was edited or copied in by hand, restore it from a backup. ckpt does not rewrite source offsets; the command below shows the range per partition.",
 		Commands: []string{r.replayCmd()},

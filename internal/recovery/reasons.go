@@ -70,6 +70,12 @@ const (
 	// Int.MaxValue elements." when the ids span more than 2^31-1.
 	// FailedFile: the log directory ("offsets" or "commits").
 	ReasonBatchSpanTooLarge = "batch-span-too-large"
+	// ReasonKafkaRangeDataLoss: the re-run's recorded Kafka range loses
+	// data: a partition of the start offsets is missing from the end
+	// offsets, or an end offset is below its start. Spark checks it while
+	// planning the batch, without the broker, and fails with
+	// failOnDataLoss=true (the default). FailedFile: offsets/L.
+	ReasonKafkaRangeDataLoss = "kafka-range-data-loss"
 )
 
 // Reasons is the closed set of Result.Reason values, in the order Spark
@@ -90,6 +96,7 @@ var Reasons = []string{
 	ReasonCorruptInitialOffsets,
 	ReasonUnsupportedInitialOffsetsVersion,
 	ReasonInvalidSourceOffset,
+	ReasonKafkaRangeDataLoss,
 }
 
 // Behaviour keys of restarts that succeed: two releases behave alike when

@@ -42,3 +42,18 @@ func init() {
 		},
 	)
 }
+
+func init() {
+	Register(
+		Scenario{
+			Name:     "kafka-offset-backwards",
+			Doc:      "offsets/7 records partition 1 below its offset in offsets/6 (an edit by hand): the re-run of batch 7 goes backwards, and Spark fails while planning it (failOnDataLoss=true), no broker needed: 3.5 'Partition events-1's offset was changed from 77 to 5', 4.x KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED.",
+			Tags:     []string{"recovery", "kafka"},
+			Variants: []string{"sync@4.0"},
+			Build: func(b *Builder) {
+				std(b, ids(0, 6), ids(0, 6))
+				b.Offsets(7, KafkaOffsets(topic, 80, 5, 96))
+			},
+		},
+	)
+}
