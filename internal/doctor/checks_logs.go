@@ -159,10 +159,10 @@ func (r *runner) retention() {
 		var holes []int64
 		cs := r.cp.Commits.IDs
 		for i := 1; i < len(cs) && len(holes) < maxMissing; i++ {
-			for id := cs[i-1] + 1; id < cs[i] && len(holes) < maxMissing; id++ {
-				if r.cp.Offsets.Has(id) && id < r.L {
-					holes = append(holes, id)
-				}
+			// The offsets ids inside the commit gap: walk the listing, never the id range, which
+			// can span 2^63 ids.
+			for id, ok := r.cp.Offsets.Next(cs[i-1] + 1); ok && id < cs[i] && id < r.L && len(holes) < maxMissing; id, ok = r.cp.Offsets.Next(id + 1) {
+				holes = append(holes, id)
 			}
 		}
 		if len(holes) > 0 {
@@ -187,7 +187,7 @@ func (r *runner) retention() {
 	if hasO && !async && g.kind == gapsNone && r.hasL && r.L >= longRunningBatch && o0 > 0 && n < minBatchesToRetain {
 		r.add(Finding{
 			Code: CodeRetentionAnomaly, Severity: Info, Path: checkpoint.DirOffsets,
-			Message: fmt.Sprintf("offsets/ keeps only batches %d..%d (%d files) of a query at batch %d; Spark's default keeps %d", o0, r.L, n, r.L, minBatchesToRetain+1),
+			Message: fmt.Sprintf("offsets/ keeps only %s (%s) of a query at batch %d; Spark's default keeps %d", batchesSpan(o0, r.L), plural(n, "file"), r.L, minBatchesToRetain+1),
 			Explanation: "minBatchesToRetain was lowered or older files were deleted. The restart is unaffected, but a rollback or a replay reaches back " +
 				"only to the oldest file kept.",
 			Fix: "Nothing blocks the restart.",
@@ -266,4 +266,12 @@ func (r *runner) olderDamaged(code string, lg *checkpoint.Log, files []string, f
 		f.Message = fmt.Sprintf("%d files in %s/ %s, from %s (older batches the restart does not read)%s", all, lg.Dir, many, files[0], more)
 	}
 	r.add(f)
+}
+
+// batchesSpan renders "batch 7" or "batches 3..7".
+func batchesSpan(from, to int64) string {
+	if from == to {
+		return fmt.Sprintf("batch %d", from)
+	}
+	return fmt.Sprintf("batches %d..%d", from, to)
 }

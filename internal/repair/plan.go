@@ -142,16 +142,17 @@ type Replay struct {
 	// ReplayedBatches are batch ids whose output was already delivered (committed, or present in
 	// the file sink) and which the restart processes again: duplicates for a sink that is not
 	// idempotent. ReplayedRecords are the records they hold.
-	ReplayedBatches []int64 `json:"replayedBatches"`
+	ReplayedBatches Batches `json:"replayedBatches"`
 	ReplayedRecords *int64  `json:"replayedRecords"`
 	// LostRecords are records after the delivered position that the restart never reads, and
 	// LostBatches the batch ids whose data never reaches the output: never processed again although
 	// no commit or sink says they were delivered, or re-planned with new data under ids the file
 	// sink skips as already committed.
 	LostRecords *int64  `json:"lostRecords"`
-	LostBatches []int64 `json:"lostBatches"`
-	// SkippedBatches are the planner's batches whose data is never processed again.
-	SkippedBatches []int64 `json:"skippedBatches"`
+	LostBatches Batches `json:"lostBatches"`
+	// SkippedBatches are the planner's batches whose data is never processed again
+	// (recovery.Result.Skipped).
+	SkippedBatches Batches `json:"skippedBatches"`
 	// NextBatch is the first batch the restart runs; -1 when the restart fails.
 	NextBatch int64 `json:"nextBatch"`
 	// BrokerCounts is true when the Kafka records were counted on the broker (Options.Broker):

@@ -381,3 +381,14 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// pluralU is plural for a count of batch ids, which can exceed an int.
+func pluralU(n uint64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	if strings.HasSuffix(what, "ch") {
+		return fmt.Sprintf("%d %ses", n, what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

@@ -65,10 +65,9 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result, b *outp
 			r.Printf("%s %d of the %d records of the re-run still exist on the broker\n", r.Warn("On the broker:"), *b.Broker.BrokerRecords, *b.Broker.RerunRecords)
 		}
 	}
-	if n := len(res.SkippedBatches); n > 0 {
+	if res.Skipped != nil {
 		r.Println()
-		r.Printf("%s %s (%d %s): their offsets are never processed again\n", r.Warn("Skipped:"),
-			ranges(res.SkippedBatches), n, plural(n, "batch", "batches"))
+		r.Printf("%s %s\n", r.Bad("Data at risk:"), res.SkippedText())
 	}
 	if res.Sink != nil {
 		r.Println()

@@ -72,7 +72,7 @@ prints. It reads the listings and at most a handful of files.
   --mode            sync (default; Spark 2.2+ MicroBatchExecution), async (asynchronous progress
                     tracking, Spark 3.4+: gaps in offsets/ are tolerated) or spark-2.1 (no commit
                     log: the latest offsets batch always re-runs)
-  --spark-version   the release that restarts the query: 2.1 … 3.5, 4.0, 4.1 (= master);
+  --spark-version   the release that restarts the query: 2.1 … 3.5, 4.0, 4.1, 4.2 or master;
                     default 3.5. It decides which log versions are readable, the error texts,
                     and what a missing metadata file does. Releases that would behave
                     differently are listed at the end.
