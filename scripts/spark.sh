@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Installs pinned Apache Spark releases (spark-sql + spark-sql-kafka-0-10 and their dependencies)
+# from Maven Central into a cache that later runs reuse, and compiles the harness driver against them.
+#
+#   scripts/spark.sh install [VERSION...]   # default: $CKPT_SPARK_VERSIONS or every pinned release
+#   scripts/spark.sh classpath VERSION      # print the classpath of an installed release
+#   scripts/spark.sh versions               # print the pinned releases
+#
+# VERSION is a pinned release (3.5.8) or its line (3.5). Cache: ${CKPT_SPARK_CACHE:-$HOME/.cache/ckpt-spark}.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CKPT_SPARK_CACHE:-$HOME/.cache/ckpt-spark}
+# 3.5.7: the newest 3.5 whose Scala 2.12 Kafka connector Maven Central serves here (3.5.8 and 3.5.9 are not).
+PINNED="3.5.7 4.0.4 4.1.3"
+
+resolve() { # 3.5 -> 3.5.8; a full pinned version stays
+  local v=$1 p
+  for p in $PINNED; do
+    if [ "$v" = "$p" ] || [ "${p%.*}" = "$v" ]; then echo "$p"; return; fi
+  done
+  echo "spark.sh: no pinned release for '$v' (pinned: $PINNED)" >&2; return 1
+}
+
+scala_of() { case $1 in 3.*) echo 2.12 ;; *) echo 2.13 ;; esac; }
+
+install_one() {
+  local v dir scala
+  v=$(resolve "$1"); dir="$CACHE/$v"; scala=$(scala_of "$v")
+  if [ -f "$dir/jars/.complete" ]; then
+    echo "spark $v: cached in $dir" >&2
+  else
+    mkdir -p "$dir"
+    rm -rf "$dir/jars" && mkdir -p "$dir/jars"
+    cat >"$dir/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dev.ckpt</groupId><artifactId>spark-oracle-$v</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>org.apache.spark</groupId><artifactId>spark-sql_$scala</artifactId><version>$v</version></dependency>
+    <dependency><groupId>org.apache.spark</groupId><artifactId>spark-sql-kafka-0-10_$scala</artifactId><version>$v</version></dependency>
+  </dependencies>
+</project>
+POM
+    echo "spark $v: downloading spark-sql_$scala and spark-sql-kafka-0-10_$scala from Maven Central" >&2
+    (cd "$dir" && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars)
+    touch "$dir/jars/.complete"
+  fi
+  compile "$v"
+}
+
+# The driver is compiled per release (its API differs slightly); the classes are cached next to the
+# jars and rebuilt when spark/Restart.java changes.
+compile() {
+  local v=$1 dir="$CACHE/$1" sum
+  sum=$(sha256sum "$ROOT/spark/Restart.java" | cut -c1-16)
+  if [ -f "$dir/classes/.src-$sum" ]; then return; fi
+  rm -rf "$dir/classes" && mkdir -p "$dir/classes"
+  javac -nowarn -d "$dir/classes" -cp "$dir/jars/*" "$ROOT/spark/Restart.java" >&2
+  touch "$dir/classes/.src-$sum"
+}
+
+cmd=${1:-install}; shift || true
+case $cmd in
+  install)
+    vs=("$@"); [ ${#vs[@]} -gt 0 ] || read -r -a vs <<<"${CKPT_SPARK_VERSIONS:-$PINNED}"
+    for v in "${vs[@]}"; do install_one "$v"; done ;;
+  classpath)
+    v=$(resolve "$1"); [ -f "$CACHE/$v/jars/.complete" ] || { echo "spark $v not installed: run scripts/spark.sh install $v" >&2; exit 1; }
+    compile "$v"; echo "$CACHE/$v/classes:$CACHE/$v/jars/*" ;;
+  resolve) resolve "$1" ;;
+  versions) echo "$PINNED" ;;
+  *) echo "usage: scripts/spark.sh install [VERSION...] | classpath VERSION | versions" >&2; exit 2 ;;
+esac
