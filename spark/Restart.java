@@ -77,21 +77,20 @@ public class Restart {
     String trigger = "availableNow";
     Map<String, String> options = new LinkedHashMap<>();
     long timeoutMs = 120_000;
+    boolean countOutput;
   }
 
   public static void main(String[] args) throws Exception {
     PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, "UTF-8");
     System.setOut(System.err); // a console sink must not mix with the JSON results
-    List<Case> cases = new ArrayList<>();
+    BufferedReader casesIn = null;
+    Case single = null;
     if (args.length == 2 && args[0].equals("--cases")) {
-      try (BufferedReader r = Files.newBufferedReader(new File(args[1]).toPath(), StandardCharsets.UTF_8)) {
-        String line;
-        while ((line = r.readLine()) != null) {
-          if (!line.isBlank()) cases.add(parseCase(M.readTree(line)));
-        }
-      }
+      casesIn = args[1].equals("-")
+          ? new BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8))
+          : Files.newBufferedReader(new File(args[1]).toPath(), StandardCharsets.UTF_8);
     } else {
-      cases.add(parseArgs(args));
+      single = parseArgs(args);
     }
 
     SparkSession spark = SparkSession.builder()
@@ -116,7 +115,16 @@ public class Restart {
     }
     ctx.updateLoggers();
 
-    for (Case c : cases) {
+    while (true) {
+      Case c;
+      if (single != null) {
+        c = single;
+      } else {
+        String line = casesIn.readLine();
+        if (line == null) break;
+        if (line.isBlank()) continue;
+        c = parseCase(M.readTree(line));
+      }
       cap.lines.clear();
       ObjectNode res;
       try {
@@ -136,6 +144,8 @@ public class Restart {
       }
       if (!line.has("batches")) line.putArray("batches");
       out.println(M.writeValueAsString(line));
+      out.flush();
+      if (single != null) break;
     }
     spark.stop();
     out.flush();
@@ -151,6 +161,7 @@ public class Restart {
     if (n.hasNonNull("sink")) c.sink = n.get("sink").asText();
     if (n.hasNonNull("trigger")) c.trigger = n.get("trigger").asText();
     if (n.hasNonNull("timeoutMs")) c.timeoutMs = n.get("timeoutMs").asLong();
+    c.countOutput = n.path("countOutput").asBoolean(false);
     Iterator<Map.Entry<String, JsonNode>> it = n.path("options").fields();
     while (it.hasNext()) {
       Map.Entry<String, JsonNode> e = it.next();
@@ -168,6 +179,7 @@ public class Restart {
         case "--sink": c.sink = a[++i]; break;
         case "--trigger": c.trigger = a[++i]; break;
         case "--timeout-ms": c.timeoutMs = Long.parseLong(a[++i]); break;
+        case "--count-output": c.countOutput = true; break;
         case "--option": {
           String kv = a[++i];
           int eq = kv.indexOf('=');
@@ -319,6 +331,13 @@ public class Restart {
           }
         }
       }
+      if (c.countOutput && c.sink.equals("file")) {
+        // spark.read of a file sink's output lists files through _spark_metadata.
+        Dataset<Row> o = spark.read().format("json").load(c.output);
+        ObjectNode oc = res.putObject("output");
+        oc.put("rows", o.count());
+        oc.put("distinct", o.select("topic", "partition", "offset").distinct().count());
+      }
     } finally {
       for (String k : confs) spark.conf().unset(k);
       for (StreamingQuery a : spark.streams().active()) a.stop();
@@ -352,6 +371,8 @@ public class Restart {
     res.put("errorClass", errorClass);
     res.put("error", root.getMessage());
     res.put("exception", root.getClass().getName());
+    ArrayNode causes = res.putArray("causes");
+    for (Throwable x : chain) causes.add(x.getMessage() == null ? "" : x.getMessage());
     res.put("topException", t.getClass().getName());
     String top = t.getMessage() == null ? "" : t.getMessage();
     int nl = top.indexOf('\n');
