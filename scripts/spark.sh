@@ -42,7 +42,13 @@ install_one() {
 </project>
 POM
     echo "spark $v: downloading spark-sql_$scala and spark-sql-kafka-0-10_$scala from Maven Central" >&2
-    (cd "$dir" && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars)
+    # Spark's POMs name extra repositories (a Maven Central mirror on GCS among them) that this
+    # network may not reach: route every repository to Maven Central.
+    cat >"$dir/settings.xml" <<XML
+<settings><mirrors><mirror><id>central-only</id><mirrorOf>*</mirrorOf>
+<url>${CKPT_MAVEN_CENTRAL:-https://repo.maven.apache.org/maven2}</url></mirror></mirrors></settings>
+XML
+    (cd "$dir" && mvn -q -B -s settings.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars)
     touch "$dir/jars/.complete"
   fi
   compile "$v"

@@ -132,8 +132,16 @@ func handOver(t *testing.T, h *harness) {
 	for _, bt := range r.Batches {
 		rows += bt.Sources[0].NumInputRows
 	}
-	if rows != 40 {
-		t.Errorf("Spark read %d records, want the 40 that ckpt had not", rows)
+	var end map[string]map[string]int64
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &end); err != nil {
+		t.Fatal(err)
+	}
+	var ckptRead int64
+	for _, o := range end["in"] {
+		ckptRead += o
+	}
+	if rows != 60-ckptRead {
+		t.Errorf("Spark read %d records, want the %d that ckpt had not", rows, 60-ckptRead)
 	}
 
 	produce(t, b.Addr(), "in", next, 5)

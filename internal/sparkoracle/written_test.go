@@ -21,8 +21,8 @@ var writtenCases = []struct {
 	name, sink, trigger string
 	options             map[string]string
 }{
-	{"kafka-to-file", "file", "availableNow", map[string]string{"maxOffsetsPerTrigger": "10", "startingOffsets": "earliest"}},
-	{"kafka-to-kafka-async", "kafka", "processingTime=500", map[string]string{"maxOffsetsPerTrigger": "10", "startingOffsets": "earliest",
+	{"kafka-to-file", "file", "availableNow", map[string]string{"subscribe": "in", "maxOffsetsPerTrigger": "10", "startingOffsets": "earliest"}},
+	{"kafka-to-kafka-async", "kafka", "processingTime=500", map[string]string{"subscribe": "in", "maxOffsetsPerTrigger": "10", "startingOffsets": "earliest",
 		"sink.asyncProgressTrackingEnabled": "true", "sink.asyncProgressTrackingCheckpointIntervalMs": "0", "sink.topic": "out"}},
 }
 
