@@ -11,13 +11,21 @@ import (
 )
 
 // javaClientCompat makes kfake answer the Java Kafka clients that Spark ships (kafka-clients 3.4
-// in Spark 3.5, 3.9 in Spark 4.x) as a real broker does.
+// in Spark 3.5, 3.9 in Spark 4.x) as they need, through the ApiVersions answer:
 //
-// ApiVersions v3 carries the broker's SupportedFeatures. kfake lists features whose minimum
-// version is 0 (as a Kafka 3.9+ broker supports them), but clients before 3.9 refuse any range
-// starting at 0 (SupportedVersionRange: "Expected minValue >= 1") and close the connection, so
-// Spark 3.5's consumers never fetch. Real brokers since KAFKA-17011 leave such features out of
-// responses below v4, which only 3.9+ clients send: so does this. Answers to v4+ are kfake's own.
+//   - ApiVersions v3 carries the broker's SupportedFeatures. kfake lists features whose minimum
+//     version is 0 (as a Kafka 3.9+ broker supports them), but clients before 3.9 refuse any range
+//     starting at 0 (SupportedVersionRange: "Expected minValue >= 1") and close the connection, so
+//     Spark 3.5's consumers never fetch. Real brokers since KAFKA-17011 leave such features out of
+//     answers below v4, which only 3.9+ clients send: so does this.
+//   - kfake encodes DescribeTopicPartitions' EligibleLeaderReplicas and LastKnownELR as null
+//     arrays where a real broker sends empty ones, and the 3.9 admin client (Spark 4's offset
+//     reader) dereferences them (NullPointerException, retried until the query fails). To a Java
+//     client (ClientSoftwareName apache-kafka-java) the broker does not advertise
+//     DescribeTopicPartitions, so it describes topics with Metadata, as it does with brokers
+//     before 3.8.
+//
+// Other answers, and every answer to other clients (franz-go), are kfake's own.
 func javaClientCompat(ctx context.Context, c *kfake.Cluster, addr string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -36,16 +44,23 @@ func javaClientCompat(ctx context.Context, c *kfake.Cluster, addr string) error 
 	full := *kresp
 	c.ControlKey(int16(kmsg.ApiVersions), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		r := kr.(*kmsg.ApiVersionsRequest)
-		if r.Version >= 4 || r.Version < 3 {
+		java := r.ClientSoftwareName == "apache-kafka-java"
+		if r.Version >= 5 || r.Version < 3 || (r.Version == 4 && !java) {
 			return nil, nil, false
 		}
 		c.KeepControl()
 		resp := full
 		resp.Version = r.Version
-		resp.ApiKeys = append([]kmsg.ApiVersionsResponseApiKey(nil), full.ApiKeys...)
+		resp.ApiKeys = nil
+		for _, k := range full.ApiKeys {
+			if java && k.ApiKey == int16(kmsg.DescribeTopicPartitions) {
+				continue
+			}
+			resp.ApiKeys = append(resp.ApiKeys, k)
+		}
 		resp.SupportedFeatures = nil
 		for _, f := range full.SupportedFeatures {
-			if f.MinVersion >= 1 {
+			if f.MinVersion >= 1 || r.Version >= 4 {
 				resp.SupportedFeatures = append(resp.SupportedFeatures, f)
 			}
 		}

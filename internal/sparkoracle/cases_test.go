@@ -80,8 +80,11 @@ func generatedCases(n int) []oracleCase {
 
 // allCases is every case of the suite; subset "scenarios" leaves out the generated ones.
 func allCases(subset string) []oracleCase {
-	if subset == "none" {
+	switch subset {
+	case "none":
 		return nil
+	case "generated":
+		return generatedCases(genCount)
 	}
 	cs := scenarioCases()
 	if subset != "scenarios" {

@@ -20,7 +20,7 @@ import (
 )
 
 // Pinned releases (scripts/spark.sh PINNED): the goldens' directory names.
-var pinned = []string{"3.5.7", "4.0.4", "4.1.3"}
+var pinned = []string{"3.5.7", "4.0.0", "4.1.1"}
 
 const goldenDir = "../../testdata/spark-oracle"
 
@@ -64,8 +64,8 @@ func TestSparkLive(t *testing.T) {
 	if subset == "" {
 		subset = "scenarios"
 	}
-	if subset != "scenarios" && subset != "all" && subset != "none" {
-		t.Fatalf("CKPT_SPARK_CASES=%q: want scenarios, all or none", subset)
+	if subset != "scenarios" && subset != "all" && subset != "generated" && subset != "none" {
+		t.Fatalf("CKPT_SPARK_CASES=%q: want scenarios, generated, all or none", subset)
 	}
 	update := os.Getenv("UPDATE_SPARK") == "1"
 	for _, rel := range releasesFromEnv(t) {
@@ -83,12 +83,13 @@ func TestSparkLive(t *testing.T) {
 
 // harness is one spark/restart JVM fed case by case on stdin (--cases -).
 type harness struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Scanner
-	log    string
-	cancel context.CancelFunc
+	t       testing.TB
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	out     *bufio.Scanner
+	log     string
+	cancel  context.CancelFunc
+	started time.Time
 }
 
 func startHarness(t testing.TB, rel string) *harness {
@@ -114,7 +115,7 @@ func startHarness(t testing.TB, rel string) *harness {
 	}
 	sc := bufio.NewScanner(outp)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	h := &harness{t: t, cmd: cmd, in: in, out: sc, log: logFile, cancel: cancel}
+	h := &harness{t: t, cmd: cmd, in: in, out: sc, log: logFile, cancel: cancel, started: time.Now()}
 	t.Cleanup(func() { h.close(); logw.Close() })
 	return h
 }
@@ -149,6 +150,10 @@ func (h *harness) close() {
 			<-done
 		}
 		h.cancel()
+		if ps := h.cmd.ProcessState; ps != nil {
+			// CPU time says what the run costs on an idle machine; wall time depends on the load.
+			h.t.Logf("Spark JVM: %s wall, %s CPU", time.Since(h.started).Round(time.Second), (ps.UserTime() + ps.SystemTime()).Round(time.Second))
+		}
 	}
 }
 
