@@ -154,8 +154,19 @@ func handOver(t *testing.T, h *harness) {
 	final := h.run(map[string]any{"name": "handover-count", "checkpoint": ck, "output": out, "bootstrap": b.Addr(),
 		"sink": "file", "trigger": "availableNow", "countOutput": true})
 	total := int64(next[0] + next[1] + next[2])
-	if final.Outcome != "ok" || len(final.Batches) != 0 {
-		t.Errorf("Spark's last restart: %s, batches %v (want ok and none: ckpt run consumed everything)", final.Outcome, final.Batches)
+	// Spark 4 (Scala 2.13) may run one empty batch here: it compares offsets by their JSON text, and
+	// ckpt run writes Kafka partitions in Scala 2.12's order. It must read nothing.
+	var finalRows int64
+	for _, bt := range final.Batches {
+		for _, src := range bt.Sources {
+			finalRows += src.NumInputRows
+		}
+	}
+	if final.Outcome != "ok" || finalRows != 0 {
+		t.Errorf("Spark's last restart: %s, read %d records in batches %+v (want ok and none: ckpt run consumed everything)", final.Outcome, finalRows, final.Batches)
+	}
+	if len(final.Batches) > 0 {
+		t.Logf("Spark's last restart ran %d empty batch(es): offsets %s → %s", len(final.Batches), final.Batches[0].Sources[0].StartOffset, final.Batches[0].Sources[0].EndOffset)
 	}
 	if final.Output == nil || final.Output.Rows != total || final.Output.Distinct != total {
 		t.Errorf("spark.read of the output: %+v, want %d rows, all distinct", final.Output, total)
