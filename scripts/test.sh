@@ -19,7 +19,19 @@ fi
 go vet ./...
 if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed: run .ci/run or go install honnef.co/go/tools/cmd/staticcheck@v0.8.2"; exit 1; fi
 
-go test -race -count=1 -timeout 20m ./...
+# The live Spark suite runs on its own below (one JVM per release, not under -race).
+go test -race -count=1 -timeout 20m -skip '^TestSparkLive$' ./...
+
+# Real Spark restarts the scenario cases, one JVM per release (CKPT_SPARK_VERSIONS, default every
+# pinned release; installed by scripts/spark.sh, which .ci/run calls). Without Spark installed the
+# test skips, except in CI where it fails. The generated cases: scripts/spark-suite.sh.
+spark_start=$(date +%s)
+spark_log=$(mktemp)
+if ! CKPT_SPARK_CASES=scenarios go test -count=1 -timeout 60m -v -run '^TestSparkLive$' ./internal/sparkoracle >"$spark_log" 2>&1; then
+  grep -v '^=== RUN' "$spark_log" | tail -200; exit 1
+fi
+grep -v '^=== RUN' "$spark_log"; rm -f "$spark_log"
+echo "spark live suite: $(( $(date +%s) - spark_start ))s"
 
 # Fuzz every parser briefly (FUZZTIME, default 5s each); any crash fails the run. A crash leaves
 # its input in testdata/fuzz. Go 1.26's fuzzer can also stop with "context deadline exceeded"
