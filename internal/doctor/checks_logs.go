@@ -65,7 +65,7 @@ func (r *runner) leftovers() {
 					Code: CodeOrphanChecksum, Severity: Warning, Path: e.Path, Files: []string{},
 					Message:     ".metadata.crc exists without metadata, where Spark writes a new metadata file on start",
 					Explanation: orphanExplanation,
-					SparkError:  ptr("org.apache.spark.SparkConcurrentModificationException: Multiple streaming queries are concurrently using metadata"),
+					SparkError:  ptr(recovery.ExcConcurrentModification + ": " + recovery.ConcurrentUse("metadata")),
 					Fix:         "Remove the orphan checksum after a backup (`ckpt repair` without --execute shows the plan), and restore metadata (see missing-metadata).",
 					Commands:    []string{r.repairCmd()},
 				})
@@ -117,7 +117,7 @@ func (r *runner) orphanChecksums(lg *checkpoint.Log) {
 			Code: CodeOrphanChecksum, Severity: Warning, Batch: ptr(o.id), Path: o.e.Path, Files: []string{},
 			Message:     fmt.Sprintf("%s is the checksum of %s, which does not exist and which the query writes next", o.e.Path, lg.Path(o.id)),
 			Explanation: orphanExplanation,
-			SparkError:  ptr(fmt.Sprintf("org.apache.spark.SparkConcurrentModificationException: Multiple streaming queries are concurrently using %s", r.cp.SparkPath(lg.Dir))),
+			SparkError:  ptr(recovery.ExcConcurrentModification + ": " + recovery.ConcurrentUse(r.cp.SparkPath(lg.Dir))),
 			Fix:         "Remove the orphan checksum before restarting; ckpt does it after a backup (`ckpt repair` without --execute shows the plan).",
 			Commands:    []string{r.repairCmd()},
 		})

@@ -170,7 +170,7 @@ func inspectSources(ctx context.Context, cp *checkpoint.Checkpoint, seq *logform
 			case kind == SourceKafka:
 				topics, parts := kafkaTopics(*kafka)
 				src.Kafka = &KafkaSource{Topics: topics, Partitions: parts}
-				init, p, err := readInitialOffsets(ctx, cp, dir, entries)
+				init, p, err := readInitialOffsets(ctx, cp, i, entries)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -225,29 +225,26 @@ func sourceLog(dir string, entries []storage.Entry) (LogInfo, []int64) {
 }
 
 // readInitialOffsets reads sources/<i>/0 when the walk saw it.
-func readInitialOffsets(ctx context.Context, cp *checkpoint.Checkpoint, dir string, entries []storage.Entry) (InitialOffsets, *Problem, error) {
-	file := dir + "/0"
+func readInitialOffsets(ctx context.Context, cp *checkpoint.Checkpoint, i int, entries []storage.Entry) (InitialOffsets, *Problem, error) {
+	file := checkpoint.InitialOffsetsPath(i)
 	io := InitialOffsets{File: file, Offsets: json.RawMessage("null"), Topics: []KafkaTopic{}}
 	if !slices.ContainsFunc(entries, func(e storage.Entry) bool { return e.Path == file }) {
 		return io, nil, nil
 	}
-	data, err := cp.ReadFile(ctx, file)
+	init, err := cp.ReadKafkaInitialOffsets(ctx, i)
 	if errors.Is(err, fs.ErrNotExist) {
 		return io, nil, nil
 	}
-	if err != nil {
-		return io, nil, err
-	}
-	io.Present = true
-	init, err := logformat.ParseKafkaInitialOffsets(file, data)
 	if err != nil {
 		p := asProblem(err)
 		if p == nil {
 			return io, nil, err
 		}
+		io.Present = true
 		io.Problem = p
 		return io, p, nil
 	}
+	io.Present = true
 	io.Offsets = rawJSON(init.JSON, false)
 	io.Topics, _ = kafkaTopics(init.Offsets)
 	return io, nil, nil
