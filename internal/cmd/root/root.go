@@ -27,7 +27,7 @@ func NewCmd(env *cli.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ckpt",
 		Short: "Inspect, diagnose, repair and run Spark Structured Streaming checkpoints",
-		Long: `ckpt reads Apache Spark Structured Streaming checkpoints (a local path or s3://bucket/prefix),
+		Long: `ckpt reads Apache Spark Structured Streaming checkpoints (local disk, S3, GCS, Azure or HDFS),
 explains what a restart will do, repairs them safely, and runs a Spark-compatible micro-batch engine.
 
 ` + exitCodesHelp,
@@ -43,7 +43,8 @@ explains what a restart will do, repairs them safely, and runs a Spark-compatibl
 	pf.BoolVar(&env.Storage.S3PathStyle, "s3-path-style", env.Storage.S3PathStyle, "use path-style S3 addressing (for S3-compatible stores; also CKPT_S3_PATH_STYLE=true)")
 	pf.StringVar(&env.Storage.S3Endpoint, "s3-endpoint", env.Storage.S3Endpoint, "S3 endpoint URL (default: AWS_ENDPOINT_URL or AWS)")
 	pf.StringVar(&env.Storage.S3Region, "s3-region", env.Storage.S3Region, "S3 region (default: the AWS config chain, then us-east-1)")
-	pf.DurationVar(&env.Storage.S3Timeout, "s3-timeout", env.Storage.S3Timeout, "how long one S3 request waits for the endpoint to connect and answer (default 30s, or CKPT_S3_TIMEOUT)")
+	pf.DurationVar(&env.Storage.S3Timeout, "s3-timeout", env.Storage.S3Timeout, "how long one S3 request waits for the endpoint to connect and answer (default --store-timeout, or CKPT_S3_TIMEOUT)")
+	pf.DurationVar(&env.Storage.Timeout, "store-timeout", env.Storage.Timeout, "how long one request to GCS, Azure, HDFS (and S3) waits for the endpoint to connect and answer (default 30s, or CKPT_STORE_TIMEOUT)")
 
 	for _, sub := range commands(env) {
 		cmd.AddCommand(sub)
