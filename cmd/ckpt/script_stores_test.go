@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	gcs "cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/rogpeppe/go-internal/testscript"
 	"google.golang.org/api/option"
 
@@ -20,22 +21,44 @@ import (
 type scriptStore struct {
 	env  []string // environment variables the scripts need; env[0] says whether one is configured
 	hint string
-	// root makes a fresh, empty root on the test server and returns the store (for uploads)
-	// whose URI the CLI opens with the script's environment.
-	root func(ts *testscript.TestScript) storage.Store
+	// root makes a fresh, empty root on the test server and returns a store on it (for
+	// uploads) and the location the CLI opens with the script's environment.
+	root func(ts *testscript.TestScript) (storage.Store, string)
 }
 
 var scriptStores = map[string]scriptStore{
 	"gcs": {
 		env:  []string{"CKPT_TEST_GCS_ENDPOINT"},
 		hint: storetest.GCSHint,
-		root: func(ts *testscript.TestScript) storage.Store {
+		root: func(ts *testscript.TestScript) (storage.Store, string) {
 			ctx := context.Background()
 			client, err := gcs.NewClient(ctx, option.WithEndpoint(ts.Getenv("CKPT_TEST_GCS_ENDPOINT")+"/storage/v1/"), option.WithoutAuthentication())
 			ts.Check(err)
 			bucket := storetest.RandomName("ckpt-script-")
 			ts.Check(client.Bucket(bucket).Create(ctx, "ckpt-test", nil))
-			return storage.NewGCSFromClient(client, bucket, "ckpt")
+			st := storage.NewGCSFromClient(client, bucket, "ckpt")
+			return st, st.URI()
+		},
+	},
+	// The location is ADLS Gen2's abfss:// on the connection string's account (Azurite's
+	// devstoreaccount1), read and written on the connection string's blob endpoint.
+	"azure": {
+		env:  []string{"CKPT_TEST_AZURE_CONNECTION_STRING"},
+		hint: storetest.AzureHint,
+		root: func(ts *testscript.TestScript) (storage.Store, string) {
+			cs := ts.Getenv("CKPT_TEST_AZURE_CONNECTION_STRING")
+			name := storetest.RandomName("ckpt-script-")
+			client, err := container.NewClientFromConnectionString(cs, name, nil)
+			ts.Check(err)
+			_, err = client.Create(context.Background(), nil)
+			ts.Check(err)
+			account := ""
+			for _, part := range strings.Split(cs, ";") {
+				if k, v, ok := strings.Cut(part, "="); ok && k == "AccountName" {
+					account = v
+				}
+			}
+			return storage.NewAzureFromClient(client, "ckpt"), "abfss://" + name + "@" + account + ".dfs.core.windows.net/ckpt"
 		},
 	},
 }
@@ -86,9 +109,9 @@ func init() {
 		if !ok {
 			ts.Fatalf("mkstorescenario: no scenario %q", args[1])
 		}
-		s := st.root(ts)
+		s, uri := st.root(ts)
 		ts.Check(sc.WriteTo(context.Background(), s))
-		ts.Setenv(args[2], s.URI())
+		ts.Setenv(args[2], uri)
 	}
 	scriptCmds["cmpsubst"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 4 {

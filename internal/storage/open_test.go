@@ -144,7 +144,7 @@ func TestOpenErrors(t *testing.T) {
 		"hdfs://nn:8020/ck":  "hdfs dfs -get",
 		"gs://":              "want gs://bucket/prefix",
 		"gs:bucket/ck":       "want gs://bucket/prefix",
-		"wasbs://c@a/ck":     "not supported",
+		"wasbs://c@a/ck":     "bad Azure URI",
 		"ftp://host/x":       `unsupported location scheme "ftp"`,
 		"file://otherhost/x": "only local files",
 	}

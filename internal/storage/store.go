@@ -131,12 +131,17 @@ var uriScheme = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*):`)
 //   - s3://bucket/prefix; s3a:// and s3n:// (Hadoop's spellings, as found in
 //     Spark configs) are accepted as the same thing: S3, configured by opts;
 //   - gs://bucket/prefix: GCS (NewGCS);
+//   - abfss://container@account.dfs.core.windows.net/path (ADLS Gen2) and
+//     wasbs://container@account.blob.core.windows.net/path (Blob Storage), and
+//     their plain abfs:// and wasb:// spellings: Azure, on the Blob endpoint
+//     (ParseAzureURI, NewAzure);
 //   - mem://name[/prefix]: the process-global in-memory store of that name
 //     (MemNamed), for tests.
 //
 // The returned store's URI is uri exactly as given. Open does no I/O except
 // finding credentials (AWS configuration; Google's Application Default
-// Credentials); a bad credential shows up on the first request.
+// Credentials; Azure's credential chain); a bad credential shows up on the
+// first request.
 func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 	if uri == "" {
 		return nil, fmt.Errorf("storage: empty checkpoint location")
@@ -204,6 +209,17 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 		}
 		s.uri = uri
 		return s, nil
+	case "abfss", "abfs", "wasbs", "wasb":
+		loc, err := ParseAzureURI(uri)
+		if err != nil {
+			return nil, err
+		}
+		s, err := NewAzure(loc, opts)
+		if err != nil {
+			return nil, err
+		}
+		s.uri = uri
+		return s, nil
 	case "mem":
 		rest := uri[len(m[0]):]
 		if !strings.HasPrefix(rest, "//") {
@@ -223,10 +239,10 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 		}
 		mem.uri = uri
 		return mem, nil
-	case "hdfs", "viewfs", "abfs", "abfss", "wasb", "wasbs":
+	case "hdfs", "viewfs":
 		return nil, fmt.Errorf("storage: %s:// is not supported: copy the checkpoint to local disk (for HDFS: hdfs dfs -get) or to S3 and point ckpt at the copy", scheme)
 	default:
-		return nil, fmt.Errorf("storage: unsupported location scheme %q in %q: want a local path, file://, s3://, gs:// or mem://", scheme, uri)
+		return nil, fmt.Errorf("storage: unsupported location scheme %q in %q: want a local path, file://, s3://, gs://, abfss://, wasbs:// or mem://", scheme, uri)
 	}
 }
 

@@ -76,3 +76,13 @@ func TestStoreTimeoutDefault(t *testing.T) {
 		t.Errorf("bad env: %v", err)
 	}
 }
+
+func TestAzureEndpointNeverAnswers(t *testing.T) {
+	addr := silentServer(t)
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=a2V5;BlobEndpoint=http://"+addr+"/acct;")
+	s, err := Open(context.Background(), "wasbs://c@acct.blob.core.windows.net/ckpt", Options{Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTimeouts(t, s, "Azure Blob Storage", "http://"+addr, 100*time.Millisecond)
+}
