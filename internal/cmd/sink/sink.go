@@ -309,6 +309,16 @@ func repairLog(ctx context.Context, opts *Options, store storage.Store) error {
 		r.Printf("Dry run: nothing changed. To apply, run the same command with --execute\n")
 		return nil
 	}
+	// A running query may be writing (or compacting) the log right now: the newest log file
+	// says so, as the newest offsets file does for a checkpoint.
+	if w := opts.Apply.ActiveWindow; w > 0 && !opts.Apply.Force && opts.Now != nil {
+		if e, ok, err := sinklog.LastWrite(ctx, store); err != nil {
+			return err
+		} else if age := opts.Now().Sub(e.ModTime); ok && !e.ModTime.IsZero() && age < w {
+			return change.Refused("sink repair", fmt.Sprintf("%s was written %s ago (within --active-window %s): the query looks alive. "+
+				"Stop it first, or pass --force (or --active-window 0) if it is stopped", e.Path, age.Round(time.Second), w))
+		}
+	}
 	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand}
 	plan := &repair.Plan{Checkpoint: store.URI(), Strategy: StrategyRebuildCompact, Actions: doc.Actions, Warnings: []string{}}
 	j, err := change.Apply(ctx, env, &opts.Apply, store, plan, fmt.Sprintf("Write %d rebuilt compaction file(s) in %s?", len(rb.Compacts), opts.Output))
