@@ -126,7 +126,13 @@ type Result struct {
 	Sink *sinklog.Verification `json:"sink"`
 	// Doctor is doctor's report on the copied checkpoint (with the copied sink, --deep).
 	Doctor *doctor.Report `json:"doctor"`
+	// Warnings say what the copy could not vouch for (a source written while it was copied).
+	Warnings []string `json:"warnings"`
 }
+
+// LiveWindow is how recent a source's newest log file must be for the copy to warn that the
+// query may still be running (repair's default active window).
+const LiveWindow = 2 * time.Minute
 
 // TreeResult is one tree's source and destination.
 type TreeResult struct {
@@ -169,7 +175,7 @@ type file struct {
 func Copy(ctx context.Context, pairs []Pair, opts Options) (*Result, error) {
 	rw := slices.Clone(opts.Rewrites)
 	sort.SliceStable(rw, func(i, j int) bool { return len(rw[i].Old) > len(rw[j].Old) })
-	c := &copier{opts: opts, rewrites: rw, res: &Result{ChecksumsDropped: []string{}, Missing: []MissingPath{}}}
+	c := &copier{opts: opts, rewrites: rw, res: &Result{ChecksumsDropped: []string{}, Missing: []MissingPath{}, Warnings: []string{}}}
 	if c.opts.Parallelism <= 0 {
 		c.opts.Parallelism = 4
 	}
@@ -186,6 +192,11 @@ func Copy(ctx context.Context, pairs []Pair, opts Options) (*Result, error) {
 		for _, f := range files {
 			c.total.Files++
 			c.total.Bytes += f.size
+		}
+	}
+	for _, p := range pairs {
+		if w := c.liveWarning(ctx, p); w != "" {
+			c.res.Warnings = append(c.res.Warnings, w)
 		}
 	}
 	for i, p := range pairs {
@@ -246,6 +257,35 @@ type copier struct {
 	mu       sync.Mutex
 	total    Progress
 	done     Progress
+}
+
+// liveWarning says when the source's newest log file (offsets/ of a checkpoint, _spark_metadata
+// of a sink) was written within LiveWindow: a running query goes on writing while the copy is
+// made, so the copy may end between two of its writes.
+func (c *copier) liveWarning(ctx context.Context, p Pair) string {
+	dir := "offsets"
+	if p.Kind == KindSink {
+		dir = sinklog.Dir
+	}
+	es, err := p.Src.List(ctx, dir)
+	if err != nil {
+		return ""
+	}
+	var newest storage.Entry
+	for _, e := range es {
+		if !e.IsDir && e.ModTime.After(newest.ModTime) {
+			newest = e
+		}
+	}
+	now := time.Now
+	if c.opts.Now != nil {
+		now = c.opts.Now
+	}
+	if newest.ModTime.IsZero() || now().Sub(newest.ModTime) >= LiveWindow {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s was written %s ago: if the query is running, the copy may stop between two of its writes; copy a stopped query, or check the copy with ckpt doctor",
+		p.Src.URI(), newest.Path, now().Sub(newest.ModTime).Round(time.Second))
 }
 
 // checkDestination refuses a destination with files, unless Resume finds a copy of the same

@@ -180,6 +180,9 @@ func printResult(r *render.Renderer, res *transfer.Result) {
 	if res.Skipped > 0 {
 		r.Printf("Resumed: %d file(s) were already copied\n", res.Skipped)
 	}
+	for _, w := range res.Warnings {
+		r.Printf("%s %s\n", r.Warn("warning:"), w)
+	}
 	r.Printf("Rewritten: %d entr(ies) in %d log file(s)", res.RewrittenEntries, res.RewrittenFiles)
 	if res.Unrewritten > 0 {
 		r.Printf("; %s %d entr(ies) matched no --rewrite-prefix and still name their old place", r.Warn("warning:"), res.Unrewritten)
