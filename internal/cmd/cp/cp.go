@@ -105,11 +105,11 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	}
 	cli.AddOutputFlag(cmd, &output)
 	fl := cmd.Flags()
-	fl.StringArrayVar(&rewrites, "rewrite-prefix", nil, "rewrite logged paths starting with `OLD=NEW` (repeatable)")
+	fl.StringArrayVar(&rewrites, "rewrite-prefix", nil, "`OLD=NEW`: logged paths starting with OLD start with NEW in the copy (repeatable)")
 	fl.StringVar(&opts.Sink, "sink", "", "a file sink's output `DIR` (with _spark_metadata) to copy too")
-	fl.StringVar(&opts.SinkDst, "sink-dst", "", "where the sink's output goes (`DIR`, empty)")
+	fl.StringVar(&opts.SinkDst, "sink-dst", "", "the empty `DIR` the sink's output goes to")
 	fl.BoolVar(&opts.Resume, "resume", false, "continue a partial copy made by ckpt cp")
-	fl.IntVar(&opts.Parallelism, "parallelism", 4, "files copied at once (`N`)")
+	fl.IntVar(&opts.Parallelism, "parallelism", 4, "copy `N` files at once")
 	return cmd
 }
 
