@@ -119,6 +119,9 @@ type Result struct {
 	// Checked counts rewritten paths checked for existence; Missing lists those that do not
 	// exist (at most 100; MissingCount is exact).
 	Checked      int           `json:"checked"`
+	// Unchecked counts rewritten paths whose location could not be read (the first error is
+	// among Warnings).
+	Unchecked int `json:"unchecked"`
 	Missing      []MissingPath `json:"missing"`
 	MissingCount int           `json:"missingCount"`
 	// Sink is `ckpt sink verify` of the copied sink (nil without one): its live files resolved
@@ -582,7 +585,18 @@ func (c *copier) check(ctx context.Context, paths []MissingPath) error {
 	for _, m := range paths {
 		ok, err := c.opts.Exists(ctx, m.Path)
 		if err != nil {
-			return fmt.Errorf("check %s (rewritten in %s): %w", m.Path, m.LogFile, err)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// A location ckpt cannot open or read (another store, no credentials) leaves the
+			// path unchecked; the copy itself is fine.
+			c.mu.Lock()
+			if c.res.Unchecked == 0 {
+				c.res.Warnings = append(c.res.Warnings, fmt.Sprintf("cannot check %s (rewritten in %s): %v", m.Path, m.LogFile, err))
+			}
+			c.res.Unchecked++
+			c.mu.Unlock()
+			continue
 		}
 		c.mu.Lock()
 		c.res.Checked++

@@ -335,3 +335,20 @@ func TestRewriteSparkFixtures(t *testing.T) {
 		t.Errorf("rewritten files %d, unrewritten entries %d", res.RewrittenFiles, res.Unrewritten)
 	}
 }
+
+// A rewritten path whose location cannot be read is left unchecked, with a warning; the copy
+// stands.
+func TestUncheckedPaths(t *testing.T) {
+	ck, out, dck := storage.NewMem(), storage.NewMem(), storage.NewMem()
+	fixture(t, ck, out)
+	res, err := Copy(ctx, []Pair{{KindCheckpoint, ck, dck}}, Options{
+		Rewrites: []Rewrite{{"file:///old/in", "hdfs://nn:8020/in"}},
+		Exists:   func(context.Context, string) (bool, error) { return false, errors.New("unsupported location") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Unchecked != 2 || res.MissingCount != 0 || !strings.Contains(strings.Join(res.Warnings, "\n"), "cannot check hdfs://nn:8020/in/") {
+		t.Fatalf("unchecked %d missing %d warnings %q", res.Unchecked, res.MissingCount, res.Warnings)
+	}
+}

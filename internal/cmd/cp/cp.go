@@ -191,6 +191,9 @@ func printResult(r *render.Renderer, res *transfer.Result) {
 	if len(res.ChecksumsDropped) > 0 {
 		r.Printf("Not copied: %d checksum file(s) of rewritten logs\n", len(res.ChecksumsDropped))
 	}
+	if res.Unchecked > 0 {
+		r.Printf("%s %d rewritten path(s) could not be checked (see the warning above)\n", r.Warn("unchecked:"), res.Unchecked)
+	}
 	if res.Checked > 0 {
 		if res.MissingCount == 0 {
 			r.Printf("%s all %d rewritten file source path(s) exist\n", r.Good("OK:"), res.Checked)
