@@ -118,10 +118,10 @@ type Result struct {
 	ChecksumsDropped []string `json:"checksumsDropped"`
 	// Checked counts rewritten paths checked for existence; Missing lists those that do not
 	// exist (at most 100; MissingCount is exact).
-	Checked      int           `json:"checked"`
+	Checked int `json:"checked"`
 	// Unchecked counts rewritten paths whose location could not be read (the first error is
 	// among Warnings).
-	Unchecked int `json:"unchecked"`
+	Unchecked    int           `json:"unchecked"`
 	Missing      []MissingPath `json:"missing"`
 	MissingCount int           `json:"missingCount"`
 	// Sink is `ckpt sink verify` of the copied sink (nil without one): its live files resolved
