@@ -78,8 +78,3 @@ for t in "${targets[@]}"; do
   fi
 done
 
-# The file sink log's path resolution (sinklog: verify, repair and cp resolve logged paths with it).
-for f in $(go test -list '^Fuzz' ./internal/sinklog/ | grep '^Fuzz'); do
-  go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/sinklog/ ||
-    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/sinklog/
-done
