@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: format, vet, staticcheck, race-enabled tests, and a short fuzz pass over
-# every parser. The S3 tests run against a real S3-compatible server (versitygw), which this
-# script builds on first use and starts on a free port unless CKPT_TEST_S3_ENDPOINT already points
-# at one. Needs Go (go.mod's version), bash, git and curl; staticcheck installs itself.
+# every parser. The object store tests run against real servers and emulators: versitygw (S3),
+# fake-gcs-server (GCS) and Azurite (Azure), which this script installs on first use and starts
+# unless CKPT_TEST_S3_ENDPOINT / CKPT_TEST_GCS_ENDPOINT / CKPT_TEST_AZURE_CONNECTION_STRING
+# already point at one, each on a free port. Needs Go (go.mod's version), bash, git, curl and npm
+# (Azurite); scripts/tools.sh checks them first and installs staticcheck itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
@@ -11,9 +13,18 @@ export PATH="$PWD/.ci/bin:$(go env GOPATH)/bin:$PATH"
 # Tools beyond Go (staticcheck is installed into .ci/bin on the first run), before anything slow.
 bash scripts/tools.sh
 
+# Each emulator this script starts is stopped on exit, whatever happens.
+stops=()
+cleanup() { for s in "${stops[@]}"; do bash ".ci/$s.sh" stop >/dev/null 2>&1 || true; done; }
+trap cleanup EXIT
 if [ -z "${CKPT_TEST_S3_ENDPOINT:-}" ]; then
-  eval "$(bash .ci/s3.sh start)"
-  trap 'bash .ci/s3.sh stop >/dev/null 2>&1 || true' EXIT
+  eval "$(bash .ci/s3.sh start)"; stops+=(s3)
+fi
+if [ -z "${CKPT_TEST_GCS_ENDPOINT:-}" ]; then
+  eval "$(bash .ci/gcs.sh start)"; stops+=(gcs)
+fi
+if [ -z "${CKPT_TEST_AZURE_CONNECTION_STRING:-}" ]; then
+  eval "$(bash .ci/azure.sh start)"; stops+=(azure)
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.ci/*'))
@@ -23,27 +34,51 @@ fi
 go vet ./...
 staticcheck ./...
 
-go test -race -count=1 -timeout 20m ./...
+# The live Spark suite runs on its own below (one JVM per release, not under -race).
+go test -race -count=1 -timeout 20m -skip '^TestSparkLive$' ./...
 
-# Fuzz every parser briefly (FUZZTIME, default 5s each); any crash fails the run. A crash leaves
-# its input in testdata/fuzz. Go 1.26's fuzzer can also stop with "context deadline exceeded"
+# Real Spark restarts the scenario cases, one JVM per release (CKPT_SPARK_VERSIONS, default every
+# pinned release; installed by scripts/spark.sh, which .ci/run calls). Without Spark installed the
+# test skips, except in CI where it fails. The generated cases: scripts/spark-suite.sh.
+spark_start=$(date +%s)
+spark_log=$(mktemp)
+if ! CKPT_SPARK_CASES=scenarios go test -count=1 -timeout 60m -v -run '^TestSparkLive$' ./internal/sparkoracle >"$spark_log" 2>&1; then
+  grep -v '^=== RUN' "$spark_log" | tail -200; exit 1
+fi
+grep -v '^=== RUN' "$spark_log"; rm -f "$spark_log"
+echo "spark live suite: $(( $(date +%s) - spark_start ))s"
+
+# Fuzz every parser briefly: every Fuzz target of every package (FUZZTIME each, default 5s, 3s
+# when there are more than 10 targets); any crash fails the run. A crash leaves its input in
+# the package's testdata/fuzz. Go 1.26's fuzzer can also stop with "context deadline exceeded"
 # and no input (golang/go#75804): that alone is retried once, a real crasher never is.
-FUZZTIME=${FUZZTIME:-5s}
-corpus=internal/logformat/testdata/fuzz
-for f in $(go test -list '^Fuzz' ./internal/logformat/ | grep '^Fuzz'); do
+# Packages are those `go list` names whose test files declare a Fuzz function (so that
+# `go test -list` compiles only them); `go test -list` names the targets.
+targets=()
+while read -r pkg dir; do
+  grep -qs '^func Fuzz' "$dir"/*_test.go || continue
+  for f in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
+    targets+=("$pkg $dir $f")
+  done
+done < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./...)
+if [ ${#targets[@]} -eq 0 ]; then
+  echo "fuzz: no Fuzz targets found"; exit 1
+fi
+default_fuzztime=5s
+if [ ${#targets[@]} -gt 10 ]; then default_fuzztime=3s; fi
+FUZZTIME=${FUZZTIME:-$default_fuzztime}
+echo "fuzz: ${#targets[@]} targets, $FUZZTIME each"
+for t in "${targets[@]}"; do
+  read -r pkg dir f <<<"$t"
+  corpus=$dir/testdata/fuzz
   before=$(find "$corpus" -type f 2>/dev/null | sort | md5sum)
-  if ! go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/logformat/; then
+  if ! go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg"; then
     after=$(find "$corpus" -type f 2>/dev/null | sort | md5sum)
     if [ "$before" != "$after" ]; then
-      echo "fuzz: $f found a failing input (see $corpus/$f)"; exit 1
+      echo "fuzz: $pkg $f found a failing input (see $corpus/$f)"; exit 1
     fi
-    echo "fuzz: $f stopped without a failing input; retrying once"
-    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/logformat/
+    echo "fuzz: $pkg $f stopped without a failing input; retrying once"
+    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg"
   fi
 done
 
-# The file sink log's path resolution (sinklog: verify, repair and cp resolve logged paths with it).
-for f in $(go test -list '^Fuzz' ./internal/sinklog/ | grep '^Fuzz'); do
-  go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/sinklog/ ||
-    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/sinklog/
-done

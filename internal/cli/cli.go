@@ -25,7 +25,7 @@ type Env struct {
 	// Commit and BuildDate are set by the release build (ldflags); "" otherwise (ckpt version
 	// then reads the module's build info).
 	Commit, BuildDate string
-	// Storage holds the S3 settings from the global flags; OpenStore uses them.
+	// Storage holds the store settings from the global flags (S3, timeouts); OpenStore uses them.
 	Storage storage.Options
 	// Now is the clock; tests pin it.
 	Now func() time.Time
@@ -35,8 +35,9 @@ type Env struct {
 	Rand io.Reader
 }
 
-// OpenStore opens a checkpoint location given as a path, file:// URI or s3://bucket/prefix.
-// A location written wrong (s3:// without a bucket, an unknown scheme) is a usage error.
+// OpenStore opens a checkpoint location given as a path or a URI storage.Open accepts (file://,
+// s3://, gs://, abfss://, wasbs://, hdfs://). A location written wrong (s3:// without a bucket,
+// an unknown scheme) is a usage error.
 func (e *Env) OpenStore(ctx context.Context, uri string) (storage.Store, error) {
 	s, err := storage.Open(ctx, uri, e.Storage)
 	if errors.Is(err, storage.ErrLocation) {
