@@ -104,6 +104,11 @@ affected (−1 unknown), ` + "`dataLoss`, `fails`, `message`, `sparkMessage`" + 
 ` + "`restart`" + ` prediction then includes what the broker makes of the restart: a warning per problem, and
 ` + "`outcome`" + ` ` + "`fail`" + ` with Spark's exception when one stops the query.
 
+Delta findings (with ` + "`--delta-table`" + `) have ` + "`path`" + ` ` + "`delta:TABLE`" + `, ` + "`files`" + ` the offsets file whose Delta offset the
+restart reads the table from, and a ` + "`delta`" + ` object (the planner's ` + "`restart.delta`" + ` entry for the table):
+` + "`source`, `location`, `status`, `offset`, `offsetFile`, `tableId`, `latestVersion`, `earliestCommit`, `neededVersion`, `versionsBehind`, `message`, `sparkError`" + `
+([delta.md](delta.md)).
+
 ## Codes
 
 `
