@@ -63,12 +63,35 @@ func (r *runner) failure() error {
 		r.invalidSourceOffset()
 	case recovery.ReasonBatchSpanTooLarge:
 		r.batchSpanTooLarge()
+	case recovery.ReasonLatestNotReadable:
+		r.latestNotReadable()
 	case recovery.ReasonKafkaRangeDataLoss:
 		// restart() reports it from the planner's ranges and error.
 	default:
 		return fmt.Errorf("doctor has no code for the predicted restart failure %q (reason %q; please report this)", exceptionLine(res), res.Reason)
 	}
 	return nil
+}
+
+// latestNotReadable reports the planner's unreadable newest entry of a log.
+func (r *runner) latestNotReadable() {
+	p := r.res.FailedFile
+	dir, name, _ := strings.Cut(p, "/")
+	n := logformat.ParseName(name)
+	canonical := dir + "/" + fmt.Sprint(n.Batch)
+	f := Finding{
+		Code: CodeLatestNotReadable, Severity: Error, Path: p, Batch: ptr(n.Batch),
+		Message: fmt.Sprintf("%s is the newest entry of %s/ as Spark %s lists it (batch %d), but Spark opens %s, which is not a file it can read",
+			p, dir, r.res.SparkVersion, n.Batch, canonical),
+		Explanation: "Spark parses every name of the log as a long (\"007\" and \"+7\" are 7) and then opens the canonical name; up to 3.5 it lists directories too. " +
+			"Spark never writes such a name: it was copied in, renamed or restored by hand.",
+		SparkError: sparkError(r.res, false),
+		Fix:        fmt.Sprintf("If %s holds batch %d's content, rename it to %s; otherwise move it out of %s/.", p, n.Batch, canonical, dir),
+	}
+	if p == canonical { // a directory
+		f.Fix = fmt.Sprintf("Move the directory %s out of %s/: Spark 3.5 and older take it for batch %d.", p, dir, n.Batch)
+	}
+	r.add(f)
 }
 
 // batchSpanTooLarge reports the log whose ids Spark cannot list as a range.
@@ -363,6 +386,15 @@ func (r *runner) missingPrevious() {
 		Message:    fmt.Sprintf("offsets/%d is missing, so Spark cannot restart from the latest batch %d; %s", L-1, L, g.shape()),
 		SparkError: sparkError(r.res, true),
 		Commands:   []string{r.repairCmd()},
+	}
+	if listed := r.cp.Offsets.FilePath(L - 1); listed != "" && listed != r.cp.Offsets.Path(L-1) {
+		f.Message = fmt.Sprintf("%s holds batch %d under a name Spark does not open (it parses the name as %d, then opens %s, which does not exist), so Spark cannot restart from the latest batch %d",
+			listed, L-1, L-1, r.cp.Offsets.Path(L-1), L)
+		f.Explanation = "The normal engine reads offsets/L-1 to find where batch L starts. Spark never writes a padded or signed name: it was renamed or copied in by hand."
+		f.Fix = fmt.Sprintf("If %s holds batch %d's content, rename it to %s.", listed, L-1, r.cp.Offsets.Path(L-1))
+		f.Commands = nil
+		r.add(f)
+		return
 	}
 	repair := "Or let ckpt make the latest two offsets files consecutive (and drop commits that would then be ahead): `ckpt repair` without --execute shows the plan and the replay it causes, with --execute it applies it after a backup."
 	if g.kind == gapsAsync {

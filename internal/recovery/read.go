@@ -5,6 +5,7 @@ package recovery
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -57,6 +58,11 @@ func versionFailure(sparkPath string, ve *VersionError) *fileFailure {
 // readOffsets reads offsets/id under the release's rules. A file Spark
 // cannot read is returned as a fileFailure; an I/O failure as an error.
 func (p *planner) readOffsets(id int64) (*logformat.OffsetSeq, *fileFailure, error) {
+	if listed := p.cp.Offsets.FilePath(id); listed != "" && listed != p.cp.Offsets.Path(id) {
+		// Spark opens offsets/<id>, not the listed spelling.
+		return nil, &fileFailure{sparkFailure: sparkFailure{"java.io.FileNotFoundException",
+			fmt.Sprintf("File %s does not exist", p.cp.SparkPath(p.cp.Offsets.Path(id))), false}}, nil
+	}
 	seq, err := p.cp.ReadOffsets(p.ctx, id)
 	path := p.cp.SparkPath(p.cp.Offsets.Path(id))
 	if err != nil {
@@ -181,4 +187,57 @@ func (p *planner) checkSpan(log *checkpoint.Log) error {
 			log.Dir, lo, hi, p.rel, span, span*8>>20)
 	}
 	return nil
+}
+
+// listedLatest is the newest id Spark's listing of log gives and the entry
+// behind it: the newest batch file, or, where the release lists them
+// (listsDirectories), a newer directory whose name is a number.
+func (p *planner) listedLatest(log *checkpoint.Log) (id int64, entry string, isDir, ok bool) {
+	id, ok = log.Latest()
+	if ok {
+		entry = log.FilePath(id)
+	}
+	if !p.rel.listsDirectories() {
+		return id, entry, false, ok
+	}
+	for _, e := range log.Others {
+		if !e.IsDir {
+			continue
+		}
+		name := e.Path[strings.LastIndexByte(e.Path, '/')+1:]
+		n := logformat.ParseName(name)
+		if n.Kind == logformat.NameBatch && (!ok || n.Batch > id) {
+			id, entry, isDir, ok = n.Batch, e.Path, true, true
+		}
+	}
+	return id, entry, isDir, ok
+}
+
+// checkLatestReadable fails the restart when getLatest of log cannot open
+// the newest listed id: Spark opens <dir>/<id> (batchIdToPath), not the
+// listed name, so "007" or "+7" leads to a file that does not exist, and a
+// numeric directory (listed up to 3.5) cannot be read as a file.
+func (p *planner) checkLatestReadable(log *checkpoint.Log) error {
+	id, entry, isDir, ok := p.listedLatest(log)
+	if !ok || (!isDir && entry == log.Path(id)) {
+		return nil
+	}
+	canonical := p.cp.SparkPath(log.Path(id))
+	var f sparkFailure
+	switch {
+	case !p.rel.getLatestReadsUnchecked():
+		// get(id) turns the missing or unreadable file into None.
+		f = sparkFailure{excIllegalState, fmt.Sprintf("failed to read log file for batch %d", id), true}
+	case isDir:
+		// Hadoop's local file system opens the directory with a FileInputStream.
+		f = sparkFailure{"java.io.FileNotFoundException", fmt.Sprintf("%s (Is a directory)", strings.TrimPrefix(canonical, "file:")), false}
+	default:
+		f = sparkFailure{"java.io.FileNotFoundException", fmt.Sprintf("File %s does not exist", canonical), false}
+	}
+	what := fmt.Sprintf("%s is listed as batch %d (Spark parses the name with toLong), but Spark opens %s, which does not exist", entry, id, log.Path(id))
+	if isDir {
+		what = fmt.Sprintf("%s is a directory whose name is a number: Spark %s lists it as batch %d, its newest, and cannot read it (4.0 and later list files only)", entry, p.rel, id)
+	}
+	p.warn("%s", what)
+	return p.fail(ReasonLatestNotReadable, entry, f)
 }
