@@ -274,8 +274,12 @@ func (r *runner) blockingFile(p string, unsupported bool) {
 		return
 	}
 	what := "cannot be read"
-	if le != nil {
+	switch {
+	case le != nil:
 		what = describe(le)
+	case p == checkpoint.FileMetadata && res.Exception != "":
+		// It parses, but the query id is not a UUID Java reads (the planner's failure).
+		what = "holds a query id that is not a UUID (" + res.Exception + ": " + res.ErrorText() + ")"
 	}
 	f := Finding{
 		Code: CodeCorruptLogFile, Severity: Error, Batch: batchOf(p), Path: p,

@@ -25,8 +25,13 @@ func (p *planner) checkMetadata() error {
 		p.warn("the metadata file is missing: Spark %s silently writes a new one with a new query id, so sinks that deduplicate by query id do not recognise earlier batches (Spark 4.2 and later refuse this checkpoint: MISSING_METADATA_FILE)", p.rel)
 		return nil
 	}
-	_, err := p.cp.ReadMetadata(p.ctx)
+	md, err := p.cp.ReadMetadata(p.ctx)
 	if err == nil {
+		// StreamExecution's constructor: val id = UUID.fromString(streamMetadata.id).
+		if f := javaUUIDError(md.ID); f != nil {
+			p.warn("the query id in metadata, %q, is not a UUID Java reads: the query fails when it is created, before any batch", md.ID)
+			return p.fail(ReasonCorruptMetadata, checkpoint.FileMetadata, *f)
+		}
 		return nil
 	}
 	var le *logformat.Error
@@ -240,4 +245,40 @@ func (p *planner) checkLatestReadable(log *checkpoint.Log) error {
 	}
 	p.warn("%s", what)
 	return p.fail(ReasonLatestNotReadable, entry, f)
+}
+
+// javaUUIDError is what java.util.UUID.fromString (JDK 17, which Spark 3.5
+// to 4.x run on) throws for s; nil when Java accepts it. Java is lenient:
+// five dash-separated groups of hex digits, each with an optional sign, 36
+// characters at most ("1-2-3-4-5" is a UUID). A group that is not hex fails
+// in Long.parseLong with a NumberFormatException, whose text ckpt derives
+// (inexact); the other two messages are UUID.fromString's own.
+func javaUUIDError(s string) *sparkFailure {
+	if len(s) > 36 {
+		return &sparkFailure{excIllegalArgument, "UUID string too large", true}
+	}
+	groups := strings.Split(s, "-")
+	if len(groups) != 5 {
+		return &sparkFailure{excIllegalArgument, "Invalid UUID string: " + s, true}
+	}
+	const nfe = "java.lang.NumberFormatException"
+	for _, g := range groups {
+		if g == "" {
+			return &sparkFailure{nfe, "", false}
+		}
+		start := 0
+		if g[0] == '+' || g[0] == '-' {
+			start = 1
+			if len(g) == 1 {
+				return &sparkFailure{nfe, fmt.Sprintf("Error at index 0 in: %q", g), false}
+			}
+		}
+		for i := start; i < len(g); i++ {
+			c := g[i]
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return &sparkFailure{nfe, fmt.Sprintf("Error at index %d in: %q", i, g), false}
+			}
+		}
+	}
+	return nil
 }

@@ -93,3 +93,17 @@ func init() {
 		},
 	)
 }
+
+func init() {
+	Register(
+		Scenario{
+			Name: "metadata-id-not-uuid",
+			Doc:  "metadata holds {\"id\":\"orders-query\"}, not a UUID (written by hand): StreamExecution's UUID.fromString fails when the query is created, 'Invalid UUID string: orders-query'.",
+			Tags: []string{"recovery", "doctor", "metadata"},
+			Build: func(b *Builder) {
+				std(b, ids(0, 3), ids(0, 3))
+				b.Raw("metadata", `{"id":"orders-query"}`)
+			},
+		},
+	)
+}
