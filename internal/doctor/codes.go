@@ -426,7 +426,7 @@ procedure), then disable it.`,
 	{
 		ID:         CodeOrphanChecksum,
 		Title:      "A checksum file without its log file",
-		Severities: []Severity{Warning, Info},
+		Severities: []Severity{Error, Warning, Info},
 		Summary:    "A `.N.crc` (or `N.crc`) checksum file exists in `offsets/` or `commits/` while `N` does not.",
 		Explanation: `Hadoop's local file system writes a ` + "`.N.crc`" + ` beside each file and removes it with the file.
 An orphan appears when ` + "`N`" + ` was deleted by hand. If Spark later writes batch N again, the leftover

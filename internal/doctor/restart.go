@@ -63,6 +63,8 @@ func (r *runner) failure() error {
 		r.invalidSourceOffset()
 	case recovery.ReasonBatchSpanTooLarge:
 		r.batchSpanTooLarge()
+	case recovery.ReasonOrphanChecksum:
+		// orphanChecksums reports it, as an error, with the planner's text.
 	case recovery.ReasonLatestNotReadable:
 		r.latestNotReadable()
 	case recovery.ReasonKafkaRangeDataLoss:

@@ -82,6 +82,10 @@ const (
 	// toLong, then opens offsets/7), or, up to 3.5, it is a directory (4.0
 	// lists files only, SPARK-46339). FailedFile: the listed entry.
 	ReasonLatestNotReadable = "latest-not-readable"
+	// ReasonOrphanChecksum: an orphan Hadoop checksum (.N.crc) sits next to
+	// the first log file the restart writes; the checksum rename fails and
+	// Spark reports a concurrent use of the log. FailedFile: the .crc.
+	ReasonOrphanChecksum = "orphan-checksum"
 )
 
 // Reasons is the closed set of Result.Reason values, in the order Spark
@@ -104,6 +108,7 @@ var Reasons = []string{
 	ReasonInvalidSourceOffset,
 	ReasonKafkaRangeDataLoss,
 	ReasonLatestNotReadable,
+	ReasonOrphanChecksum,
 }
 
 // Behaviour keys of restarts that succeed: two releases behave alike when
