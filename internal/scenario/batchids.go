@@ -107,3 +107,19 @@ func init() {
 		},
 	)
 }
+
+func init() {
+	Register(
+		Scenario{
+			Name:     "kafka-initial-ahead",
+			Doc:      "sources/0/0 records partition 0 at 13 while offsets/0 ends it at 10 (the initial offsets file was rewritten by hand): the re-run of batch 0 reads from sources/0/0 to offsets/0, goes backwards, and Spark fails while planning it: 'Partition events-0's offset was changed from 13 to 10' (observed on Spark 3.5).",
+			Tags:     []string{"recovery", "kafka"},
+			Variants: []string{"sync@4.0"},
+			Build: func(b *Builder) {
+				b.Metadata()
+				b.KafkaInitial(0, KafkaOffsets(topic, 13, 0, 0))
+				b.Offsets(0, KafkaOffsets(topic, 10, 11, 12))
+			},
+		},
+	)
+}
