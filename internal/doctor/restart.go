@@ -650,6 +650,12 @@ func (r *runner) kafkaRangeDataLoss() {
 	}
 	files := []string{}
 	start := "the initial offsets"
+	for i, ini := range res.StartFromInitial {
+		if ini {
+			start = "the initial offsets in " + initialPath(i)
+			break
+		}
+	}
 	if prev := res.PreviousBatch; prev != nil {
 		files = append(files, r.cp.Offsets.Path(*prev))
 		start = r.cp.Offsets.Path(*prev)
