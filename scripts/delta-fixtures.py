@@ -22,6 +22,7 @@ Cases (each under OUTDIR/<case>/; absolute paths in the logs are rewritten to /f
             JSON commits and checkpoints older than the newest checkpoint are deleted as log cleanup
             (delta.logRetentionDuration) would; the restart's error is Spark's own (error.txt).
 Every case: local[1], spark.sql.shuffle.partitions=1, spark.databricks.delta.snapshotPartitions=1,
+spark.sql.streaming.noDataMicroBatches.enabled=false,
 session time zone UTC.
 """
 import json
@@ -29,7 +30,7 @@ import os
 import re
 import shutil
 import sys
-import time
+
 
 import pyspark
 from delta import configure_spark_with_delta_pip

@@ -254,3 +254,16 @@ func TestSinkTxnFromCheckpoint(t *testing.T) {
 		t.Errorf("txn %+v, want batch 2 from the checkpoint at 2", txn)
 	}
 }
+
+// The Spark 4.0 fixtures (delta-spark 4.0.0): the same readings, checkpoint parquet included.
+func TestSpark4Fixtures(t *testing.T) {
+	tb, _ := open(t, "spark-4.0/expired/table")
+	if tb.EarliestCommit != 8 || len(tb.Checkpoints) != 1 || tb.IDVersion != 8 || tb.ID != reservoirID(t, "spark-4.0/expired") {
+		t.Errorf("expired table %+v", tb)
+	}
+	sk, _ := open(t, "spark-4.0/sink-checkpoint/sink")
+	txn, err := sk.Txn(context.Background(), queryID(t, "spark-4.0/sink-checkpoint"))
+	if err != nil || txn.Version != 2 || txn.TableVersion != 2 {
+		t.Errorf("txn %+v, %v", txn, err)
+	}
+}

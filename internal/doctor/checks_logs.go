@@ -113,14 +113,21 @@ func (r *runner) orphanChecksums(lg *checkpoint.Log) {
 			old = append(old, o.e.Path)
 			continue
 		}
-		r.add(Finding{
+		f := Finding{
 			Code: CodeOrphanChecksum, Severity: Warning, Batch: ptr(o.id), Path: o.e.Path, Files: []string{},
 			Message:     fmt.Sprintf("%s is the checksum of %s, which does not exist and which the query writes next", o.e.Path, lg.Path(o.id)),
 			Explanation: orphanExplanation,
 			SparkError:  ptr(recovery.ExcConcurrentModification + ": " + recovery.ConcurrentUse(r.cp.SparkPath(lg.Dir))),
 			Fix:         "Remove the orphan checksum before restarting; ckpt does it after a backup (`ckpt repair` without --execute shows the plan).",
 			Commands:    []string{r.repairCmd()},
-		})
+		}
+		if r.res.Reason == recovery.ReasonOrphanChecksum && r.res.FailedFile == o.e.Path {
+			// The planner: the restart's first write meets it.
+			f.Severity = Error
+			f.Message = fmt.Sprintf("%s is the checksum of %s, which does not exist and which the restart writes first: the write fails", o.e.Path, lg.Path(o.id))
+			f.SparkError = sparkError(r.res, false)
+		}
+		r.add(f)
 	}
 	if len(old) > 0 {
 		files, more := capList(old)

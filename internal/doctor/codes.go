@@ -93,6 +93,7 @@ const (
 	CodeRetentionAnomaly        = "retention-anomaly"
 	CodeUncommittedBatch        = "uncommitted-batch"
 	CodeBatchSpanTooLarge       = "batch-span-too-large"
+	CodeLatestNotReadable       = "latest-not-readable"
 )
 
 // The codes of the broker checks (broker.go, with --bootstrap-server). They are
@@ -107,6 +108,22 @@ const (
 
 // Codes is the registry of every code doctor can report. docs/doctor.md is generated from it.
 var Codes = []Code{
+	{
+		ID:         CodeLatestNotReadable,
+		Title:      "The newest batch of a log names no file Spark can open",
+		Severities: []Severity{Error},
+		Summary:    "The newest id in `offsets/` or `commits/` comes from a name that is not its canonical spelling (`007`, `+7`) or, up to Spark 3.5, from a directory named with a number.",
+		Explanation: `Spark takes every name of the log directory that parses as a long (` + "`\"007\".toLong == 7`" + `,
+a sign allowed) as a batch id, and up to 3.5 directories too (4.0 lists files only, SPARK-46339). It then
+opens ` + "`<log>/<id>`" + `, the canonical name, not the name it listed: for ` + "`007`" + ` that file does not
+exist, and a directory cannot be read. The newest id is what the restart reads first, so it fails there.
+A name Spark would never write was made by hand (a copy, a rename, a restore tool).`,
+		SparkError: "Spark 3.4 and later (the exception of Hadoop's local file system; other stores word it their way):\n\n" +
+			"```\njava.io.FileNotFoundException: File file:/ckpt/offsets/7 does not exist\n```\n\n" +
+			"Spark 3.3 and older:\n\n```\njava.lang.IllegalStateException: failed to read log file for batch 7\n```",
+		Fix: `If the file is the batch's own (compare it with its neighbours), rename it to its canonical name
+(` + "`offsets/007`" + ` to ` + "`offsets/7`" + `); otherwise move it, or the directory, out of the log.`,
+	},
 	{
 		ID:         CodeBatchSpanTooLarge,
 		Title:      "A log's batch ids span more ids than Spark can list",
@@ -468,7 +485,7 @@ procedure), then disable it.`,
 	{
 		ID:         CodeOrphanChecksum,
 		Title:      "A checksum file without its log file",
-		Severities: []Severity{Warning, Info},
+		Severities: []Severity{Error, Warning, Info},
 		Summary:    "A `.N.crc` (or `N.crc`) checksum file exists in `offsets/` or `commits/` while `N` does not.",
 		Explanation: `Hadoop's local file system writes a ` + "`.N.crc`" + ` beside each file and removes it with the file.
 An orphan appears when ` + "`N`" + ` was deleted by hand. If Spark later writes batch N again, the leftover

@@ -17,6 +17,12 @@ import (
 
 const deltaFixtures = "../../testdata/delta"
 
+// spark4 holds the same cases written by pyspark 4.0.1 with delta-spark 4.0.0.
+const spark4 = "spark-4.0/"
+
+// deltaRoots are the fixture sets: Spark 3.5 (delta-spark 3.3) and Spark 4.0 (delta-spark 4.0).
+var deltaRoots = []string{"", spark4}
+
 // deltaDoctor runs doctor on a Delta fixture's checkpoint with its table as source 0 (and, when
 // sink is set, its Delta sink).
 func deltaDoctor(t *testing.T, c string, table, sink string) *doctor.Report {
@@ -34,6 +40,9 @@ func deltaDoctor(t *testing.T, c string, table, sink string) *doctor.Report {
 		t.Fatal(err)
 	}
 	opts := doctor.Options{Location: "/fixture/" + c + "/checkpoint"}
+	if strings.HasPrefix(c, spark4) {
+		opts.SparkVersion = "4.0"
+	}
 	if table != "" {
 		tb, err := deltalog.Read(ctx, open(table), "/fixture/"+c+"/"+table)
 		if err != nil {
@@ -62,7 +71,7 @@ func deltaDoctor(t *testing.T, c string, table, sink string) *doctor.Report {
 	// testdata/delta/*.golden.json feed TestCodeCoverage (the Delta codes need Spark's
 	// fixtures, not a scenario); -update rewrites them.
 	got := render1(rep)
-	name := filepath.Join("testdata", "delta", c+".golden.json")
+	name := filepath.Join("testdata", "delta", strings.ReplaceAll(c, "/", "-")+".golden.json")
 	if *update {
 		_ = os.MkdirAll(filepath.Dir(name), 0o755)
 		if err := os.WriteFile(name, got, 0o644); err != nil {
@@ -89,14 +98,21 @@ func sparkError(t *testing.T, c string) string {
 	if !ok {
 		t.Fatalf("%s/error.txt: no exception", c)
 	}
-	return msg
+	// Spark 4 ends STREAM_FAILED's own message with its SQLSTATE; the cause's text is before it.
+	return strings.TrimSuffix(msg, " SQLSTATE: XXKST")
 }
 
 // ckpt's prediction carries the exact text Spark stopped the restart with.
 func TestDeltaTableReplaced(t *testing.T) {
-	rep := deltaDoctor(t, "replaced", "table", "")
+	for _, root := range deltaRoots {
+		t.Run("spark"+root, func(t *testing.T) { deltaTableReplaced(t, root) })
+	}
+}
+
+func deltaTableReplaced(t *testing.T, root string) {
+	rep := deltaDoctor(t, root+"replaced", "table", "")
 	f := findOne(t, rep, doctor.CodeDeltaTableReplaced)
-	if want := sparkError(t, "replaced"); rep.Restart.ErrorText() != want || !strings.HasSuffix(*f.SparkError, want) {
+	if want := sparkError(t, root+"replaced"); rep.Restart.ErrorText() != want || !strings.HasSuffix(*f.SparkError, want) {
 		t.Errorf("Spark said:\n%s\nckpt predicts:\n%s", want, rep.Restart.ErrorText())
 	}
 	if rep.Restart.Reason != recovery.ReasonDeltaTableReplaced || rep.Restart.FailedFile != "offsets/1" {
@@ -105,9 +121,15 @@ func TestDeltaTableReplaced(t *testing.T) {
 }
 
 func TestDeltaVersionsExpired(t *testing.T) {
-	rep := deltaDoctor(t, "expired", "table", "")
+	for _, root := range deltaRoots {
+		t.Run("spark"+root, func(t *testing.T) { deltaVersionsExpired(t, root) })
+	}
+}
+
+func deltaVersionsExpired(t *testing.T, root string) {
+	rep := deltaDoctor(t, root+"expired", "table", "")
 	f := findOne(t, rep, doctor.CodeDeltaVersionsExpired)
-	if want := sparkError(t, "expired"); rep.Restart.ErrorText() != want || !strings.HasSuffix(*f.SparkError, want) {
+	if want := sparkError(t, root+"expired"); rep.Restart.ErrorText() != want || !strings.HasSuffix(*f.SparkError, want) {
 		t.Errorf("Spark said:\n%s\nckpt predicts:\n%s", want, rep.Restart.ErrorText())
 	}
 	if f.Delta == nil || f.Delta.NeededVersion != 3 || f.Delta.EarliestCommit != 8 || len(f.Commands) != 1 {
@@ -117,7 +139,13 @@ func TestDeltaVersionsExpired(t *testing.T) {
 
 // The same checkpoints without the table changes: the checkpoint alone restarts fine.
 func TestDeltaHealthy(t *testing.T) {
-	rep := deltaDoctor(t, "source", "table", "sink")
+	for _, root := range deltaRoots {
+		t.Run("spark"+root, func(t *testing.T) { deltaHealthy(t, root) })
+	}
+}
+
+func deltaHealthy(t *testing.T, root string) {
+	rep := deltaDoctor(t, root+"source", "table", "sink")
 	if len(rep.Findings) != 0 || rep.Restart.Failed() {
 		t.Errorf("findings %+v, outcome %s", rep.Findings, rep.Restart.Outcome)
 	}
@@ -132,12 +160,18 @@ func TestDeltaHealthy(t *testing.T) {
 // Spark's restart of the sink fixture skipped the re-run of batch 2 (rerun.json): the planner
 // says so from the txn version.
 func TestDeltaSinkSkipsRerun(t *testing.T) {
-	rep := deltaDoctor(t, "sink", "", "sink")
+	for _, root := range deltaRoots {
+		t.Run("spark"+root, func(t *testing.T) { deltaSinkSkipsRerun(t, root) })
+	}
+}
+
+func deltaSinkSkipsRerun(t *testing.T, root string) {
+	rep := deltaDoctor(t, root+"sink", "", "sink")
 	s := rep.Restart.Sink
 	if s == nil || s.Status != recovery.SinkSkipsRerun || s.Latest != 2 || rep.Restart.RerunBatch == nil || *rep.Restart.RerunBatch != 2 {
 		t.Fatalf("sink verdict %+v", s)
 	}
-	data, err := os.ReadFile(filepath.Join(deltaFixtures, "sink", "rerun.json"))
+	data, err := os.ReadFile(filepath.Join(deltaFixtures, root+"sink", "rerun.json"))
 	if err != nil || !strings.Contains(string(data), `"sinkVersionsBefore": 3, "sinkVersionsAfter": 3`) {
 		t.Fatalf("rerun.json: %s %v", data, err)
 	}

@@ -32,14 +32,19 @@ ckpt does not rewrite the offsets: the old versions do not exist in the new tabl
 		ID:         CodeDeltaVersionsExpired,
 		Title:      "A Delta source's table no longer holds the version the restart reads",
 		Severities: []Severity{Error},
-		Summary:    "With `--delta-table`: the restart reads the table's changes from version V (the `reservoirVersion` of the offset it starts from), and the oldest JSON commit at or after V in `_delta_log` is newer than V.",
+		Summary:    "With `--delta-table`: the restart reads the table's changes from version V (the `reservoirVersion` of the start of the latest batch's range), and the oldest JSON commit at or after V in `_delta_log` is newer than V.",
 		Explanation: `A Delta source reads a table commit by commit from the version in its offset. Delta's log cleanup
 deletes JSON commits and checkpoints older than ` + "`delta.logRetentionDuration`" + ` (30 days by default) each
 time it writes a checkpoint. A query stopped, or lagging, for longer than that finds the commits it
 needs gone: with ` + "`failOnDataLoss=true`" + ` (the default) delta-spark stops; with ` + "`false`" + ` it continues from
 the earliest version left and the versions in between are never read. An offset still inside the
 initial snapshot needs the snapshot of its version, which the log can build only from a checkpoint
-at or below it and every commit after.`,
+at or below it and every commit after.
+
+The version the restart needs is the start of the latest batch's range (the offsets file before the
+latest), not the latest offsets: Spark hands a V1 source such as Delta's that whole range again on
+restart (` + "`MicroBatchExecution.populateStartOffsets`" + ` calls ` + "`getBatch`" + ` for a committed batch, ` + "`runBatch`" + ` for
+a re-run), so a query one batch behind the cleanup already fails.`,
 		SparkError: "```\n" + "org.apache.spark.sql.delta.DeltaIllegalStateException: " + recovery.DeltaVersionsExpiredError(5, 9) + "\n```\n\n(with the versions of the table at hand.)",
 		Fix: `The unread versions are gone. Start the query on a new checkpoint with ` + "`startingVersion`" + ` set to the
 earliest version the log holds, or restart once with the source option ` + "`failOnDataLoss=false`" + ` and accept

@@ -27,6 +27,7 @@ ckpt doctor <checkpoint> [--mode sync|async|spark-2.1] [--spark-version V] [--si
             [--deep] [--fail-on error|warning|info] [-o table|json]
             [--bootstrap-server HOST:PORT [--kafka-option kafka.K=V]... [--kafka-option-file F]
              [--broker-timeout D] [--fail-on-data-loss=false]]
+            [--delta-table [I=]PATH]... [--delta-sink PATH]
 ckpt doctor --explain CODE
 ckpt doctor --recursive PARENT [--deep] [--fail-on …] [--mode …] [--spark-version …] [-o table|json]
 ` + "```" + `
@@ -54,6 +55,11 @@ ckpt doctor --recursive PARENT [--deep] [--fail-on …] [--mode …] [--spark-ve
   30s). See [lag.md](lag.md#broker-access-shared-by-lag-doctor-replay-inspect-repair). The broker is only read.
 * ` + "`--fail-on-data-loss=false`" + `: with a broker, model the Kafka source option ` + "`failOnDataLoss=false`" + ` (Spark's
   default is ` + "`true`" + `): data loss is then a warning Spark logs instead of the exception that stops the query.
+* ` + "`--delta-table [I=]PATH`" + `: the Delta table a Delta source reads (any store; ` + "`I=`" + ` names the source index,
+  else the checkpoint's Delta sources take the paths in order; repeatable). doctor then checks the offsets the
+  restart reads against the table's log: ` + "`delta-table-replaced`" + `, ` + "`delta-versions-expired`" + ` ([delta.md](delta.md)).
+* ` + "`--delta-sink PATH`" + `: the Delta table the query writes to, instead of ` + "`--sink`" + `: its ` + "`txn`" + ` action for the
+  query id gives the sink's latest batch (` + "`sink-ahead`" + `, ` + "`sink-behind`" + ` as for a file sink).
 
 ## Severities and exit codes
 
@@ -106,6 +112,11 @@ affected (−1 unknown), ` + "`dataLoss`, `fails`, `message`, `sparkMessage`" + 
 ` + "`failOnDataLossFalse`" + ` (what that setting does instead), ` + "`source`, `batch`, `rerun`, `file`, `failOnDataLoss`" + `. The
 ` + "`restart`" + ` prediction then includes what the broker makes of the restart: a warning per problem, and
 ` + "`outcome`" + ` ` + "`fail`" + ` with Spark's exception when one stops the query.
+
+Delta findings (with ` + "`--delta-table`" + `) have ` + "`path`" + ` ` + "`delta:TABLE`" + `, ` + "`files`" + ` the offsets file whose Delta offset the
+restart reads the table from, and a ` + "`delta`" + ` object (the planner's ` + "`restart.delta`" + ` entry for the table):
+` + "`source`, `location`, `status`, `offset`, `offsetFile`, `tableId`, `latestVersion`, `earliestCommit`, `neededVersion`, `versionsBehind`, `message`, `sparkError`" + `
+([delta.md](delta.md)).
 
 ## Codes
 

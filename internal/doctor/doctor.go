@@ -340,13 +340,5 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// batchesHave renders "batch 5 has" or "batches 5, 6 have".
-func batchesHave(list []int64) string {
-	if len(list) == 1 {
-		return fmt.Sprintf("batch %d has", list[0])
-	}
-	return "batches " + ids(list) + " have"
-}
-
 // isNotExist reports a missing file.
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -65,45 +65,16 @@ func (r *runner) failure() error {
 		r.invalidSourceOffset()
 	case recovery.ReasonBatchSpanTooLarge:
 		r.batchSpanTooLarge()
+	case recovery.ReasonOrphanChecksum:
+		// orphanChecksums reports it, as an error, with the planner's text.
+	case recovery.ReasonLatestNotReadable:
+		r.latestNotReadable()
 	case recovery.ReasonKafkaRangeDataLoss:
 		// restart() reports it from the planner's ranges and error.
 	default:
 		return fmt.Errorf("doctor has no code for the predicted restart failure %q (reason %q; please report this)", exceptionLine(res), res.Reason)
 	}
 	return nil
-}
-
-// batchSpanTooLarge reports the log whose ids Spark cannot list as a range.
-func (r *runner) batchSpanTooLarge() {
-	log := r.cp.Offsets
-	if r.res.FailedFile == checkpoint.DirCommits {
-		log = r.cp.Commits
-	}
-	lo, _ := log.Earliest()
-	hi, _ := log.Latest()
-	// The widest jump between neighbouring ids is where the outlier starts.
-	below := lo
-	var jump uint64
-	for i := 1; i < len(log.IDs); i++ {
-		if d := uint64(log.IDs[i] - log.IDs[i-1]); d > jump {
-			jump, below = d, log.IDs[i-1]
-		}
-	}
-	f := Finding{
-		Code: CodeBatchSpanTooLarge, Severity: Error, Path: log.Dir,
-		Files: []string{log.Path(lo), log.Path(hi)},
-		Message: fmt.Sprintf("%s/ holds batch ids %d to %d, %d ids apart: Spark %s lists every id between them and fails before reading a batch",
-			log.Dir, lo, hi, uint64(hi-lo), r.res.SparkVersion),
-		Explanation: "Spark 3.4 and later list a log as every id from its oldest to its newest file; Scala refuses a range of more than Int.MaxValue ids. " +
-			"Batch ids grow by one, so the outlying file was copied in or renamed by hand.",
-		SparkError: sparkError(r.res, false),
-		Fix:        "Move the outlying file aside.",
-	}
-	if below != hi {
-		f.Fix = fmt.Sprintf("Move the files above batch %d aside: the command below plans it (offsets and commits above %d go into a backup) and applies it with --execute.", below, below)
-		f.Commands = []string{r.cmd("rewind", "--to-batch", fmt.Sprint(below))}
-	}
-	r.add(f)
 }
 
 // toleratedConflicts reports the conflicts that old Spark releases survive: they still mean a
@@ -253,8 +224,12 @@ func (r *runner) blockingFile(p string, unsupported bool) {
 		return
 	}
 	what := "cannot be read"
-	if le != nil {
+	switch {
+	case le != nil:
 		what = describe(le)
+	case p == checkpoint.FileMetadata && res.Exception != "":
+		// It parses, but the query id is not a UUID Java reads (the planner's failure).
+		what = "holds a query id that is not a UUID (" + res.Exception + ": " + res.ErrorText() + ")"
 	}
 	f := Finding{
 		Code: CodeCorruptLogFile, Severity: Error, Batch: batchOf(p), Path: p,
@@ -294,49 +269,6 @@ func (r *runner) invalidSourceOffset() {
 	})
 }
 
-// readersOf says which releases read a commit file of header v, from recovery.CheckVersion: the
-// releases that need spark.sql.streaming.stateStore.checkpointFormatVersion=v (4.0 and 4.1 read
-// only the configured version) and the oldest that reads it with the default. It returns the
-// text, and the release and setting of the first way, for a doctor command that checks it; ""
-// for other logs (readableBy covers them).
-func (r *runner) readersOf(p string, v int) (string, string, int) {
-	dir, _, _ := strings.Cut(p, "/")
-	if dir != checkpoint.DirCommits || v < 1 {
-		return "", "", 0
-	}
-	var withConf []string
-	plain := ""
-	for _, ver := range recovery.SparkVersions {
-		if ver == "2.1" {
-			continue // no commit log
-		}
-		if recovery.CheckVersion(ver, recovery.LogCommits, v, 1) == nil {
-			if v > 1 && plain == "" {
-				plain = ver
-			}
-			continue
-		}
-		// Only v2 has a release that writes it under a setting and reads it only so (4.0, 4.1);
-		// v3 (sinkMetadataMap) is 4.2's.
-		if v == 2 && recovery.CheckVersion(ver, recovery.LogCommits, v, v) == nil {
-			withConf = append(withConf, ver)
-		}
-	}
-	var parts []string
-	first, cf := "", 0
-	if len(withConf) > 0 {
-		parts = append(parts, fmt.Sprintf("Spark %s and spark.sql.streaming.stateStore.checkpointFormatVersion=%d (the setting the checkpoint was written with)", strings.Join(withConf, " or "), v))
-		first, cf = withConf[0], v
-	}
-	if plain != "" {
-		parts = append(parts, fmt.Sprintf("Spark %s or later, which reads every commit format up to v%d", plain, logformat.CommitsMaxVersion))
-		if first == "" {
-			first = plain
-		}
-	}
-	return strings.Join(parts, ", or "), first, cf
-}
-
 // readableBy names a release the planner predicts a resume for, from its per-release notes.
 func (r *runner) readableBy() string {
 	for _, n := range r.res.Releases {
@@ -365,6 +297,15 @@ func (r *runner) missingPrevious() {
 		Message:    fmt.Sprintf("offsets/%d is missing, so Spark cannot restart from the latest batch %d; %s", L-1, L, g.shape()),
 		SparkError: sparkError(r.res, true),
 		Commands:   []string{r.repairCmd()},
+	}
+	if listed := r.cp.Offsets.FilePath(L - 1); listed != "" && listed != r.cp.Offsets.Path(L-1) {
+		f.Message = fmt.Sprintf("%s holds batch %d under a name Spark does not open (it parses the name as %d, then opens %s, which does not exist), so Spark cannot restart from the latest batch %d",
+			listed, L-1, L-1, r.cp.Offsets.Path(L-1), L)
+		f.Explanation = "The normal engine reads offsets/L-1 to find where batch L starts. Spark never writes a padded or signed name: it was renamed or copied in by hand."
+		f.Fix = fmt.Sprintf("If %s holds batch %d's content, rename it to %s.", listed, L-1, r.cp.Offsets.Path(L-1))
+		f.Commands = nil
+		r.add(f)
+		return
 	}
 	repair := "Or let ckpt make the latest two offsets files consecutive (and drop commits that would then be ahead): `ckpt repair` without --execute shows the plan and the replay it causes, with --execute it applies it after a backup."
 	if g.kind == gapsAsync {
@@ -614,6 +555,12 @@ func (r *runner) kafkaRangeDataLoss() {
 	}
 	files := []string{}
 	start := "the initial offsets"
+	for i, ini := range res.StartFromInitial {
+		if ini {
+			start = "the initial offsets in " + initialPath(i)
+			break
+		}
+	}
 	if prev := res.PreviousBatch; prev != nil {
 		files = append(files, r.cp.Offsets.Path(*prev))
 		start = r.cp.Offsets.Path(*prev)

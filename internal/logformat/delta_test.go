@@ -12,7 +12,9 @@ import (
 // (testdata/delta, pyspark 3.5.8 with delta-spark 3.3.2).
 func deltaFixtureOffsets(t testing.TB) []string {
 	files, err := filepath.Glob("../../testdata/delta/*/checkpoint/offsets/[0-9]*")
-	if err != nil || len(files) == 0 {
+	files4, err4 := filepath.Glob("../../testdata/delta/spark-4.0/*/checkpoint/offsets/[0-9]*")
+	files = append(files, files4...)
+	if err != nil || err4 != nil || len(files) == 0 || len(files4) == 0 {
 		t.Fatalf("no Delta fixture offsets: %v", err)
 	}
 	var lines []string

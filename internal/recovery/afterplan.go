@@ -8,16 +8,22 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 )
 
-// afterPlan adds what does not change the outcome: the sink verdict and
-// leftovers that can get in the restart's way.
+// afterPlan adds the leftovers in the restart's way, then the sink verdict.
 func (p *planner) afterPlan() error {
-	p.leftovers()
+	if err := p.leftovers(); err != nil {
+		return err
+	}
 	return p.sinkVerdict()
 }
 
-// leftovers warns about orphan Hadoop checksum files next to the files the
-// restart writes first.
-func (p *planner) leftovers() {
+// leftovers fails the restart on an orphan Hadoop checksum next to the first
+// file the restart writes: the local file system's ChecksumFs renames the
+// new file's checksum onto it and refuses (FileAlreadyExistsException,
+// rename without overwrite), which HDFSMetadataLog.write turns into
+// multiStreamingQueriesUsingPathConcurrentlyError (docs/spark-semantics.md
+// §1.2). A resume writes offsets/N first; a re-run writes commits/L after
+// the batch ran.
+func (p *planner) leftovers() error {
 	type target struct {
 		log *checkpoint.Log
 		id  int64
@@ -36,11 +42,23 @@ func (p *planner) leftovers() {
 		if t.log.Has(t.id) {
 			continue
 		}
-		if crc, ok := t.log.ChecksumFor(fmt.Sprint(t.id)); ok {
-			p.warn("%s is the checksum of %s, which does not exist and which the restart writes: Hadoop's checksummed local file system may refuse to create it (reported as \"Multiple streaming queries are concurrently using\", unverified); delete the orphan .crc first",
-				crc.Path, t.log.Path(t.id))
+		crc, ok := t.log.ChecksumFor(fmt.Sprint(t.id))
+		if !ok {
+			continue
 		}
+		p.warn("%s is the checksum of %s, which does not exist and which the restart writes: Hadoop's local file system renames the new file's checksum onto it and refuses (org.apache.hadoop.fs.FileAlreadyExistsException), so %s is left without its checksum and the query stops; delete the orphan .crc first",
+			crc.Path, t.log.Path(t.id), t.log.Path(t.id))
+		if t.log == p.cp.Commits {
+			p.running = true // the batch ran; its commit fails
+		}
+		exc := "org.apache.spark.SparkConcurrentModificationException"
+		if !p.rel.atLeast(3, 4) {
+			exc = "java.util.ConcurrentModificationException"
+		}
+		return p.fail(ReasonOrphanChecksum, crc.Path, sparkFailure{exc,
+			"Multiple streaming queries are concurrently using " + p.cp.SparkPath(t.log.Dir), true})
 	}
+	return nil
 }
 
 // Sink kinds (Options.SinkKind).

@@ -39,7 +39,9 @@ func (p *planner) resolveStart() error {
 			return nil
 		}
 		prev := p.L - 1
-		if !p.cp.Offsets.Has(prev) {
+		// get(L-1) opens offsets/<L-1>: a file listed under another
+		// spelling ("007") is not found, and get returns None.
+		if !p.cp.Offsets.Has(prev) || p.cp.Offsets.FilePath(prev) != p.cp.Offsets.Path(prev) {
 			var log []string
 			if p.rel.logsMissingPrev() {
 				log = append(log, missingPrevLog(p.class, p.L))
@@ -54,8 +56,8 @@ func (p *planner) resolveStart() error {
 			return nil
 		}
 		return p.readStart(prev)
-	default: // Spark 2.1: offsetLog.get(L-1) is optional.
-		if p.L == 0 || !p.cp.Offsets.Has(p.L-1) {
+	default: // Spark 2.1: offsetLog.get(L-1) is optional (None for a file listed as "+6").
+		if p.L == 0 || !p.cp.Offsets.Has(p.L-1) || p.cp.Offsets.FilePath(p.L-1) != p.cp.Offsets.Path(p.L-1) {
 			return nil
 		}
 		return p.readStart(p.L - 1)

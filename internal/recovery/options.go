@@ -264,6 +264,16 @@ func (r release) readsLogsUpFront() bool { return r.atLeast(4, 2) }
 // maximum of the listing.
 func (r release) listsContinuousRange() bool { return r.atLeast(3, 4) }
 
+// listsDirectories: HDFSMetadataLog.listBatches keeps directories whose
+// name is a number up to 3.5; SPARK-46339 (4.0) keeps files only.
+func (r release) listsDirectories() bool { return !r.atLeast(4, 0) }
+
+// getLatestReadsUnchecked: from 3.4 (SPARK-40957) getLatest opens the newest
+// listed id without the existence check and without catching
+// FileNotFoundException; before, it went through get(), whose None became
+// "failed to read log file for batch N".
+func (r release) getLatestReadsUnchecked() bool { return r.atLeast(3, 4) }
+
 // engineClass is the logger name of the engine in driver log lines.
 func engineClass(mode Mode, r release) string {
 	switch {

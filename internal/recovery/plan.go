@@ -113,12 +113,18 @@ func (p *planner) run() error {
 			if err := p.checkSpan(p.cp.Offsets); err != nil {
 				return err
 			}
+			if err := p.checkLatestReadable(p.cp.Offsets); err != nil {
+				return err
+			}
 			if err := p.readLatest(); err != nil {
 				return err
 			}
 		}
 		if p.hasC {
 			if err := p.checkSpan(p.cp.Commits); err != nil {
+				return err
+			}
+			if err := p.checkLatestReadable(p.cp.Commits); err != nil {
 				return err
 			}
 			if err := p.readCommit(); err != nil {
@@ -134,6 +140,9 @@ func (p *planner) run() error {
 	}
 	if p.latest == nil {
 		if err := p.checkSpan(p.cp.Offsets); err != nil {
+			return err
+		}
+		if err := p.checkLatestReadable(p.cp.Offsets); err != nil {
 			return err
 		}
 		if err := p.readLatest(); err != nil {
@@ -153,6 +162,9 @@ func (p *planner) run() error {
 	}
 	if usesCommits && p.hasC && p.commit == nil {
 		if err := p.checkSpan(p.cp.Commits); err != nil {
+			return err
+		}
+		if err := p.checkLatestReadable(p.cp.Commits); err != nil {
 			return err
 		}
 		if err := p.readCommit(); err != nil {
@@ -195,7 +207,7 @@ func (p *planner) previousBatch() *int64 {
 		}
 		return nil
 	}
-	if p.cp.Offsets.Has(p.L - 1) {
+	if p.cp.Offsets.Has(p.L-1) && p.cp.Offsets.FilePath(p.L-1) == p.cp.Offsets.Path(p.L-1) {
 		return ptr(p.L - 1)
 	}
 	return nil

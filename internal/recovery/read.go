@@ -5,6 +5,7 @@ package recovery
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -24,8 +25,13 @@ func (p *planner) checkMetadata() error {
 		p.warn("the metadata file is missing: Spark %s silently writes a new one with a new query id, so sinks that deduplicate by query id do not recognise earlier batches (Spark 4.2 and later refuse this checkpoint: MISSING_METADATA_FILE)", p.rel)
 		return nil
 	}
-	_, err := p.cp.ReadMetadata(p.ctx)
+	md, err := p.cp.ReadMetadata(p.ctx)
 	if err == nil {
+		// StreamExecution's constructor: val id = UUID.fromString(streamMetadata.id).
+		if f := javaUUIDError(md.ID); f != nil {
+			p.warn("the query id in metadata, %q, is not a UUID Java reads: the query fails when it is created, before any batch", md.ID)
+			return p.fail(ReasonCorruptMetadata, checkpoint.FileMetadata, *f)
+		}
 		return nil
 	}
 	var le *logformat.Error
@@ -57,6 +63,11 @@ func versionFailure(sparkPath string, ve *VersionError) *fileFailure {
 // readOffsets reads offsets/id under the release's rules. A file Spark
 // cannot read is returned as a fileFailure; an I/O failure as an error.
 func (p *planner) readOffsets(id int64) (*logformat.OffsetSeq, *fileFailure, error) {
+	if listed := p.cp.Offsets.FilePath(id); listed != "" && listed != p.cp.Offsets.Path(id) {
+		// Spark opens offsets/<id>, not the listed spelling.
+		return nil, &fileFailure{sparkFailure: sparkFailure{"java.io.FileNotFoundException",
+			fmt.Sprintf("File %s does not exist", p.cp.SparkPath(p.cp.Offsets.Path(id))), false}}, nil
+	}
 	seq, err := p.cp.ReadOffsets(p.ctx, id)
 	path := p.cp.SparkPath(p.cp.Offsets.Path(id))
 	if err != nil {
@@ -179,6 +190,95 @@ func (p *planner) checkSpan(log *checkpoint.Log) error {
 	case span > bigSpan:
 		p.warn("%s/ holds ids %d to %d: Spark %s lists a log as every id between its oldest and newest file, an array of %d ids (%d MB of driver heap), which can fail with an OutOfMemoryError",
 			log.Dir, lo, hi, p.rel, span, span*8>>20)
+	}
+	return nil
+}
+
+// listedLatest is the newest id Spark's listing of log gives and the entry
+// behind it: the newest batch file, or, where the release lists them
+// (listsDirectories), a newer directory whose name is a number.
+func (p *planner) listedLatest(log *checkpoint.Log) (id int64, entry string, isDir, ok bool) {
+	id, ok = log.Latest()
+	if ok {
+		entry = log.FilePath(id)
+	}
+	if !p.rel.listsDirectories() {
+		return id, entry, false, ok
+	}
+	for _, e := range log.Others {
+		if !e.IsDir {
+			continue
+		}
+		name := e.Path[strings.LastIndexByte(e.Path, '/')+1:]
+		n := logformat.ParseName(name)
+		if n.Kind == logformat.NameBatch && (!ok || n.Batch > id) {
+			id, entry, isDir, ok = n.Batch, e.Path, true, true
+		}
+	}
+	return id, entry, isDir, ok
+}
+
+// checkLatestReadable fails the restart when getLatest of log cannot open
+// the newest listed id: Spark opens <dir>/<id> (batchIdToPath), not the
+// listed name, so "007" or "+7" leads to a file that does not exist, and a
+// numeric directory (listed up to 3.5) cannot be read as a file.
+func (p *planner) checkLatestReadable(log *checkpoint.Log) error {
+	id, entry, isDir, ok := p.listedLatest(log)
+	if !ok || (!isDir && entry == log.Path(id)) {
+		return nil
+	}
+	canonical := p.cp.SparkPath(log.Path(id))
+	var f sparkFailure
+	switch {
+	case !p.rel.getLatestReadsUnchecked():
+		// get(id) turns the missing or unreadable file into None.
+		f = sparkFailure{excIllegalState, fmt.Sprintf("failed to read log file for batch %d", id), true}
+	case isDir:
+		// Hadoop's local file system opens the directory with a FileInputStream.
+		f = sparkFailure{"java.io.FileNotFoundException", fmt.Sprintf("%s (Is a directory)", strings.TrimPrefix(canonical, "file:")), false}
+	default:
+		f = sparkFailure{"java.io.FileNotFoundException", fmt.Sprintf("File %s does not exist", canonical), false}
+	}
+	what := fmt.Sprintf("%s is listed as batch %d (Spark parses the name with toLong), but Spark opens %s, which does not exist", entry, id, log.Path(id))
+	if isDir {
+		what = fmt.Sprintf("%s is a directory whose name is a number: Spark %s lists it as batch %d, its newest, and cannot read it (4.0 and later list files only)", entry, p.rel, id)
+	}
+	p.warn("%s", what)
+	return p.fail(ReasonLatestNotReadable, entry, f)
+}
+
+// javaUUIDError is what java.util.UUID.fromString (JDK 17, which Spark 3.5
+// to 4.x run on) throws for s; nil when Java accepts it. Java is lenient:
+// five dash-separated groups of hex digits, each with an optional sign, 36
+// characters at most ("1-2-3-4-5" is a UUID). A group that is not hex fails
+// in Long.parseLong with a NumberFormatException, whose text ckpt derives
+// (inexact); the other two messages are UUID.fromString's own.
+func javaUUIDError(s string) *sparkFailure {
+	if len(s) > 36 {
+		return &sparkFailure{excIllegalArgument, "UUID string too large", true}
+	}
+	groups := strings.Split(s, "-")
+	if len(groups) != 5 {
+		return &sparkFailure{excIllegalArgument, "Invalid UUID string: " + s, true}
+	}
+	const nfe = "java.lang.NumberFormatException"
+	for _, g := range groups {
+		if g == "" {
+			return &sparkFailure{nfe, "", false}
+		}
+		start := 0
+		if g[0] == '+' || g[0] == '-' {
+			start = 1
+			if len(g) == 1 {
+				return &sparkFailure{nfe, fmt.Sprintf("Error at index 0 in: %q", g), false}
+			}
+		}
+		for i := start; i < len(g); i++ {
+			c := g[i]
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return &sparkFailure{nfe, fmt.Sprintf("Error at index %d in: %q", i, g), false}
+			}
+		}
 	}
 	return nil
 }

@@ -76,6 +76,16 @@ const (
 	// planning the batch, without the broker, and fails with
 	// failOnDataLoss=true (the default). FailedFile: offsets/L.
 	ReasonKafkaRangeDataLoss = "kafka-range-data-loss"
+	// ReasonLatestNotReadable: the newest id of offsets/ or commits/, as
+	// Spark lists it, names no file Spark can open: the listed name is not
+	// the id's canonical spelling ("007", "+7": Spark parses the name with
+	// toLong, then opens offsets/7), or, up to 3.5, it is a directory (4.0
+	// lists files only, SPARK-46339). FailedFile: the listed entry.
+	ReasonLatestNotReadable = "latest-not-readable"
+	// ReasonOrphanChecksum: an orphan Hadoop checksum (.N.crc) sits next to
+	// the first log file the restart writes; the checksum rename fails and
+	// Spark reports a concurrent use of the log. FailedFile: the .crc.
+	ReasonOrphanChecksum = "orphan-checksum"
 )
 
 // Reasons is the closed set of Result.Reason values, in the order Spark
@@ -97,6 +107,8 @@ var Reasons = []string{
 	ReasonUnsupportedInitialOffsetsVersion,
 	ReasonInvalidSourceOffset,
 	ReasonKafkaRangeDataLoss,
+	ReasonLatestNotReadable,
+	ReasonOrphanChecksum,
 }
 
 // Behaviour keys of restarts that succeed: two releases behave alike when

@@ -57,3 +57,69 @@ func init() {
 		},
 	)
 }
+
+func init() {
+	Register(
+		Scenario{
+			Name:     "offsets-name-padded",
+			Doc:      "The latest offsets file is named 007 (copied in by hand): Spark lists it as batch 7 ('007'.toLong) and opens offsets/7, which does not exist. 3.4+ fail with a FileNotFoundException from getLatest; 3.3 and older with 'failed to read log file for batch 7'.",
+			Tags:     []string{"recovery", "doctor", "batch-ids"},
+			Variants: []string{"sync@3.3"},
+			Build: func(b *Builder) {
+				std(b, ids(0, 7), ids(0, 6))
+				b.Raw("offsets/007", string(b.Files()["offsets/7"]))
+				b.Remove("offsets/7")
+			},
+		},
+		Scenario{
+			Name: "offsets-name-plus-previous",
+			Doc:  "offsets/6 is named +6: Spark lists it as batch 6 but get(6) opens offsets/6, finds nothing and returns None, so the sync restart fails 'batch 6 doesn't exist'.",
+			Tags: []string{"recovery", "doctor", "batch-ids"},
+			Build: func(b *Builder) {
+				std(b, ids(0, 7), ids(0, 6))
+				b.Raw("offsets/+6", string(b.Files()["offsets/6"]))
+				b.Remove("offsets/6")
+			},
+		},
+		Scenario{
+			Name:     "offsets-numeric-directory",
+			Doc:      "A directory offsets/8/ next to offsets 0..7 (commits 0..7): Spark 3.5 lists it as batch 8, its newest, and fails reading it; 4.0 and later list files only (SPARK-46339) and resume at batch 8.",
+			Tags:     []string{"recovery", "doctor", "batch-ids"},
+			Variants: []string{"sync@3.3", "sync@4.0"},
+			Build: func(b *Builder) {
+				std(b, ids(0, 7), ids(0, 7))
+				b.Raw("offsets/8/part-0", "x")
+			},
+		},
+	)
+}
+
+func init() {
+	Register(
+		Scenario{
+			Name: "metadata-id-not-uuid",
+			Doc:  "metadata holds {\"id\":\"orders-query\"}, not a UUID (written by hand): StreamExecution's UUID.fromString fails when the query is created, 'Invalid UUID string: orders-query'.",
+			Tags: []string{"recovery", "doctor", "metadata"},
+			Build: func(b *Builder) {
+				std(b, ids(0, 3), ids(0, 3))
+				b.Raw("metadata", `{"id":"orders-query"}`)
+			},
+		},
+	)
+}
+
+func init() {
+	Register(
+		Scenario{
+			Name:     "kafka-initial-ahead",
+			Doc:      "sources/0/0 records partition 0 at 13 while offsets/0 ends it at 10 (the initial offsets file was rewritten by hand): the re-run of batch 0 reads from sources/0/0 to offsets/0, goes backwards, and Spark fails while planning it: 'Partition events-0's offset was changed from 13 to 10' (observed on Spark 3.5).",
+			Tags:     []string{"recovery", "kafka"},
+			Variants: []string{"sync@4.0"},
+			Build: func(b *Builder) {
+				b.Metadata()
+				b.KafkaInitial(0, KafkaOffsets(topic, 13, 0, 0))
+				b.Offsets(0, KafkaOffsets(topic, 10, 11, 12))
+			},
+		},
+	)
+}

@@ -45,6 +45,11 @@ func TestFlags(t *testing.T) {
 				o.Broker = cli.BrokerFlags{BootstrapServers: "k:9092", Options: []string{"kafka.security.protocol=SSL"}, Timeout: 5 * time.Second}
 				o.FailOnDataLoss = false
 			})},
+		{args: []string{"ck", "--delta-table", "s3://lake/a", "--delta-table", "2=/data/b", "--delta-sink", "s3://lake/out"},
+			want: with(func(o *Options) {
+				o.Delta = cli.DeltaFlags{Tables: []string{"s3://lake/a", "2=/data/b"}, Sink: "s3://lake/out"}
+			})},
+		{args: []string{"ck", "--sink", "out", "--delta-sink", "t"}, code: exitcode.Usage},
 		{args: []string{"ck", "--fail-on-data-loss=false"}, code: exitcode.Usage},
 		{args: []string{"--explain", "nope"}, code: exitcode.Usage},
 		{args: []string{"--explain", "commit-lag", "ck"}, code: exitcode.Usage},

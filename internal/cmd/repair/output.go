@@ -144,23 +144,6 @@ func replayText(r repair.Replay) string {
 	return strings.Join(parts, "; ")
 }
 
-func ids(list []int64) string {
-	var parts []string
-	for i := 0; i < len(list); {
-		j := i
-		for j+1 < len(list) && list[j+1] == list[j]+1 {
-			j++
-		}
-		if j == i {
-			parts = append(parts, fmt.Sprint(list[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", list[i], list[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ", ")
-}
-
 func printPlan(r *render.Renderer, p *repair.Plan, opts *Options) {
 	r.KV([][2]string{
 		{"Checkpoint", p.Checkpoint},

@@ -261,10 +261,3 @@ func versions(vs []string) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
