@@ -92,9 +92,14 @@ func (m *Meter) Stage(label string) {
 		return
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := m.stage != label
 	m.stage = label
-	m.mu.Unlock()
-	m.tick()
+	// A new stage shows at once (once the delay is over): the throttle is for counters.
+	if changed && !m.ended && !m.now().Before(m.start.Add(m.delay)) {
+		m.next.Store(m.now().Add(m.every).UnixNano())
+		m.draw()
+	}
 }
 
 // Add counts n more of kind.
