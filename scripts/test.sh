@@ -19,23 +19,56 @@ fi
 go vet ./...
 if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed: run .ci/run or go install honnef.co/go/tools/cmd/staticcheck@v0.8.2"; exit 1; fi
 
-go test -race -count=1 -timeout 20m ./...
+# The live Spark suite runs on its own below (one JVM per release, not under -race).
+go test -race -count=1 -timeout 20m -skip '^TestSparkLive$' ./...
 
-# Fuzz every parser briefly (FUZZTIME, default 5s each); any crash fails the run. A crash leaves
-# its input in testdata/fuzz. Go 1.26's fuzzer can also stop with "context deadline exceeded"
+# Real Spark restarts the scenario cases, one JVM per release (CKPT_SPARK_VERSIONS, default every
+# pinned release; installed by scripts/spark.sh, which .ci/run calls). Without Spark installed the
+# test skips, except in CI where it fails. The generated cases: scripts/spark-suite.sh.
+spark_start=$(date +%s)
+spark_log=$(mktemp)
+if ! CKPT_SPARK_CASES=scenarios go test -count=1 -timeout 60m -v -run '^TestSparkLive$' ./internal/sparkoracle >"$spark_log" 2>&1; then
+  grep -v '^=== RUN' "$spark_log" | tail -200; exit 1
+fi
+grep -v '^=== RUN' "$spark_log"; rm -f "$spark_log"
+echo "spark live suite: $(( $(date +%s) - spark_start ))s"
+
+# Fuzz every parser briefly: every Fuzz target of every package (FUZZTIME each, default 5s, 3s
+# when there are more than 10 targets); any crash fails the run. A crash leaves its input in
+# the package's testdata/fuzz. Go 1.26's fuzzer can also stop with "context deadline exceeded"
 # and no input (golang/go#75804): that alone is retried once, a real crasher never is.
-FUZZTIME=${FUZZTIME:-5s}
-for pkg in $(grep -rl --include='*_test.go' '^func Fuzz' internal | xargs -n1 dirname | sort -u); do
-  corpus=$pkg/testdata/fuzz
-  for f in $(go test -list '^Fuzz' "./$pkg/" | grep '^Fuzz'); do
-    before=$(find "$corpus" -type f 2>/dev/null | sort | md5sum)
-    if ! go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "./$pkg/"; then
-      after=$(find "$corpus" -type f 2>/dev/null | sort | md5sum)
-      if [ "$before" != "$after" ]; then
-        echo "fuzz: $f found a failing input (see $corpus/$f)"; exit 1
-      fi
-      echo "fuzz: $f stopped without a failing input; retrying once"
-      go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "./$pkg/"
-    fi
+# Packages are those `go list` names whose test files declare a Fuzz function (so that
+# `go test -list` compiles only them); `go test -list` names the targets.
+targets=()
+while read -r pkg dir; do
+  grep -qs '^func Fuzz' "$dir"/*_test.go || continue
+  for f in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
+    targets+=("$pkg $dir $f")
   done
+done < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./...)
+if [ ${#targets[@]} -eq 0 ]; then
+  echo "fuzz: no Fuzz targets found"; exit 1
+fi
+default_fuzztime=5s
+if [ ${#targets[@]} -gt 10 ]; then default_fuzztime=3s; fi
+FUZZTIME=${FUZZTIME:-$default_fuzztime}
+echo "fuzz: ${#targets[@]} targets, $FUZZTIME each"
+for t in "${targets[@]}"; do
+  read -r pkg dir f <<<"$t"
+  corpus=$dir/testdata/fuzz
+  before=$(find "$corpus" -type f 2>/dev/null | sort | md5sum)
+  if ! go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg"; then
+    after=$(find "$corpus" -type f 2>/dev/null | sort | md5sum)
+    if [ "$before" != "$after" ]; then
+      echo "fuzz: $pkg $f found a failing input (see $corpus/$f)"; exit 1
+    fi
+    echo "fuzz: $pkg $f stopped without a failing input; retrying once"
+    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg"
+  fi
+done
+
+# The file sink log's path resolution (sinklog: verify, repair and cp resolve logged paths with it).
+for f in $(go test -list '^Fuzz' ./internal/sinklog/ | grep '^Fuzz'); do
+  go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/sinklog/ ||
+    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/sinklog/
 done

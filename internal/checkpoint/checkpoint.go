@@ -166,6 +166,17 @@ func (l *Log) Next(id int64) (int64, bool) {
 	return l.IDs[i], true
 }
 
+// CountIn returns how many batch ids on disk lie in [from, to], by binary
+// search: a span of 2^63 ids costs two searches.
+func (l *Log) CountIn(from, to int64) int {
+	if l == nil || from > to {
+		return 0
+	}
+	lo := sort.Search(len(l.IDs), func(i int) bool { return l.IDs[i] >= from })
+	hi := sort.Search(len(l.IDs), func(i int) bool { return l.IDs[i] > to })
+	return hi - lo
+}
+
 // Path returns the store-relative path of batch id ("offsets/7").
 func (l *Log) Path(id int64) string {
 	return l.Dir + "/" + strconv.FormatInt(id, 10)

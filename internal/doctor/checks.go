@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ckpt-dev/ckpt/internal/deltalog"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
@@ -98,6 +99,24 @@ func (r *runner) sink() {
 	if s.Latest >= 0 {
 		sinkPath = fmt.Sprintf("sink:%s/%d", SinkLogDir, s.Latest)
 	}
+	kind, skipped := "file sink", fmt.Sprintf("INFO FileStreamSink: Skipping already committed batch %d", nextOrRerun(r.res))
+	where := "right directory"
+	noLog := "the file sink has no _spark_metadata log although batches committed: is --sink this query's output directory?"
+	restore := "Check that --sink is this query's output directory; if it is, restore _spark_metadata from a backup."
+	if s.Kind == recovery.SinkKindDelta {
+		kind, where = "Delta sink", "right table"
+		sinkPath = "sink:" + deltalog.LogDir
+		appID := "<query id>"
+		if m, err := r.cp.ReadMetadata(r.ctx); err == nil && m != nil {
+			appID = m.ID
+		}
+		if d := r.opts.DeltaSink; d != nil && d.TableVersion >= 0 {
+			sinkPath = "sink:" + deltalog.LogDir + "/" + deltalog.CommitName(d.TableVersion)
+		}
+		skipped = fmt.Sprintf("INFO DeltaSink: Skipping already complete epoch %d, in query %s", nextOrRerun(r.res), appID)
+		noLog = "the Delta sink's log has no txn action for this query (appId " + appID + ") although batches committed: is --delta-sink this query's table?"
+		restore = "Check that --delta-sink is this query's table; if it is, the table was restored from an older copy or its log lost versions."
+	}
 	switch s.Status {
 	case recovery.SinkAhead:
 		var files []string
@@ -106,25 +125,25 @@ func (r *runner) sink() {
 		}
 		r.add(Finding{
 			Code: CodeSinkAhead, Severity: Error, Batch: ptr(s.Latest), Path: sinkPath, Files: files,
-			Message: "the file sink is ahead of the checkpoint: " + s.Message,
-			Explanation: "The file sink skips every batch id it already has. Batches planned again with whatever data the sources have now " +
+			Message: "the " + kind + " is ahead of the checkpoint: " + s.Message,
+			Explanation: "The " + kind + " skips every batch id it already has. Batches planned again with whatever data the sources have now " +
 				"are dropped by the sink without an error. This appears after offsets were deleted or the checkpoint was restored from an older copy.",
-			SparkError: ptr(fmt.Sprintf("INFO FileStreamSink: Skipping already committed batch %d", nextOrRerun(r.res))),
-			Fix: "Do not delete offsets at or below the sink's latest batch. Restore the missing offsets from a backup, or point --sink at the " +
-				"right directory if this is another query's output. The command below shows which batches the sink skips.",
+			SparkError: ptr(skipped),
+			Fix: "Do not delete offsets at or below the sink's latest batch. Restore the missing offsets from a backup, or point " + r.sinkFlag() + " at the " +
+				where + " if this is another query's output. The command below shows which batches the sink skips.",
 			Commands: []string{r.replayCmd()},
 		})
 	case recovery.SinkBehind:
-		msg := "the file sink is behind the commit log: " + s.Message
+		msg := "the " + kind + " is behind the commit log: " + s.Message
 		if s.Latest < 0 {
-			msg = "the file sink has no _spark_metadata log although batches committed: is --sink this query's output directory?"
+			msg = noLog
 		}
 		r.add(Finding{
 			Code: CodeSinkBehind, Severity: Warning, Batch: ptr(s.Latest), Path: sinkPath, Files: commitFile(r),
 			Message: msg,
 			Explanation: "A commit is written only after the sink's write succeeded, so the sink log should reach the latest commit. Readers of a file sink " +
 				"trust only its log, so the missing batches are invisible to them, and no restart writes them again.",
-			Fix: "Check that --sink is this query's output directory; if it is, restore _spark_metadata from a backup.",
+			Fix: restore,
 		})
 	}
 }

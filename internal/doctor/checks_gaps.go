@@ -25,12 +25,12 @@ const (
 
 type gapInfo struct {
 	kind    gapKind
-	missing []int64 // missing ids between the first and the latest offsets file (capped)
-	gaps    int     // number of gaps
+	missing []recovery.Span // missing ids between the first and the latest offsets file, as spans (capped)
+	gaps    int             // number of gaps
 	cp      *checkpoint.Checkpoint
 }
 
-// maxMissing bounds the ids collected from gaps: enough to print, without expanding a huge gap.
+// maxMissing bounds the ids collected from commit holes and the gaps listed: enough to print.
 const maxMissing = 1000
 
 // analyzeGaps classifies the gaps in offsets/ from the listings alone.
@@ -40,8 +40,8 @@ func analyzeGaps(cp *checkpoint.Checkpoint) gapInfo {
 	for i := 1; i < len(off); i++ {
 		if off[i] > off[i-1]+1 {
 			g.gaps++
-			for id := off[i-1] + 1; id < off[i] && len(g.missing) < maxMissing; id++ {
-				g.missing = append(g.missing, id)
+			if len(g.missing) < maxMissing {
+				g.missing = append(g.missing, recovery.Span{From: off[i-1] + 1, To: off[i] - 1})
 			}
 		}
 	}
@@ -95,9 +95,9 @@ func (g gapInfo) shape() string {
 		if len(cs) > 0 {
 			c = "commits " + ids(cs)
 		}
-		return fmt.Sprintf("offsets skip %s; too few files to tell async progress tracking from an orphan file (offsets %s, %s)", ids(g.missing), ids(off), c)
+		return fmt.Sprintf("offsets skip %s; too few files to tell async progress tracking from an orphan file (offsets %s, %s)", spans(g.missing, g.gaps), ids(off), c)
 	case gapsHoles:
-		return fmt.Sprintf("offsets skip %s", ids(g.missing))
+		return fmt.Sprintf("offsets skip %s", spans(g.missing, g.gaps))
 	}
 	if len(off) > 0 {
 		return fmt.Sprintf("offsets/%d is the oldest offsets file on disk (offsets %s): the files before it were purged or deleted", off[0], ids(off))
@@ -108,8 +108,8 @@ func (g gapInfo) shape() string {
 // gaps reports gap patterns the planner does not fail on.
 func (r *runner) gaps() {
 	g := analyzeGaps(r.cp)
-	if g.kind == gapsNone {
-		return
+	if g.kind == gapsNone || r.res.Reason == recovery.ReasonBatchSpanTooLarge {
+		return // batch-span-too-large names the outlier
 	}
 	L := r.L
 	prevMissing := r.syncMissesPrevious()
@@ -120,7 +120,7 @@ func (r *runner) gaps() {
 	if g.kind == gapsHoles && !async {
 		r.add(Finding{
 			Code: CodeRetentionAnomaly, Severity: Warning, Path: checkpoint.DirOffsets,
-			Message: fmt.Sprintf("offsets/ skips %s in the middle of the log: files were deleted by hand or by a lifecycle rule", ids(g.missing)),
+			Message: fmt.Sprintf("offsets/ skips %s in the middle of the log: files were deleted by hand or by a lifecycle rule", spans(g.missing, g.gaps)),
 			Explanation: "Spark deletes offsets only from the oldest end (purge), so holes in the middle were made by something else. A restart " +
 				"reads only the latest two files, but a rollback or replay across a hole fails.",
 			Fix: "Nothing blocks the restart. Find what deletes files (a lifecycle rule, a cleanup script).",
@@ -214,4 +214,17 @@ func (r *runner) recordsBetween(from, to int64) (int64, bool) {
 		}
 	}
 	return n, true
+}
+
+// spans renders gaps as "4, 8..1007"; n is the number of gaps, more than listed when capped.
+func spans(ss []recovery.Span, n int) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = s.String()
+	}
+	out := strings.Join(parts, ", ")
+	if n > len(ss) {
+		out += fmt.Sprintf(" and %d more gaps", n-len(ss))
+	}
+	return out
 }

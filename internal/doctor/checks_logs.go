@@ -65,7 +65,7 @@ func (r *runner) leftovers() {
 					Code: CodeOrphanChecksum, Severity: Warning, Path: e.Path, Files: []string{},
 					Message:     ".metadata.crc exists without metadata, where Spark writes a new metadata file on start",
 					Explanation: orphanExplanation,
-					SparkError:  ptr("org.apache.spark.SparkConcurrentModificationException: Multiple streaming queries are concurrently using metadata"),
+					SparkError:  ptr(recovery.ExcConcurrentModification + ": " + recovery.ConcurrentUse("metadata")),
 					Fix:         "Remove the orphan checksum after a backup (`ckpt repair` without --execute shows the plan), and restore metadata (see missing-metadata).",
 					Commands:    []string{r.repairCmd()},
 				})
@@ -117,7 +117,7 @@ func (r *runner) orphanChecksums(lg *checkpoint.Log) {
 			Code: CodeOrphanChecksum, Severity: Warning, Batch: ptr(o.id), Path: o.e.Path, Files: []string{},
 			Message:     fmt.Sprintf("%s is the checksum of %s, which does not exist and which the query writes next", o.e.Path, lg.Path(o.id)),
 			Explanation: orphanExplanation,
-			SparkError:  ptr(fmt.Sprintf("org.apache.spark.SparkConcurrentModificationException: Multiple streaming queries are concurrently using %s", r.cp.SparkPath(lg.Dir))),
+			SparkError:  ptr(recovery.ExcConcurrentModification + ": " + recovery.ConcurrentUse(r.cp.SparkPath(lg.Dir))),
 			Fix:         "Remove the orphan checksum before restarting; ckpt does it after a backup (`ckpt repair` without --execute shows the plan).",
 			Commands:    []string{r.repairCmd()},
 		})
@@ -159,10 +159,10 @@ func (r *runner) retention() {
 		var holes []int64
 		cs := r.cp.Commits.IDs
 		for i := 1; i < len(cs) && len(holes) < maxMissing; i++ {
-			for id := cs[i-1] + 1; id < cs[i] && len(holes) < maxMissing; id++ {
-				if r.cp.Offsets.Has(id) && id < r.L {
-					holes = append(holes, id)
-				}
+			// The offsets ids inside the commit gap: walk the listing, never the id range, which
+			// can span 2^63 ids.
+			for id, ok := r.cp.Offsets.Next(cs[i-1] + 1); ok && id < cs[i] && id < r.L && len(holes) < maxMissing; id, ok = r.cp.Offsets.Next(id + 1) {
+				holes = append(holes, id)
 			}
 		}
 		if len(holes) > 0 {
@@ -187,7 +187,7 @@ func (r *runner) retention() {
 	if hasO && !async && g.kind == gapsNone && r.hasL && r.L >= longRunningBatch && o0 > 0 && n < minBatchesToRetain {
 		r.add(Finding{
 			Code: CodeRetentionAnomaly, Severity: Info, Path: checkpoint.DirOffsets,
-			Message: fmt.Sprintf("offsets/ keeps only batches %d..%d (%d files) of a query at batch %d; Spark's default keeps %d", o0, r.L, n, r.L, minBatchesToRetain+1),
+			Message: fmt.Sprintf("offsets/ keeps only %s (%s) of a query at batch %d; Spark's default keeps %d", batchesSpan(o0, r.L), plural(n, "file"), r.L, minBatchesToRetain+1),
 			Explanation: "minBatchesToRetain was lowered or older files were deleted. The restart is unaffected, but a rollback or a replay reaches back " +
 				"only to the oldest file kept.",
 			Fix: "Nothing blocks the restart.",
@@ -266,4 +266,12 @@ func (r *runner) olderDamaged(code string, lg *checkpoint.Log, files []string, f
 		f.Message = fmt.Sprintf("%d files in %s/ %s, from %s (older batches the restart does not read)%s", all, lg.Dir, many, files[0], more)
 	}
 	r.add(f)
+}
+
+// batchesSpan renders "batch 7" or "batches 3..7".
+func batchesSpan(from, to int64) string {
+	if from == to {
+		return fmt.Sprintf("batch %d", from)
+	}
+	return fmt.Sprintf("batches %d..%d", from, to)
 }

@@ -92,6 +92,7 @@ const (
 	CodeLeftoverTempFile        = "leftover-temp-file"
 	CodeRetentionAnomaly        = "retention-anomaly"
 	CodeUncommittedBatch        = "uncommitted-batch"
+	CodeBatchSpanTooLarge       = "batch-span-too-large"
 )
 
 // The codes of the broker checks (broker.go, with --bootstrap-server). They are
@@ -106,6 +107,21 @@ const (
 
 // Codes is the registry of every code doctor can report. docs/doctor.md is generated from it.
 var Codes = []Code{
+	{
+		ID:         CodeBatchSpanTooLarge,
+		Title:      "A log's batch ids span more ids than Spark can list",
+		Severities: []Severity{Error},
+		Summary:    "The oldest and newest batch files of `offsets/` or `commits/` are more than 2^31-1 ids apart (e.g. `offsets/9000000000000000000` next to `offsets/0..7`).",
+		Explanation: `Since 3.4 (SPARK-40957) Spark lists a metadata log as every id from its oldest to its
+newest file, ` + "`(min to max).toArray`" + ` in ` + "`HDFSMetadataLog.listBatches`" + `, before it reads the
+latest entry. Scala refuses a range of more than Int.MaxValue elements, so the restart fails before
+it reads any batch; a span of hundreds of millions of ids costs the driver 8 bytes per id. Batch ids
+grow by one, so such a file was not written by the query's normal run: it was copied in or renamed
+by hand. Spark 3.3 and older take the maximum of the listing instead.`,
+		SparkError: "```\njava.lang.IllegalArgumentException: More than Int.MaxValue elements.\n```",
+		Fix: `Move the outlying file aside: when it is the newest, ` + "`ckpt rewind <checkpoint> --to-batch N`" + ` (N the newest
+id below the jump) moves the files above N into a backup, planned first.`,
+	},
 	{
 		ID:         CodeMissingPreviousOffsets,
 		Title:      "The offsets file before the latest one is missing",
@@ -173,9 +189,9 @@ offsets (with their ` + "`.crc`" + ` files), after a backup with ` + "`--execute
 		Explanation: `Without offsets Spark believes the query is new: it starts at batch 0 from the sources'
 starting positions (Kafka: ` + "`startingOffsets`" + `, default ` + "`latest`" + `), so everything between the
 old position and now is either skipped or read again. Then, when it writes the commit of a batch id
-that already exists in ` + "`commits/`" + `, it stops with a concurrent-update error. Spark 4.1 refuses to
+that already exists in ` + "`commits/`" + `, it stops with a concurrent-update error. Spark 4.2 refuses to
 start at all. The offsets were usually deleted by hand or by a storage lifecycle rule.`,
-		SparkError: "Spark 4.1 and later, at start:\n\n```\njava.lang.AssertionError: assertion failed\n```\n\n" +
+		SparkError: "Spark 4.2 and later, at start:\n\n```\njava.lang.AssertionError: assertion failed\n```\n\n" +
 			"Spark 4.0 and older, when the first existing commit id is reached:\n\n```\n" +
 			"[CONCURRENT_STREAM_LOG_UPDATE] Concurrent update to the log. Multiple streaming jobs detected for N.\n```",
 		Fix: `Restore ` + "`offsets/`" + ` from a backup if there is one: the commits alone cannot say where the
@@ -259,10 +275,10 @@ source offsets to match a different query.`,
 			"(Delta's `txnAppId`, `foreachBatch` writers keyed on it, listeners and dashboards) depend on it staying " +
 			"the same across restarts.\n\n" +
 			"Spark 4.0 and older silently create a **new** query id when the file is missing, so the restart " +
-			"works but those sinks see a different query and may write duplicates (warning). Spark 4.1 and later " +
+			"works but those sinks see a different query and may write duplicates (warning). Spark 4.2 and later " +
 			"refuse to start (error). The file is the oldest in the checkpoint, which makes it the first victim of " +
 			"a storage lifecycle rule that expires old objects.",
-		SparkError: "Spark 4.1 and later:\n\n```\n[MISSING_METADATA_FILE] …\n```\n\nSpark 4.0 and older: nothing; a new id is written.",
+		SparkError: "Spark 4.2 and later:\n\n```\n[MISSING_METADATA_FILE] …\n```\n\nSpark 4.1 and older: nothing; a new id is written.",
 		Fix: "Restore `metadata` from a backup, or write it with the query's **original** id, which appears in the " +
 			"driver log (`Starting [id = <uuid>, runId = …]`), the Spark UI and `StreamingQueryListener` events. " +
 			"Never write a new random id: that is exactly the silent change this code warns about.",
@@ -377,9 +393,10 @@ other file has: restore it from a backup.`,
 gone makes every read of the output fail. It is typical after a manual cleanup or a lifecycle rule on
 the bucket, or after copying the output without all its files.`,
 		SparkError: "```\njava.io.FileNotFoundException: File file:/out/part-00000-….parquet does not exist\n```",
-		Fix: `Restore the file from a backup. When a compaction file is rebuilt anyway (it is missing or
-damaged), ` + "`ckpt sink repair <output> --drop-missing`" + ` leaves out the entries whose files are gone
-(journaled, undoable).`,
+		Fix: `Restore the file from a backup. If the data is lost for good,
+` + "`ckpt sink repair <output> --drop-missing`" + ` rewrites the latest compaction file without the entries whose
+files are gone (journaled, undoable with ` + "`ckpt repair undo`" + `); an entry of a batch file after it cannot be
+dropped, as that file is the batch's own record.`,
 	},
 	{
 		ID:         CodeSinkFileSizeMismatch,
@@ -407,17 +424,22 @@ batches; ` + "`ckpt sink verify -o json`" + ` lists them.`,
 	},
 	{
 		ID:         CodeCommitLag,
-		Title:      "The latest commit trails the latest offsets by more than one",
-		Severities: []Severity{Warning, Info},
-		Summary:    "The latest commit C is below L-1, where L is the latest offsets batch.",
+		Title:      "The restart never runs again batches no commit says finished",
+		Severities: []Severity{Error, Warning, Info},
+		Summary:    "The latest commit C is below the batch the restart starts from (L-1 in the normal engine), so batches C+1 … L-1 are never run again.",
 		Explanation: `Spark re-runs only batch L on restart, over the range from the offsets it restarts from to
 ` + "`offsets/L`" + `. The batches between the latest commit and that start (C+1 … L-1 in the normal engine)
-have offsets but no commit, and are **not** run again: if their output never reached the sink, it is
-lost. Their commits were usually deleted by hand (warning). Under async progress tracking commits are
-sparse by design and the re-run range already covers the gap (info).`,
+have no commit and are **not** run again: unless their output reached the sink before their commits
+were lost, their records are lost. The finding names the span of batches (some may have no offsets
+file left) and the records at stake: the Kafka records between the end of batch C and the start of the
+re-run, read from the two offsets files. It is an error when commits exist (a commit log that trails
+by more than one was cut by hand), a warning when ` + "`commits/`" + ` is empty (the checkpoint cannot tell
+whether the batches finished). Under async progress tracking commits are sparse by design and the
+re-run range covers the gap (info); so does a repaired checkpoint whose ` + "`offsets/L-1`" + ` holds the
+committed offsets.`,
 		SparkError: "```\nWARN MicroBatchExecution: Batch completion log latest batch id is C, which is not trailing batchid L by one\n```",
-		Fix: `Nothing blocks the restart. Check the sink for the listed batches; ` + "`ckpt replay <checkpoint>`" + ` shows
-the exact range the restart reads.`,
+		Fix: `Check the sink for the listed batches. If they are missing there, ` + "`ckpt repair <checkpoint>`" + ` plans a
+restart that reads them again; ` + "`ckpt replay <checkpoint>`" + ` shows the exact range the restart reads.`,
 	},
 	{
 		ID:         CodeAsyncProgressGaps,

@@ -38,7 +38,8 @@ ckpt doctor --recursive PARENT [--deep] [--fail-on …] [--mode …] [--spark-ve
 * ` + "`--sink`" + `: a file sink's output directory (the one holding ` + "`_spark_metadata`" + `), to compare with the
   checkpoint.
 * ` + "`--deep`" + `: read every log file instead of only those a restart reads (plus zero-byte files, which the
-  listing shows).
+  listing shows); with ` + "`--sink`" + `, also compare the files the sink's log lists as live with the output's data
+  files (the ` + "`sink-file-*`" + ` and ` + "`sink-log-batch-missing`" + ` codes, as ` + "`ckpt sink verify`" + `, [sink.md](sink.md)).
 * ` + "`--recursive`" + ` (` + "`-r`" + `): diagnose every checkpoint below a folder or S3 prefix (a directory with
   ` + "`offsets/`" + `, ` + "`commits/`" + ` or a ` + "`metadata`" + ` file; not below one, nor in ` + "`_ckpt`" + `, ` + "`_spark_metadata`" + ` or
   ` + "`_temporary`" + `), one row each (status, codes, restart verdict), worst first: unreadable, error,

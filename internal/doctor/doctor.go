@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/deltalog"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
@@ -36,6 +37,9 @@ type Options struct {
 	// SinkLatest gives the sink's latest batch directly (tests, scenarios); it wins over Sink.
 	// -1 means an empty sink log.
 	SinkLatest *int64
+	// SinkKind is recovery.SinkKindDelta when SinkLatest is a Delta sink's txn version (set by
+	// DeltaSink too); default "" (a file sink).
+	SinkKind string
 	// Deep reads every offsets and commits file instead of only those a restart reads.
 	Deep bool
 	// Location is the checkpoint as the user typed it, substituted into fix commands; default
@@ -48,6 +52,13 @@ type Options struct {
 	// Broker, when set, compares the offsets the restart reads next with the Kafka broker
 	// (broker.go). nil: no broker checks.
 	Broker *Broker
+	// Delta are the tables of the query's Delta sources (read by the caller with
+	// deltalog.Read): the planner checks the restart's Delta offsets against them (delta.go).
+	// Default: none.
+	Delta []recovery.DeltaTable
+	// DeltaSink is the Delta sink's txn for the query (read by the caller with Table.Txn); it
+	// stands for the sink as SinkLatest does, with the Delta sink's words. nil: none.
+	DeltaSink *deltalog.SinkTxn
 }
 
 // SinkLogDir is where a file sink keeps its log below the output directory (sinklog.Dir).
@@ -76,6 +87,11 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 		SparkVersion:        opts.SparkVersion,
 		CommitFormatVersion: opts.CommitFormatVersion,
 		SinkLatest:          sinkLatest,
+		SinkKind:            opts.SinkKind,
+		Delta:               opts.Delta,
+	}
+	if opts.DeltaSink != nil {
+		popts.SinkLatest, popts.SinkKind = ptr(opts.DeltaSink.Version), recovery.SinkKindDelta
 	}
 	if b := opts.Broker; b != nil && b.State != nil {
 		popts.Broker, popts.FailOnDataLossFalse = b.State, b.FailOnDataLossFalse
@@ -113,6 +129,7 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 		}
 	}
 	r.broker()
+	r.delta()
 	sortFindings(r.findings)
 	if r.findings == nil {
 		r.findings = []Finding{}
@@ -166,16 +183,24 @@ func (r *runner) cmd(sub string, extra ...string) string {
 // repairCmd passes --sink on, so that repair refuses to delete offsets the sink already has.
 func (r *runner) repairCmd() string {
 	if r.opts.SinkLocation != "" {
-		return r.cmd("repair", "--sink", ShellQuote(r.opts.SinkLocation), "--execute")
+		return r.cmd("repair", r.sinkFlag(), ShellQuote(r.opts.SinkLocation), "--execute")
 	}
 	return r.cmd("repair", "--execute")
 }
 
 func (r *runner) replayCmd() string {
 	if r.opts.SinkLocation != "" {
-		return r.cmd("replay", "--sink", ShellQuote(r.opts.SinkLocation))
+		return r.cmd("replay", r.sinkFlag(), ShellQuote(r.opts.SinkLocation))
 	}
 	return r.cmd("replay")
+}
+
+// sinkFlag is the flag that names the sink: --delta-sink for a Delta sink, else --sink.
+func (r *runner) sinkFlag() string {
+	if r.opts.DeltaSink != nil || r.opts.SinkKind == recovery.SinkKindDelta {
+		return "--delta-sink"
+	}
+	return "--sink"
 }
 
 // sinkLatest reads the file sink's latest batch id from one listing.

@@ -36,6 +36,9 @@ type Finding struct {
 	// Kafka is the broker issue behind a broker finding (broker.go): partition, offsets,
 	// records affected, Spark's message and what failOnDataLoss=false does. Omitted otherwise.
 	Kafka *recovery.RestartIssue `json:"kafka,omitempty"`
+	// Delta is the planner's verdict on a Delta source's table behind a Delta finding
+	// (delta.go). Omitted otherwise.
+	Delta *recovery.DeltaVerdict `json:"delta,omitempty"`
 }
 
 // Report is doctor's result: the findings and the planner's restart prediction they rest on.

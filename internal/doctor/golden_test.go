@@ -161,6 +161,9 @@ func TestCodeCoverage(t *testing.T) {
 	files = append(files, sinkFiles...)
 	stateFiles, _ := filepath.Glob(filepath.Join("testdata", "state", "*.golden.json"))
 	files = append(files, stateFiles...)
+	// The Delta codes need Delta tables written by Spark: delta_test.go writes their goldens.
+	deltaFiles, _ := filepath.Glob(filepath.Join("testdata", "delta", "*.golden.json"))
+	files = append(files, deltaFiles...)
 	found := map[string]map[doctor.Severity]bool{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

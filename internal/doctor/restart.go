@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -34,7 +35,8 @@ func (r *runner) checkpointFails() bool {
 	if b := r.res.Broker; b != nil {
 		return b.CheckpointOutcome == recovery.OutcomeFail
 	}
-	return r.res.Failed()
+	// A restart that fails only on a Delta table is reported by the Delta findings (delta.go).
+	return r.res.Failed() && !slices.Contains(recovery.DeltaReasons, r.res.Reason)
 }
 
 // failure names the planner's failure from its Reason and FailedFile: doctor decides nothing
@@ -61,10 +63,47 @@ func (r *runner) failure() error {
 		r.blockingFile(res.FailedFile, true)
 	case recovery.ReasonInvalidSourceOffset:
 		r.invalidSourceOffset()
+	case recovery.ReasonBatchSpanTooLarge:
+		r.batchSpanTooLarge()
+	case recovery.ReasonKafkaRangeDataLoss:
+		// restart() reports it from the planner's ranges and error.
 	default:
 		return fmt.Errorf("doctor has no code for the predicted restart failure %q (reason %q; please report this)", exceptionLine(res), res.Reason)
 	}
 	return nil
+}
+
+// batchSpanTooLarge reports the log whose ids Spark cannot list as a range.
+func (r *runner) batchSpanTooLarge() {
+	log := r.cp.Offsets
+	if r.res.FailedFile == checkpoint.DirCommits {
+		log = r.cp.Commits
+	}
+	lo, _ := log.Earliest()
+	hi, _ := log.Latest()
+	// The widest jump between neighbouring ids is where the outlier starts.
+	below := lo
+	var jump uint64
+	for i := 1; i < len(log.IDs); i++ {
+		if d := uint64(log.IDs[i] - log.IDs[i-1]); d > jump {
+			jump, below = d, log.IDs[i-1]
+		}
+	}
+	f := Finding{
+		Code: CodeBatchSpanTooLarge, Severity: Error, Path: log.Dir,
+		Files: []string{log.Path(lo), log.Path(hi)},
+		Message: fmt.Sprintf("%s/ holds batch ids %d to %d, %d ids apart: Spark %s lists every id between them and fails before reading a batch",
+			log.Dir, lo, hi, uint64(hi-lo), r.res.SparkVersion),
+		Explanation: "Spark 3.4 and later list a log as every id from its oldest to its newest file; Scala refuses a range of more than Int.MaxValue ids. " +
+			"Batch ids grow by one, so the outlying file was copied in or renamed by hand.",
+		SparkError: sparkError(r.res, false),
+		Fix:        "Move the outlying file aside.",
+	}
+	if below != hi {
+		f.Fix = fmt.Sprintf("Move the files above batch %d aside: the command below plans it (offsets and commits above %d go into a backup) and applies it with --execute.", below, below)
+		f.Commands = []string{r.cmd("rewind", "--to-batch", fmt.Sprint(below))}
+	}
+	r.add(f)
 }
 
 // toleratedConflicts reports the conflicts that old Spark releases survive: they still mean a
@@ -197,7 +236,14 @@ func (r *runner) blockingFile(p string, unsupported bool) {
 				"setting (spark.sql.streaming.stateStore.checkpointFormatVersion for commits), so the restart fails.", p, r.role(p)),
 			SparkError: sparkError(res, false),
 		}
-		if ok := r.readableBy(); ok != "" {
+		if how, ver, cf := r.readersOf(p, v); how != "" {
+			f.Fix = "Restart with " + how + "; check first with the command below. Do not delete or rewrite the file."
+			args := []string{"--spark-version", ver}
+			if cf > 1 {
+				args = append(args, "--commit-format-version", fmt.Sprint(cf))
+			}
+			f.Commands = []string{r.cmd("doctor", args...)}
+		} else if ok := r.readableBy(); ok != "" {
 			f.Fix = fmt.Sprintf("Restart with Spark %s (or the matching checkpoint format setting); check first with the command below. Do not delete or rewrite the file.", ok)
 			f.Commands = []string{r.cmd("doctor", "--spark-version", ok)}
 		} else {
@@ -248,11 +294,59 @@ func (r *runner) invalidSourceOffset() {
 	})
 }
 
+// readersOf says which releases read a commit file of header v, from recovery.CheckVersion: the
+// releases that need spark.sql.streaming.stateStore.checkpointFormatVersion=v (4.0 and 4.1 read
+// only the configured version) and the oldest that reads it with the default. It returns the
+// text, and the release and setting of the first way, for a doctor command that checks it; ""
+// for other logs (readableBy covers them).
+func (r *runner) readersOf(p string, v int) (string, string, int) {
+	dir, _, _ := strings.Cut(p, "/")
+	if dir != checkpoint.DirCommits || v < 1 {
+		return "", "", 0
+	}
+	var withConf []string
+	plain := ""
+	for _, ver := range recovery.SparkVersions {
+		if ver == "2.1" {
+			continue // no commit log
+		}
+		if recovery.CheckVersion(ver, recovery.LogCommits, v, 1) == nil {
+			if v > 1 && plain == "" {
+				plain = ver
+			}
+			continue
+		}
+		// Only v2 has a release that writes it under a setting and reads it only so (4.0, 4.1);
+		// v3 (sinkMetadataMap) is 4.2's.
+		if v == 2 && recovery.CheckVersion(ver, recovery.LogCommits, v, v) == nil {
+			withConf = append(withConf, ver)
+		}
+	}
+	var parts []string
+	first, cf := "", 0
+	if len(withConf) > 0 {
+		parts = append(parts, fmt.Sprintf("Spark %s and spark.sql.streaming.stateStore.checkpointFormatVersion=%d (the setting the checkpoint was written with)", strings.Join(withConf, " or "), v))
+		first, cf = withConf[0], v
+	}
+	if plain != "" {
+		parts = append(parts, fmt.Sprintf("Spark %s or later, which reads every commit format up to v%d", plain, logformat.CommitsMaxVersion))
+		if first == "" {
+			first = plain
+		}
+	}
+	return strings.Join(parts, ", or "), first, cf
+}
+
 // readableBy names a release the planner predicts a resume for, from its per-release notes.
 func (r *runner) readableBy() string {
 	for _, n := range r.res.Releases {
 		if n.Outcome == recovery.OutcomeResume && len(n.Versions) > 0 {
-			return n.Versions[len(n.Versions)-1]
+			// The newest release, not master, when one resumes.
+			v := n.Versions[len(n.Versions)-1]
+			if v == "master" && len(n.Versions) > 1 {
+				v = n.Versions[len(n.Versions)-2]
+			}
+			return v
 		}
 	}
 	return ""
@@ -333,7 +427,7 @@ func (r *runner) emptyOffsetsWithCommits(sev Severity) {
 		Message: fmt.Sprintf("offsets/ has no batch file but commits/ holds %d (%s): Spark starts the query as new", len(r.cp.Commits.IDs), ids(r.cp.Commits.IDs)),
 		Explanation: "Without offsets Spark believes the query is new: it starts at batch 0 from the sources' starting positions " +
 			"(Kafka: startingOffsets, default latest), skipping or re-reading everything since, and stops when it reaches a commit id " +
-			"that already exists. Spark 4.1 refuses to start at all.",
+			"that already exists. Spark 4.2 and later refuse to start at all.",
 		SparkError: sparkError(r.res, false),
 		Fix:        "Restore offsets/ from a backup: the commits alone cannot say where the sources were. Otherwise ckpt can move the commits aside so the query starts afresh, which is only right with deliberately chosen starting positions; `ckpt repair` without --execute shows the plan.",
 		Commands:   []string{r.repairCmd()},
@@ -366,55 +460,58 @@ func (r *runner) missingMetadataWarning() {
 	r.missingMetadata(Warning)
 }
 
-// commitLag reports batches the restart never processes again, from the planner's list.
+// commitLag reports the batches the restart never processes again, from the planner's span
+// (Result.Skipped), with the records at stake.
 func (r *runner) commitLag() {
 	res := r.res
-	skipped := res.SkippedBatches
-	warned := false
-	for _, l := range res.DriverLog {
-		if strings.Contains(l, "Batch completion log latest batch id is") {
-			warned = true
-		}
-	}
-	if len(skipped) == 0 && !warned {
-		return
-	}
+	sk := res.Skipped
 	var spark *string
 	for _, l := range res.DriverLog {
 		if strings.Contains(l, "Batch completion log latest batch id is") {
 			spark = ptr(l)
 		}
 	}
-	latestCommit := "commits/ is empty"
-	if r.hasC {
-		latestCommit = fmt.Sprintf("the latest commit is %d", r.C)
+	if sk == nil && spark == nil {
+		return
 	}
 	f := Finding{Code: CodeCommitLag, Path: checkpoint.DirCommits, SparkError: spark}
 	if r.hasC {
 		f.Path = r.cp.Commits.Path(r.C)
 		f.Batch = ptr(r.C)
 	}
-	if len(skipped) > 0 {
-		files := make([]string, 0, len(skipped))
-		for _, id := range skipped {
-			if r.cp.Offsets.Has(id) {
-				files = append(files, r.cp.Offsets.Path(id))
-			}
+	if sk == nil {
+		latestCommit := "commits/ is empty"
+		if r.hasC {
+			latestCommit = fmt.Sprintf("the latest commit is %d", r.C)
 		}
-		files, _ = capList(files)
-		f.Severity = Warning
-		f.Files = files
-		f.Message = fmt.Sprintf("%s but the latest offsets %d: %s offsets but no commit and will not be run again", latestCommit, r.L, batchesHave(skipped))
-		f.Explanation = fmt.Sprintf("Spark re-runs only batch %d on restart. The batches between the latest commit and the batch it restarts from "+
-			"are not replayed: if their output never reached the sink, it is lost. Their commits were usually deleted by hand.", r.L)
-		f.Fix = "Nothing blocks the restart. Check the sink for the listed batches; the command below shows the exact range the restart reads."
-	} else {
 		f.Severity = Info
 		f.Message = fmt.Sprintf("%s and the latest offsets %d: Spark logs a warning, but the re-run range covers the batches in between", latestCommit, r.L)
 		f.Explanation = "Under async progress tracking commits are sparse by design, and the re-run starts from the nearest lower offsets file, so nothing is skipped."
 		f.Fix = "Nothing to fix; the command below shows the range the restart reads."
+		f.Commands = []string{r.replayCmd()}
+		r.add(f)
+		return
 	}
+	// A trailing commit log proves commits were lost: an error. Without any commit (a commit log
+	// never written, or lost whole) the checkpoint cannot say the batches did not finish: a warning.
+	f.Severity = Error
+	if !r.hasC {
+		f.Severity = Warning
+	}
+	f.Files = []string{r.cp.Offsets.Path(sk.EndBatch)}
+	if sk.StartBatch != nil && r.cp.Offsets.Has(*sk.StartBatch) {
+		f.Files = append([]string{r.cp.Offsets.Path(*sk.StartBatch)}, f.Files...)
+	}
+	f.Message = res.SkippedText()
+	f.Explanation = fmt.Sprintf("Spark restarts from offsets/%d and re-runs only batch %d. The data between the end of the "+
+		"latest committed batch and that start is never read again: if those batches did not reach the sink "+
+		"before their commits were lost (usually deleted by hand), it is lost.", sk.EndBatch, r.L)
+	f.Fix = "Check the sink for the listed batches; the first command shows the exact range the restart reads."
 	f.Commands = []string{r.replayCmd()}
+	if sk.StartBatch != nil && r.cp.Offsets.Has(*sk.StartBatch) {
+		f.Fix += fmt.Sprintf(" If their output is missing there, rewinding to batch %d (the second command, a plan until --execute) makes the restart read from the end of batch %d again, batch %d's records included.", *sk.StartBatch, *sk.StartBatch, r.L)
+		f.Commands = append(f.Commands, r.cmd("rewind", "--to-batch", fmt.Sprint(*sk.StartBatch)))
+	}
 	r.add(f)
 }
 
@@ -509,6 +606,12 @@ func (r *runner) kafkaRangeDataLoss() {
 		// Spark checks the partitions that are gone before the ranges.
 		spark = dataloss.Gone(dataloss.Set(names), false)
 	}
+	// The planner's failure is Spark's text for the release; a restart that does not fail
+	// (failOnDataLoss=false) still reports the 3.5-style text Spark logs.
+	sparkErr := sparkError(res, false)
+	if res.Reason != recovery.ReasonKafkaRangeDataLoss {
+		sparkErr = ptr(dataloss.IllegalState + ": " + dataloss.Driver(spark, true))
+	}
 	files := []string{}
 	start := "the initial offsets"
 	if prev := res.PreviousBatch; prev != nil {
@@ -522,7 +625,7 @@ func (r *runner) kafkaRangeDataLoss() {
 		Explanation: "The re-run reads exactly the recorded range. Spark never records a range that goes backwards or drops a partition, so the topic " +
 			"was recreated between the two batches or a file was edited or copied in by hand. With failOnDataLoss=true (the default) the restart " +
 			"fails when Spark plans the batch; with false it warns and reads nothing for those partitions.",
-		SparkError: ptr(dataloss.IllegalState + ": " + dataloss.Driver(spark, true)),
+		SparkError: sparkErr,
 		Fix: "If the topic was recreated on purpose, start the query on a new checkpoint, or restart once with failOnDataLoss=false and accept the loss. " +
 			"If a file was edited or copied in by hand, restore it from a backup. ckpt does not rewrite source offsets; the command below shows the range per partition.",
 		Commands: []string{r.replayCmd()},

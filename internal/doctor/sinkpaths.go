@@ -81,10 +81,7 @@ func (r *runner) sinkEntries() error {
 	if r.opts.Sink == nil {
 		return nil
 	}
-	logDir := SinkLogDir
-	if path.Base(strings.TrimRight(r.opts.Sink.URI(), "/")) == SinkLogDir {
-		logDir = ""
-	}
+	logDir := sinklog.Locate(r.opts.Sink.URI())
 	type entry struct {
 		file      string
 		path      string

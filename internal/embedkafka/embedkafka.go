@@ -93,6 +93,10 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		c.Close()
 		return nil, errors.New("broker: kfake reported no listen address")
 	}
+	if err := javaClientCompat(ctx, c, addrs[0]); err != nil {
+		c.Close()
+		return nil, err
+	}
 	b := &Broker{cluster: c, addr: addrs[0], done: make(chan struct{})}
 	gctx, cancel := context.WithCancel(ctx)
 	b.cancel = cancel

@@ -23,7 +23,7 @@ import (
 const SparkVersion = "3.5"
 
 // initialOffsetsPath is the Kafka source's initial offsets file (source 0).
-const initialOffsetsPath = checkpoint.DirSources + "/0/0"
+var initialOffsetsPath = checkpoint.InitialOffsetsPath(0)
 
 // RefusedError is a start Spark would refuse: Spark's error plus the commands that help.
 type RefusedError struct {

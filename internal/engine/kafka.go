@@ -79,22 +79,8 @@ func (k *kafkaSource) Latest(ctx context.Context, start logformat.KafkaOffsets, 
 }
 
 func (k *kafkaSource) Read(ctx context.Context, start, end logformat.KafkaOffsets, parallelism int, fn func(tp logformat.TopicPartition, rows []transform.Row) error) error {
-	return k.s.Read(ctx, start, end, parallelism, func(tp logformat.TopicPartition, rows []kafka.Row) error {
-		out := make([]transform.Row, len(rows))
-		for i := range rows {
-			r := &rows[i]
-			out[i] = transform.Row{Key: r.Key, Value: r.Value, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-				Timestamp: r.Timestamp, TimestampType: r.TimestampType}
-			if r.Headers != nil {
-				hs := make([]transform.Header, len(r.Headers))
-				for j, h := range r.Headers {
-					hs[j] = transform.Header{Key: h.Key, Value: h.Value}
-				}
-				out[i].Headers = hs
-			}
-		}
-		return fn(tp, out)
-	})
+	// kafka.Row is transform.Row: the rows go to the query as the source made them.
+	return k.s.Read(ctx, start, end, parallelism, fn)
 }
 
 // KafkaSink adapts *kafka.Sink to Sink: rows become Spark's Kafka sink columns (key, value,
@@ -225,9 +211,7 @@ func outRow(cols []transform.Column, p *Part) func(i int) kafka.OutRow {
 			r := &p.Rows[i]
 			part := r.Partition
 			o := kafka.OutRow{Key: r.Key, Value: r.Value, Topic: r.Topic, Partition: &part}
-			if r.Headers != nil {
-				o.Headers = kafkaHeaders(r.Headers)
-			}
+			o.Headers = r.Headers
 			return o
 		}
 	}
@@ -264,8 +248,8 @@ func outRow(cols []transform.Column, p *Part) func(i int) kafka.OutRow {
 				part := r.Partition
 				o.Partition = &part
 			}
-			if src.headers == 7 && r.Headers != nil {
-				o.Headers = kafkaHeaders(r.Headers)
+			if src.headers == 7 {
+				o.Headers = r.Headers
 			}
 			return o
 		}
@@ -311,9 +295,7 @@ func outRow(cols []transform.Column, p *Part) func(i int) kafka.OutRow {
 		}
 		if ix.headers >= 0 {
 			if hs, ok := v[ix.headers].([]transform.Header); ok {
-				for _, h := range hs {
-					o.Headers = append(o.Headers, kafka.Header{Key: h.Key, Value: h.Value})
-				}
+				o.Headers = hs
 			}
 		}
 		return o
@@ -328,14 +310,6 @@ func rowBytes(r *transform.Row, ix int) []byte {
 		return r.Value
 	}
 	return asBytes(transform.KafkaValue(r, ix))
-}
-
-func kafkaHeaders(hs []transform.Header) []kafka.Header {
-	out := make([]kafka.Header, len(hs))
-	for j, h := range hs {
-		out[j] = kafka.Header{Key: h.Key, Value: h.Value}
-	}
-	return out
 }
 
 func asBytes(v any) []byte {
@@ -363,6 +337,9 @@ func newSink(ctx context.Context, q *query.Resolved, queryID string, console io.
 		}
 		fs := NewFileSink(st, q.FileFormat, log)
 		fs.MinBatchesToRetain = q.MinBatchesToRetain
+		fs.LogDeletion = q.FileSinkLogDeletion
+		fs.CleanupDelay = q.FileSinkCleanupDelay
+		fs.CompactInterval = q.FileSinkCompactInterval
 		return fs, nil
 	case query.SinkConsole:
 		return NewConsoleSink(console, q.ConsoleNumRows, q.ConsoleTruncate), nil

@@ -87,12 +87,14 @@ func (e *Engine) read(ctx context.Context, id int64, from, end logformat.KafkaOf
 			if p.Values == nil {
 				p.Values = [][]any{}
 			}
+		} else if identity {
+			// kept is the source's slice, valid during this call only (the Kafka source
+			// reuses it): the batch keeps a copy of the rows (their bytes are not copied).
+			p.Rows = append(p.Rows, kept...)
+		} else if p.Rows == nil {
+			p.Rows = kept // built above, ours to keep
 		} else {
-			if p.Rows == nil {
-				p.Rows = kept
-			} else {
-				p.Rows = append(p.Rows, kept...)
-			}
+			p.Rows = append(p.Rows, kept...)
 		}
 		return nil
 	})

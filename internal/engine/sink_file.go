@@ -57,14 +57,18 @@ type FileSink struct {
 	CleanupDelay time.Duration
 	// MinBatchesToRetain is spark.sql.streaming.minBatchesToRetain. Default: 100.
 	MinBatchesToRetain int
-	written            int64
+	// CompactInterval is spark.sql.streaming.fileSink.log.compactInterval, the interval of a
+	// new log; a log that has compaction files keeps the interval they show, as in Spark
+	// (deriveCompactInterval). Default: 10.
+	CompactInterval int
+	written         int64
 	// interval is the compact interval, fixed at the first commit as Spark's lazy val: the
 	// expired-file deletion would otherwise change what a later listing derives.
 	interval int
 }
 
 // DefaultFileSinkCleanupDelay is spark.sql.streaming.fileSink.log.cleanupDelay's default.
-const DefaultFileSinkCleanupDelay = 10 * time.Minute
+const DefaultFileSinkCleanupDelay = query.DefaultFileSinkCleanupDelay
 
 // NewFileSink writes format ("json" or "parquet") files to store.
 func NewFileSink(store storage.Store, format string, log func(string, ...any)) *FileSink {
@@ -72,7 +76,8 @@ func NewFileSink(store storage.Store, format string, log func(string, ...any)) *
 		log = func(string, ...any) {}
 	}
 	return &FileSink{store: store, format: format, log: log, Now: time.Now,
-		LogDeletion: true, CleanupDelay: DefaultFileSinkCleanupDelay, MinBatchesToRetain: query.DefaultMinBatchesToRetain}
+		LogDeletion: true, CleanupDelay: DefaultFileSinkCleanupDelay, MinBatchesToRetain: query.DefaultMinBatchesToRetain,
+		CompactInterval: sinklog.DefaultCompactInterval}
 }
 
 // Description is Spark's FileSink[path].
@@ -144,7 +149,11 @@ func (s *FileSink) commit(ctx context.Context, id int64, entries []logformat.Sin
 		return err
 	}
 	if s.interval == 0 {
-		s.interval, _ = sinklog.CompactInterval(l.Compacts, sinklog.DefaultCompactInterval)
+		def := s.CompactInterval
+		if def <= 0 {
+			def = sinklog.DefaultCompactInterval
+		}
+		s.interval, _ = sinklog.CompactInterval(l.Compacts, def)
 	}
 	interval := s.interval
 	name := SinkMetadataDir + "/" + strconv.FormatInt(id, 10)

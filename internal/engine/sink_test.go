@@ -205,3 +205,39 @@ func TestFileSinkDeletesExpiredLog(t *testing.T) {
 		})
 	}
 }
+
+// `ckpt run --conf spark.sql.streaming.fileSink.log.*` reaches the file sink: compactInterval
+// 4 compacts at batches 3, 7, ...; deletion=false keeps every log file although they are
+// expired (cleanupDelay 0).
+func TestFileSinkLogConfs(t *testing.T) {
+	ctx := context.Background()
+	b := startBroker(t, embedkafka.TopicSpec{Name: "fs", Partitions: 1})
+	produce(t, b.Addr(), "fs", 0, 0, 30) // 10 batches of 3
+	out := storage.NewMem()
+	q := kafkaQuery(b.Addr(), "subscribe=fs", "maxOffsetsPerTrigger=3")
+	q.Trigger = "availableNow"
+	q.Sink = "json"
+	q.SinkOptions = map[string]string{"path": out.URI()}
+	q.Conf = map[string]string{query.ConfFileSinkLogCompactInterval: "4", query.ConfFileSinkLogDeletion: "false",
+		query.ConfFileSinkLogCleanupDelay: "0", query.ConfMinBatchesToRetain: "2"}
+	r := resolve(t, q)
+	sink, err := newSink(ctx, r, "id", nil, func(context.Context, string) (storage.Store, error) { return out, nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := sink.(*FileSink)
+	if fs.CompactInterval != 4 || fs.LogDeletion || fs.CleanupDelay != 0 || fs.MinBatchesToRetain != 2 {
+		t.Fatalf("file sink from the confs: %+v", fs)
+	}
+	if _, err := runQuery(t, ctx, r, storage.NewMem(), runOpts{sink: fs}); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := sinklog.Summarize(ctx, out, SinkMetadataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, _ := out.List(ctx, SinkMetadataDir)
+	if fmt.Sprint(sum.Compacts) != "[3 7]" || sum.Latest != 9 || len(es) != 10 {
+		t.Errorf("compacts %v latest %d log files %d", sum.Compacts, sum.Latest, len(es))
+	}
+}

@@ -39,7 +39,8 @@ type Source interface {
 	Latest(ctx context.Context, start logformat.KafkaOffsets, limit ReadLimit) (end, latest logformat.KafkaOffsets, warnings []string, err error)
 	// Read delivers the rows of (start, end] per topic-partition, reading up to parallelism
 	// partitions at once; fn may be called concurrently for different partitions and several
-	// times for one partition, in offset order.
+	// times for one partition, in offset order. rows is valid during fn only (the Kafka source
+	// reuses the slice); the byte slices inside the rows stay valid.
 	Read(ctx context.Context, start, end logformat.KafkaOffsets, parallelism int, fn func(tp logformat.TopicPartition, rows []transform.Row) error) error
 	// Close releases the source's clients.
 	Close()

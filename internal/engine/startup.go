@@ -31,8 +31,7 @@ func (e *Engine) start(ctx context.Context) error {
 			return fmt.Errorf("Error reading stream metadata from %s: %w", cp.SparkPath(checkpoint.FileMetadata), err)
 		}
 		if m.ID != e.queryID {
-			//lint:ignore ST1005 Spark's exact text
-			return fmt.Errorf("Multiple streaming queries are concurrently using metadata")
+			return errors.New(recovery.ConcurrentUse(checkpoint.FileMetadata))
 		}
 	}
 	e.seedOffsets, e.seedCommits = slices.Clone(cp.Offsets.IDs), slices.Clone(cp.Commits.IDs)
@@ -86,8 +85,7 @@ func (e *Engine) start(ctx context.Context) error {
 		m := &logformat.StreamMetadata{ID: e.queryID}
 		if err := store.WriteFile(ctx, checkpoint.FileMetadata, m.Marshal()); err != nil {
 			if errors.Is(err, fs.ErrExist) {
-				//lint:ignore ST1005 Spark's exact text
-				return errors.New("Multiple streaming queries are concurrently using metadata")
+				return errors.New(recovery.ConcurrentUse(checkpoint.FileMetadata))
 			}
 			return err
 		}
@@ -203,16 +201,14 @@ func (e *Engine) initialOffsets(ctx context.Context) (logformat.KafkaOffsets, er
 		return *e.initial, nil
 	}
 	store := e.opts.Store
-	data, err := store.ReadFile(ctx, initialOffsetsPath)
+	k, err := checkpoint.ReadKafkaInitialOffsetsFrom(ctx, store, 0)
+	var pe *logformat.Error
 	switch {
 	case err == nil:
-		k, err := logformat.ParseKafkaInitialOffsets(initialOffsetsPath, data)
-		if err != nil {
-			//lint:ignore ST1005 Spark's exact text
-			return logformat.KafkaOffsets{}, fmt.Errorf("Failed to read log file %s. %w", initialOffsetsPath, err)
-		}
 		e.initial = &k.Offsets
 		return k.Offsets, nil
+	case errors.As(err, &pe):
+		return logformat.KafkaOffsets{}, fmt.Errorf("%s%w", recovery.WrapRead(initialOffsetsPath, ""), err)
 	case !errors.Is(err, fs.ErrNotExist):
 		return logformat.KafkaOffsets{}, err
 	}
@@ -222,8 +218,7 @@ func (e *Engine) initialOffsets(ctx context.Context) (logformat.KafkaOffsets, er
 	}
 	if err := store.WriteFile(ctx, initialOffsetsPath, logformat.MarshalKafkaInitialOffsets(o)); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			//lint:ignore ST1005 Spark's exact text
-			return logformat.KafkaOffsets{}, fmt.Errorf("Multiple streaming queries are concurrently using %s", checkpoint.DirSources+"/0")
+			return logformat.KafkaOffsets{}, errors.New(recovery.ConcurrentUse(checkpoint.DirSources + "/0"))
 		}
 		return logformat.KafkaOffsets{}, err
 	}

@@ -393,17 +393,15 @@ func initialEnds(ctx context.Context, cp *checkpoint.Checkpoint, seq *logformat.
 		if kind, _, _ := offsetKind("", s.JSON, s.Void); kind != SourceKafka {
 			continue
 		}
-		file := fmt.Sprintf("%s/%d/0", checkpoint.DirSources, i)
-		data, err := cp.ReadFile(ctx, file)
+		init, err := cp.ReadKafkaInitialOffsets(ctx, i)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
+			if asProblem(err) != nil {
+				continue // reported by the summary; here the start is just unknown
+			}
 			return nil, err
-		}
-		init, err := logformat.ParseKafkaInitialOffsets(file, data)
-		if err != nil {
-			continue // reported by the summary; here the start is just unknown
 		}
 		out[i], _ = kafkaRanges(init.Offsets, nil)
 	}

@@ -20,6 +20,7 @@ const (
 	SourceKafka   = "kafka"   // {"topic":{"partition":offset,...},...}
 	SourceFile    = "file"    // {"logOffset":n}, or a bare n with a sources/<i>/ log
 	SourceLong    = "long"    // a bare number: LongOffset (memory, rate and similar sources)
+	SourceDelta   = "delta"   // {"sourceVersion":1,"reservoirId":...}: a Delta Lake table
 	SourceNone    = "none"    // "-": the source had no offset when the batch was planned
 	SourceUnknown = "unknown" // anything else; shown raw
 	SourceMissing = "missing" // sources/<i>/ exists but the offsets file has no line for it
@@ -34,6 +35,8 @@ type Source struct {
 	Offset json.RawMessage `json:"offset"`
 	Kafka  *KafkaSource    `json:"kafka,omitempty"`
 	File   *FileSource     `json:"file,omitempty"`
+	// Delta is a Delta source offset: the table id and where in the table the query is.
+	Delta *logformat.DeltaSourceOffset `json:"delta,omitempty"`
 	// Files counts the files below sources/<i>/.
 	Files int `json:"files"`
 }
@@ -98,6 +101,9 @@ func offsetKind(file, line string, void bool) (kind string, kafka *logformat.Kaf
 		}
 		if n, err := logformat.ParseFileSourceOffset(file, line); err == nil {
 			return SourceFile, nil, n
+		}
+		if logformat.IsDeltaSourceOffset(line) {
+			return SourceDelta, nil, 0
 		}
 		return SourceUnknown, nil, 0
 	}
@@ -164,12 +170,18 @@ func inspectSources(ctx context.Context, cp *checkpoint.Checkpoint, seq *logform
 			case kind == SourceKafka:
 				topics, parts := kafkaTopics(*kafka)
 				src.Kafka = &KafkaSource{Topics: topics, Partitions: parts}
-				init, p, err := readInitialOffsets(ctx, cp, dir, entries)
+				init, p, err := readInitialOffsets(ctx, cp, i, entries)
 				if err != nil {
 					return nil, nil, err
 				}
 				src.Kafka.InitialOffsets = init
 				if p != nil {
+					problems = append(problems, *p)
+				}
+			case kind == SourceDelta:
+				if o, err := logformat.ParseDeltaSourceOffset(dir, line.JSON); err == nil {
+					src.Delta = &o
+				} else if p := asProblem(err); p != nil {
 					problems = append(problems, *p)
 				}
 			case kind == SourceFile, kind == SourceLong && log.Count > 0:
@@ -213,29 +225,26 @@ func sourceLog(dir string, entries []storage.Entry) (LogInfo, []int64) {
 }
 
 // readInitialOffsets reads sources/<i>/0 when the walk saw it.
-func readInitialOffsets(ctx context.Context, cp *checkpoint.Checkpoint, dir string, entries []storage.Entry) (InitialOffsets, *Problem, error) {
-	file := dir + "/0"
+func readInitialOffsets(ctx context.Context, cp *checkpoint.Checkpoint, i int, entries []storage.Entry) (InitialOffsets, *Problem, error) {
+	file := checkpoint.InitialOffsetsPath(i)
 	io := InitialOffsets{File: file, Offsets: json.RawMessage("null"), Topics: []KafkaTopic{}}
 	if !slices.ContainsFunc(entries, func(e storage.Entry) bool { return e.Path == file }) {
 		return io, nil, nil
 	}
-	data, err := cp.ReadFile(ctx, file)
+	init, err := cp.ReadKafkaInitialOffsets(ctx, i)
 	if errors.Is(err, fs.ErrNotExist) {
 		return io, nil, nil
 	}
-	if err != nil {
-		return io, nil, err
-	}
-	io.Present = true
-	init, err := logformat.ParseKafkaInitialOffsets(file, data)
 	if err != nil {
 		p := asProblem(err)
 		if p == nil {
 			return io, nil, err
 		}
+		io.Present = true
 		io.Problem = p
 		return io, p, nil
 	}
+	io.Present = true
 	io.Offsets = rawJSON(init.JSON, false)
 	io.Topics, _ = kafkaTopics(init.Offsets)
 	return io, nil, nil

@@ -13,28 +13,18 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/transform"
 )
 
 // Header is a record header, Spark's headers element struct<key: string, value: binary>.
-type Header struct {
-	Key   string // header key
-	Value []byte // header value; nil for a null value
-}
+type Header = transform.Header
 
 // Row is one Kafka record in Spark's Kafka source schema: key, value, topic, partition, offset,
-// timestamp, timestampType and, with includeHeaders, headers.
-type Row struct {
-	Key, Value []byte    // nil for a null key or value
-	Topic      string    // the record's topic
-	Partition  int32     // the record's partition
-	Offset     int64     // the record's offset
-	Timestamp  time.Time // milliseconds, as Kafka stores it
-	// TimestampType is Kafka's: 0 CreateTime, 1 LogAppendTime (Spark's timestampType column).
-	TimestampType int32
-	// Headers are set only with includeHeaders=true (Spark leaves the column out otherwise);
-	// nil when the record has none.
-	Headers []Header
-}
+// timestamp, timestampType and, with includeHeaders, headers (only with includeHeaders=true,
+// nil when the record has none). It is the row the query's expressions evaluate, so that the
+// engine hands the source's rows to them without a copy; Key, Value and header values are
+// the fetched record's own byte slices, not copies.
+type Row = transform.Row
 
 // Read reads the batch (start, end]: it plans the ranges with Ranges (data-loss checks and
 // warnings included, as Spark's planInputPartitions) and reads them with ReadRanges.

@@ -46,7 +46,46 @@ const (
 const (
 	ConfShufflePartitions  = "spark.sql.shuffle.partitions"
 	ConfMinBatchesToRetain = "spark.sql.streaming.minBatchesToRetain"
+	// The file sink's log (CompactibleFileStreamLog): whether expired log files are deleted
+	// (default true), the compact interval (default 10) and how old an expired file must be
+	// before it is deleted (default 10m; a number alone is milliseconds, as in Spark).
+	ConfFileSinkLogDeletion        = "spark.sql.streaming.fileSink.log.deletion"
+	ConfFileSinkLogCompactInterval = "spark.sql.streaming.fileSink.log.compactInterval"
+	ConfFileSinkLogCleanupDelay    = "spark.sql.streaming.fileSink.log.cleanupDelay"
 )
+
+// KnownConfs are the confs --conf accepts.
+var KnownConfs = []string{ConfShufflePartitions, ConfMinBatchesToRetain, ConfFileSinkLogDeletion, ConfFileSinkLogCompactInterval, ConfFileSinkLogCleanupDelay}
+
+// Defaults of the file sink log confs (Spark's).
+const (
+	DefaultFileSinkCompactInterval = 10
+	DefaultFileSinkCleanupDelay    = 10 * time.Minute
+)
+
+// ParseSparkTime parses a Spark time conf value (JavaUtils.timeStringAsMs): an integer with an
+// optional unit us, ms, s, m, min, h or d; without a unit, unit is assumed.
+func ParseSparkTime(v string, unit time.Duration) (time.Duration, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("invalid time %q: want a number with an optional unit (us, ms, s, m, min, h, d)", v)
+	}
+	units := map[string]time.Duration{"": unit, "us": time.Microsecond, "ms": time.Millisecond, "s": time.Second,
+		"m": time.Minute, "min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
+	u, ok := units[s[i:]]
+	if !ok {
+		return 0, fmt.Errorf("invalid time %q: unknown unit %q (us, ms, s, m, min, h, d)", v, s[i:])
+	}
+	return time.Duration(n) * u, nil
+}
 
 // Defaults.
 const (
@@ -271,6 +310,11 @@ type Resolved struct {
 	Program            *transform.Program
 	MinBatchesToRetain int
 	ShufflePartitions  int
+	// FileSinkLogDeletion, FileSinkCompactInterval and FileSinkCleanupDelay are the file sink
+	// log confs (spark.sql.streaming.fileSink.log.*): true, 10 and 10 minutes by default.
+	FileSinkLogDeletion     bool
+	FileSinkCompactInterval int
+	FileSinkCleanupDelay    time.Duration
 	// FileFormat is json or parquet for the file sink.
 	FileFormat string
 	// SinkPath is the file sink's output directory.
@@ -294,7 +338,8 @@ var sinkKeys = map[string][]string{
 // Validate checks q and returns the parsed form. Every problem found is reported, one per line.
 func (q *Query) Validate() (*Resolved, error) {
 	r := &Resolved{Query: q, MinBatchesToRetain: DefaultMinBatchesToRetain, ShufflePartitions: DefaultShufflePartitions, ConsoleNumRows: DefaultConsoleNumRows, ConsoleTruncate: true,
-		AsyncCheckpointIntervalMs: DefaultAsyncCheckpointIntervalMs}
+		AsyncCheckpointIntervalMs: DefaultAsyncCheckpointIntervalMs,
+		FileSinkLogDeletion:       true, FileSinkCompactInterval: DefaultFileSinkCompactInterval, FileSinkCleanupDelay: DefaultFileSinkCleanupDelay}
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 
@@ -412,8 +457,27 @@ func (q *Query) Validate() (*Resolved, error) {
 				bad("--conf %s=%q: want a number ≥ 1", k, v)
 			}
 			r.ShufflePartitions = n
+		case ConfFileSinkLogDeletion:
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				bad("--conf %s=%q: want true or false", k, v)
+			}
+			r.FileSinkLogDeletion = b
+		case ConfFileSinkLogCompactInterval:
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 {
+				// Spark: require(compactInterval > 0)
+				bad("--conf %s=%q: want a number ≥ 1", k, v)
+			}
+			r.FileSinkCompactInterval = n
+		case ConfFileSinkLogCleanupDelay:
+			d, err := ParseSparkTime(v, time.Millisecond)
+			if err != nil || d < 0 {
+				bad("--conf %s=%q: want a duration ≥ 0 such as 10m or 600000 (milliseconds)", k, v)
+			}
+			r.FileSinkCleanupDelay = d
 		default:
-			bad("unknown --conf %s (known: %s, %s)", k, ConfShufflePartitions, ConfMinBatchesToRetain)
+			bad("unknown --conf %s (known: %s)", k, strings.Join(KnownConfs, ", "))
 		}
 	}
 	if q.Parallelism < 0 {

@@ -116,3 +116,36 @@ func TestAsyncProgressTrackingOptions(t *testing.T) {
 		t.Error("negative interval accepted")
 	}
 }
+
+// The file sink log confs (spark.sql.streaming.fileSink.log.*) are accepted with --conf,
+// parsed as Spark parses them, and bad values are refused.
+func TestFileSinkLogConfs(t *testing.T) {
+	base := func(conf map[string]string) *Query {
+		return &Query{Sink: "json", SinkOptions: map[string]string{"path": "/out"}, Checkpoint: "/c", Conf: conf}
+	}
+	r, err := base(nil).Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.FileSinkLogDeletion || r.FileSinkCompactInterval != 10 || r.FileSinkCleanupDelay != 10*time.Minute {
+		t.Errorf("defaults: deletion %v interval %d delay %v", r.FileSinkLogDeletion, r.FileSinkCompactInterval, r.FileSinkCleanupDelay)
+	}
+	r, err = base(map[string]string{ConfFileSinkLogDeletion: "false", ConfFileSinkLogCompactInterval: "3", ConfFileSinkLogCleanupDelay: "1500"}).Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FileSinkLogDeletion || r.FileSinkCompactInterval != 3 || r.FileSinkCleanupDelay != 1500*time.Millisecond {
+		t.Errorf("set: deletion %v interval %d delay %v", r.FileSinkLogDeletion, r.FileSinkCompactInterval, r.FileSinkCleanupDelay)
+	}
+	for in, want := range map[string]time.Duration{"10m": 10 * time.Minute, "2min": 2 * time.Minute, "30s": 30 * time.Second, "0": 0, " 5H ": 5 * time.Hour, "1d": 24 * time.Hour, "250ms": 250 * time.Millisecond} {
+		if got, err := ParseSparkTime(in, time.Millisecond); err != nil || got != want {
+			t.Errorf("ParseSparkTime(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	_, err = base(map[string]string{ConfFileSinkLogDeletion: "maybe", ConfFileSinkLogCompactInterval: "0", ConfFileSinkLogCleanupDelay: "10 parsecs"}).Validate()
+	for _, s := range []string{ConfFileSinkLogDeletion, ConfFileSinkLogCompactInterval, ConfFileSinkLogCleanupDelay} {
+		if err == nil || !strings.Contains(err.Error(), "--conf "+s) {
+			t.Errorf("bad %s accepted: %v", s, err)
+		}
+	}
+}

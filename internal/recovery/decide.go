@@ -3,6 +3,9 @@
 package recovery
 
 import (
+	"math"
+	"sort"
+
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
@@ -103,11 +106,18 @@ func (p *planner) decide(usesCommits bool) error {
 	case !p.hasC:
 		p.log("INFO", "no commit log present")
 		r.key = keyRerunNoCommits
-		p.skipped()
+		if err := p.skipped(); err != nil {
+			return err
+		}
 		return p.rerun()
 	case C == L:
+		// latestCommittedBatchId + 1 on a Scala Long: past 2^63-1 it wraps,
+		// in Spark as in Go.
 		r.NextBatch = L + 1
 		r.key = keyResume
+		if L == math.MaxInt64 {
+			p.warn("batch %d is the largest id a long holds: Spark's next batch id wraps to %d, so it writes offsets/%d and the log's newest id stays %d", L, r.NextBatch, r.NextBatch, L)
+		}
 		if p.commit.NextBatchWatermarkMs > r.WatermarkMs {
 			r.WatermarkMs = p.commit.NextBatchWatermarkMs
 		}
@@ -118,7 +128,9 @@ func (p *planner) decide(usesCommits bool) error {
 	case C < L-1:
 		p.log("WARN", "Batch completion log latest batch id is %d, which is not trailing batchid %d by one", C, L)
 		r.key = keyRerunBehind
-		p.skipped()
+		if err := p.skipped(); err != nil {
+			return err
+		}
 		return p.rerun()
 	}
 	// C > L: no branch matches; batch L re-runs, then commitLog.add meets
@@ -143,21 +155,180 @@ func (p *planner) decide(usesCommits bool) error {
 	return p.fail(ReasonCommitsAhead, p.cp.Commits.Path(k), commitConflict(p.rel, p.cfg.mode, k))
 }
 
-// skipped lists the batches whose data the restart never processes again.
-func (p *planner) skipped() {
+// skipped finds the batches whose data the restart never processes again:
+// the span from the batch after the latest commit (without commits, the
+// oldest offsets file: older ids were purged after a commit) to the batch
+// the re-run starts from. It is a span, never a list of ids, so ids near
+// 2^63 cost nothing. Their records lie between the end offsets of the batch
+// before the span and the re-run's start; when the re-run starts at or
+// before that point on every source (a repaired checkpoint whose offsets/L-1
+// holds the committed offsets), the re-run reads them and nothing is
+// skipped.
+func (p *planner) skipped() error {
+	if p.start == nil {
+		return nil // the re-run starts from the initial offsets
+	}
 	lower := p.C + 1
 	if !p.hasC {
-		// Without commits, ids below the oldest offsets file were purged by
-		// Spark's retention, which only follows a commit.
 		lower, _ = p.cp.Offsets.Earliest()
 	}
-	upper := int64(-1)
-	if p.start != nil {
-		upper = p.startID
+	upper := p.startID
+	if lower > upper {
+		return nil
 	}
-	for id := lower; id <= upper; id++ {
-		p.res.SkippedBatches = append(p.res.SkippedBatches, id)
+	sk := &Skipped{Span: Span{From: lower, To: upper}, EndBatch: upper}
+	sk.MissingOffsets = sk.Count() - uint64(p.cp.Offsets.CountIn(lower, upper))
+	if sk.MissingOffsets > 0 && sk.MissingOffsets <= 3 {
+		for id := lower; id <= upper && len(sk.missing) < 3; id++ {
+			if !p.cp.Offsets.Has(id) {
+				sk.missing = append(sk.missing, id)
+			}
+			if id == upper {
+				break // upper may be 2^63-1
+			}
+		}
 	}
+	if lower > 0 {
+		sk.StartBatch = ptr(lower - 1)
+	}
+	from, err := p.skippedFrom(lower)
+	if err != nil {
+		return err
+	}
+	if from != nil && p.covers(from) {
+		return nil
+	}
+	if from != nil {
+		p.skippedRecords(sk, from)
+	}
+	p.res.Skipped = sk
+	return nil
+}
+
+// skippedFrom reads the end offsets of batch lower-1, where the skipped
+// data starts: offsets/<lower-1>, or the Kafka initial offsets when lower is
+// 0. nil when unknown (not on disk, unreadable).
+func (p *planner) skippedFrom(lower int64) ([]logformat.SourceOffset, error) {
+	if lower == 0 {
+		out := make([]logformat.SourceOffset, len(p.start.Sources))
+		for i := range out {
+			ini, err := p.cp.ReadKafkaInitialOffsets(p.ctx, i)
+			if err != nil {
+				return nil, nil
+			}
+			out[i] = logformat.SourceOffset{JSON: ini.Offsets.JSON()}
+		}
+		return out, nil
+	}
+	if !p.cp.Offsets.Has(lower - 1) {
+		return nil, nil
+	}
+	seq, err := p.cp.ReadOffsets(p.ctx, lower-1)
+	if err != nil {
+		return nil, nil // doctor reports the damage; the records are unknown
+	}
+	return seq.Sources, nil
+}
+
+// covers reports whether the re-run's start is at or before from on every
+// source: Kafka partition by partition, other sources by equal offsets.
+func (p *planner) covers(from []logformat.SourceOffset) bool {
+	if len(from) != len(p.start.Sources) {
+		return false
+	}
+	for i, f := range from {
+		s := p.start.Sources[i]
+		if f.Void && s.Void {
+			continue
+		}
+		fk, err1 := logformat.ParseKafkaOffsets("", f.JSON)
+		sk, err2 := logformat.ParseKafkaOffsets("", s.JSON)
+		if err1 != nil || err2 != nil {
+			if f.JSON != s.JSON {
+				return false
+			}
+			continue
+		}
+		sm := sk.Map()
+		for tp, off := range fk.Map() {
+			if st, ok := sm[tp]; !ok || st > off {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// skippedRecords counts the Kafka records between from and the re-run's
+// start, partition by partition.
+func (p *planner) skippedRecords(sk *Skipped, from []logformat.SourceOffset) {
+	var sum int64
+	known := true
+	for i, s := range p.start.Sources {
+		if i >= len(from) {
+			known = false
+			break
+		}
+		sko, err1 := logformat.ParseKafkaOffsets("", s.JSON)
+		fko, err2 := logformat.ParseKafkaOffsets("", from[i].JSON)
+		if err1 != nil || err2 != nil {
+			if err1 == nil || err2 == nil {
+				known = false
+			}
+			continue
+		}
+		fm := fko.Map()
+		sm := sko.Map()
+		for _, tp := range sortedTPs(sm, fm) {
+			pr := PartitionRange{Source: i, Topic: tp.Topic, Partition: tp.Partition}
+			st, inFrom := fm[tp]
+			end, inStart := sm[tp]
+			if inFrom {
+				pr.Start = ptr(st)
+			}
+			if inStart {
+				pr.End = ptr(end)
+			}
+			switch {
+			case !inStart:
+				pr.Note = NotePartitionGone
+				known = false
+			case !inFrom:
+				pr.Note = "new partition: from its earliest offset"
+				known = false
+			case end < st:
+				pr.Note = NoteOffsetBackwards
+				known = false
+			default:
+				pr.Records = ptr(end - st)
+				sum += end - st
+			}
+			sk.Kafka = append(sk.Kafka, pr)
+		}
+	}
+	if known && len(sk.Kafka) > 0 {
+		sk.Records = ptr(sum)
+	}
+}
+
+// sortedTPs is the union of the maps' partitions, by topic then partition.
+func sortedTPs(a, b map[logformat.TopicPartition]int64) []logformat.TopicPartition {
+	tps := make([]logformat.TopicPartition, 0, len(a))
+	for tp := range a {
+		tps = append(tps, tp)
+	}
+	for tp := range b {
+		if _, ok := a[tp]; !ok {
+			tps = append(tps, tp)
+		}
+	}
+	sort.Slice(tps, func(x, y int) bool {
+		if tps[x].Topic != tps[y].Topic {
+			return tps[x].Topic < tps[y].Topic
+		}
+		return tps[x].Partition < tps[y].Partition
+	})
+	return tps
 }
 
 // rerun describes the re-run of batch L over (start, O[L]].

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
@@ -87,6 +89,8 @@ func (p *planner) kafkaRange(i int, start logformat.SourceOffset, hasStart bool,
 		}
 		return tps[a].Partition < tps[b].Partition
 	})
+	var gone []string
+	var back []PartitionRange
 	for _, tp := range tps {
 		pr := PartitionRange{Source: i, Topic: tp.Topic, Partition: tp.Partition}
 		e, inEnd := endMap[tp]
@@ -100,15 +104,14 @@ func (p *planner) kafkaRange(i int, start logformat.SourceOffset, hasStart bool,
 		switch {
 		case !inEnd:
 			pr.Note = NotePartitionGone
-			p.warn("source %d: %s-%d is in the start offsets but not in the end offsets: Spark reports it as data loss (failOnDataLoss)", i, tp.Topic, tp.Partition)
+			gone = append(gone, dataloss.TP(tp.Topic, tp.Partition))
 		case from == nil:
 			pr.Note = fromWhat
 		case !inStart:
 			pr.Note = "new partition: read from its earliest offset"
 		case e < s:
 			pr.Note = NoteOffsetBackwards
-			p.warn("source %d: %s-%d goes from offset %d back to %d: Spark reports \"Partition %s-%d's offset was changed from %d to %d, some data may have been missed\" (fails unless failOnDataLoss=false)",
-				i, tp.Topic, tp.Partition, s, e, tp.Topic, tp.Partition, s, e)
+			back = append(back, pr)
 		default:
 			pr.Records = ptr(e - s)
 			if fromWhat != "" {
@@ -117,7 +120,53 @@ func (p *planner) kafkaRange(i int, start logformat.SourceOffset, hasStart bool,
 		}
 		p.res.Kafka = append(p.res.Kafka, pr)
 	}
-	return nil
+	return p.kafkaDataLoss(i, gone, back)
+}
+
+// kafkaDataLoss applies KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets to the re-run's
+// recorded range, which needs no broker: partitions of the start offsets missing from the end
+// offsets are reported first, then, partition by partition, an end below its start. With
+// failOnDataLoss (the default) KafkaMicroBatchStream.reportDataLoss throws, failing the restart
+// while Spark plans batch L; with false it logs a WARN and skips the data.
+func (p *planner) kafkaDataLoss(i int, gone []string, back []PartitionRange) error {
+	if len(gone) == 0 && len(back) == 0 {
+		return nil
+	}
+	latest := p.cp.Offsets.Path(p.L)
+	var f sparkFailure
+	var msg3 string
+	switch {
+	case len(gone) > 0:
+		// Spark prints a Scala Set, in hash order past four partitions.
+		set := dataloss.Set(gone)
+		msg3 = dataloss.Gone(set, false)
+		f = sparkFailure{dataloss.IllegalState, dataloss.Driver(msg3, true), len(gone) <= 4}
+		if p.rel.errorConditions() {
+			f = sparkFailure{dataloss.KafkaIllegalState, dataloss.PartitionsDeleted4(set), len(gone) <= 4}
+		}
+		verb := "are"
+		if len(gone) == 1 {
+			verb = "is"
+		}
+		p.warn("source %d: %s in the start offsets %s not in %s: Spark reports data loss when it plans batch %d (a kafka.group.id option changes the text)",
+			i, strings.Join(gone, ", "), verb, latest, p.L)
+	default:
+		// Spark checks the partitions in a Set's order; ckpt names the first by topic and number.
+		b := back[0]
+		tp := dataloss.TP(b.Topic, b.Partition)
+		msg3 = dataloss.OffsetChanged(tp, *b.Start, *b.End)
+		f = sparkFailure{dataloss.IllegalState, dataloss.Driver(msg3, true), len(back) == 1}
+		if p.rel.errorConditions() {
+			f = sparkFailure{dataloss.KafkaIllegalState, dataloss.PartitionOffsetChanged4(tp, *b.Start, *b.End), len(back) == 1}
+		}
+		p.warn("source %d: %s goes from offset %d back to %d in the re-run of batch %d: Spark reports data loss when it plans the batch",
+			i, tp, *b.Start, *b.End, p.L)
+	}
+	if !p.cfg.failOnDataLoss {
+		p.res.DriverLog = append(p.res.DriverLog, "WARN KafkaMicroBatchStream: "+dataloss.Driver(msg3, false))
+		return nil
+	}
+	return p.fail(ReasonKafkaRangeDataLoss, latest, f)
 }
 
 // kafkaInitialFailure maps a parse error of sources/<i>/0 to what

@@ -39,8 +39,22 @@ func condition(r release, cond, msg, sqlState string) string {
 
 // wrapRead is HDFSMetadataLog's wrapper around IllegalStateExceptions
 // raised while deserializing a batch file.
-func wrapRead(sparkPath, inner string) string {
+func wrapRead(sparkPath, inner string) string { return WrapRead(sparkPath, inner) }
+
+// WrapRead is HDFSMetadataLog's message for a batch file that does not deserialize: "Failed
+// to read log file <path>. <inner>". The one home of that text (the engine raises it too).
+func WrapRead(sparkPath, inner string) string {
 	return "Failed to read log file " + sparkPath + ". " + inner
+}
+
+// ExcConcurrentModification is the class of Spark's concurrent-use error.
+const ExcConcurrentModification = "org.apache.spark.SparkConcurrentModificationException"
+
+// ConcurrentUse is Spark's message when a log file it is about to write already exists
+// (another query, or a leftover, holds the checkpoint): "Multiple streaming queries are
+// concurrently using <path>". The one home of that text.
+func ConcurrentUse(sparkPath string) string {
+	return "Multiple streaming queries are concurrently using " + sparkPath
 }
 
 // tooNew is MetadataVersionUtil's "maximum supported version" error.

@@ -29,16 +29,21 @@ var Modes = []Mode{ModeSync, ModeAsync, ModeSpark21}
 // DefaultSparkVersion is the release Plan predicts when none is given.
 const DefaultSparkVersion = "3.5"
 
-// SparkVersions lists the releases Plan knows, oldest first. "4.1" stands
-// for Spark master at the time of writing (the 4.1 line).
-var SparkVersions = []string{"2.1", "2.2", "2.3", "2.4", "3.0", "3.1", "3.2", "3.3", "3.4", "3.5", "4.0", "4.1"}
+// SparkVersions lists the releases Plan knows, oldest first: each minor
+// line as released (x.y.0 and its patch releases), then "master", Spark's
+// development branch as read for ckpt (docs/spark-semantics.md, "Releases").
+// The behaviours the planner models changed last in 4.2 (offsets v2,
+// commit log v1..v3 read across versions, MISSING_METADATA_FILE, both
+// latest entries read up front); master behaves as 4.2 in them.
+var SparkVersions = []string{"2.1", "2.2", "2.3", "2.4", "3.0", "3.1", "3.2", "3.3", "3.4", "3.5", "4.0", "4.1", "4.2", "master"}
 
 // Options chooses the engine and release whose restart Plan predicts.
 type Options struct {
 	// Mode is the engine; "" means sync, or spark-2.1 when SparkVersion is 2.1.
 	Mode Mode
-	// SparkVersion is "2.1" … "3.5", "4.0" or "4.1" (= master); a patch
-	// release ("3.5.1") or "master" is accepted. Default "3.5". It decides
+	// SparkVersion is "2.1" … "3.5", "4.0", "4.1", "4.2" (the released
+	// lines) or "master"; a patch release ("4.1.1") is accepted. Default
+	// "3.5". It decides
 	// which log versions are readable, the wording of errors, and how a
 	// missing metadata file is treated.
 	SparkVersion string
@@ -46,8 +51,16 @@ type Options struct {
 	// which Spark 4.0 requires every commit file header to equal. Default 1.
 	CommitFormatVersion int
 	// SinkLatest is the latest batch id in the file sink's _spark_metadata
-	// log, read by the caller; nil when no file sink is given.
+	// log, or the version of the Delta sink's txn action for the query (SinkKind), read by the
+	// caller; nil when no sink is given.
 	SinkLatest *int64
+	// SinkKind says which sink SinkLatest comes from: SinkKindFile (default, "") or
+	// SinkKindDelta. Both skip a batch id at or below their latest, so only the words differ.
+	SinkKind string
+	// Delta are the Delta tables the query's Delta sources read, read by the caller
+	// (deltalog.Read): Plan checks the offsets the restart starts from against them (delta.go).
+	// Default: none, no Delta check.
+	Delta []DeltaTable
 	// QuerySources is the number of sources of the query that restarts, when the caller knows
 	// it (ckpt run does). 0 means unknown: ckpt then takes the query to have the sources of
 	// offsets/L, not counting empty lines.
@@ -68,7 +81,15 @@ type release int
 
 func mkRelease(major, minor int) release { return release(major*100 + minor) }
 
-func (r release) String() string { return fmt.Sprintf("%d.%d", int(r)/100, int(r)%100) }
+// relMaster is Spark's master branch: newer than every release.
+const relMaster release = 9999
+
+func (r release) String() string {
+	if r == relMaster {
+		return "master"
+	}
+	return fmt.Sprintf("%d.%d", int(r)/100, int(r)%100)
+}
 
 // atLeast reports whether r is major.minor or newer.
 func (r release) atLeast(major, minor int) bool { return r >= mkRelease(major, minor) }
@@ -77,7 +98,7 @@ func (r release) atLeast(major, minor int) bool { return r >= mkRelease(major, m
 func parseRelease(s string) (release, error) {
 	s = strings.TrimPrefix(strings.TrimSpace(strings.ToLower(s)), "v")
 	if s == "master" {
-		return mkRelease(4, 1), nil
+		return relMaster, nil
 	}
 	parts := strings.Split(s, ".")
 	if len(parts) < 2 || len(parts) > 3 {
@@ -108,6 +129,8 @@ type config struct {
 	// broker and failOnDataLoss are Options.Broker and !Options.FailOnDataLossFalse.
 	broker         *BrokerState
 	failOnDataLoss bool
+	sinkKind       string
+	delta          []DeltaTable
 }
 
 // OptionsError reports invalid Options (an unknown mode or release, or a
@@ -129,7 +152,10 @@ func (o Options) normalize() (config, error) {
 
 func (o Options) validate() (config, error) {
 	c := config{mode: o.Mode, commitFmt: o.CommitFormatVersion, sinkLatest: o.SinkLatest, querySources: o.QuerySources,
-		broker: o.Broker, failOnDataLoss: !o.FailOnDataLossFalse}
+		broker: o.Broker, failOnDataLoss: !o.FailOnDataLossFalse, sinkKind: o.SinkKind, delta: o.Delta}
+	if c.sinkKind != SinkKindFile && c.sinkKind != SinkKindDelta {
+		return c, fmt.Errorf("invalid sink kind %q: want %q or %q", c.sinkKind, SinkKindFile, SinkKindDelta)
+	}
 	if c.commitFmt == 0 {
 		c.commitFmt = 1
 	}
@@ -192,10 +218,11 @@ func ValidateSparkVersion(s string) error {
 
 // Spark behaviour that changed between releases, in one place.
 
-// offsetsMaxVersion is OffsetSeqLog's MAX_VERSION: v2 (OffsetMap) exists
-// only in master.
+// offsetsMaxVersion is OffsetSeqLog's MAX_VERSION: v2 (OffsetMap,
+// SPARK-54423 and SPARK-54583, merged to master in Nov/Dec 2025 after
+// branch-4.1 was cut) is read from 4.2 on.
 func (r release) offsetsMaxVersion() int {
-	if r.atLeast(4, 1) {
+	if r.atLeast(4, 2) {
 		return 2
 	}
 	return 1
@@ -221,14 +248,21 @@ func (r release) logsMissingPrev() bool { return r.atLeast(3, 3) }
 // condition CONCURRENT_STREAM_LOG_UPDATE.
 func (r release) concurrentCondition() bool { return r.atLeast(3, 5) }
 
-// missingMetadataFails: SPARK-55058 (master) refuses a checkpoint whose
-// metadata file is gone while its logs have data.
-func (r release) missingMetadataFails() bool { return r.atLeast(4, 1) }
+// missingMetadataFails: SPARK-55058 (Jan 2026, in 4.2) refuses a
+// checkpoint whose metadata file is gone while its logs have data.
+func (r release) missingMetadataFails() bool { return r.atLeast(4, 2) }
 
-// readsLogsUpFront: master's initializeExecution reads the latest offsets
-// and commit entries before populateStartOffsets, and asserts that no
-// commits exist without offsets.
-func (r release) readsLogsUpFront() bool { return r.atLeast(4, 1) }
+// readsLogsUpFront: 4.2's initializeExecution reads the latest offsets
+// and commit entries before populateStartOffsets (to pick the offset log
+// format, SPARK-54583), and asserts that no commits exist without offsets.
+func (r release) readsLogsUpFront() bool { return r.atLeast(4, 2) }
+
+// listsContinuousRange: SPARK-40957 (3.4, the metadata cache) made
+// HDFSMetadataLog.listBatches return (min to max).toArray, every id between
+// the oldest and the newest file, so getLatest costs 8 bytes per id of the
+// span and fails past Int.MaxValue ids. Before, getLatestBatchId took the
+// maximum of the listing.
+func (r release) listsContinuousRange() bool { return r.atLeast(3, 4) }
 
 // engineClass is the logger name of the engine in driver log lines.
 func engineClass(mode Mode, r release) string {

@@ -40,6 +40,9 @@ func Plan(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Result
 	if err := assessBroker(ctx, cp, cfg.broker, cfg.failOnDataLoss, res); err != nil { // brokerrestart.go
 		return nil, err
 	}
+	if err := assessDelta(ctx, cp, cfg.delta, res); err != nil { // delta.go
+		return nil, err
+	}
 	return res, nil
 }
 
@@ -74,11 +77,10 @@ var errFailed = errors.New("restart fails")
 func plan(ctx context.Context, cp *checkpoint.Checkpoint, cfg config) (*Result, error) {
 	p := &planner{ctx: ctx, cp: cp, cfg: cfg, rel: cfg.rel, class: engineClass(cfg.mode, cfg.rel)}
 	p.res = &Result{
-		Outcome:        OutcomeResume,
-		SkippedBatches: []int64{},
-		Warnings:       []string{},
-		Mode:           cfg.mode,
-		SparkVersion:   cfg.rel.String(),
+		Outcome:      OutcomeResume,
+		Warnings:     []string{},
+		Mode:         cfg.mode,
+		SparkVersion: cfg.rel.String(),
 	}
 	p.L, p.hasL = cp.Offsets.Latest()
 	p.C, p.hasC = cp.Commits.Latest()
@@ -108,11 +110,17 @@ func (p *planner) run() error {
 		// master: initializeExecution reads both latest entries, then
 		// asserts that no commit exists without an offsets entry.
 		if p.hasL {
+			if err := p.checkSpan(p.cp.Offsets); err != nil {
+				return err
+			}
 			if err := p.readLatest(); err != nil {
 				return err
 			}
 		}
 		if p.hasC {
+			if err := p.checkSpan(p.cp.Commits); err != nil {
+				return err
+			}
 			if err := p.readCommit(); err != nil {
 				return err
 			}
@@ -125,6 +133,9 @@ func (p *planner) run() error {
 		return p.freshStart(usesCommits)
 	}
 	if p.latest == nil {
+		if err := p.checkSpan(p.cp.Offsets); err != nil {
+			return err
+		}
 		if err := p.readLatest(); err != nil {
 			return err
 		}
@@ -141,6 +152,9 @@ func (p *planner) run() error {
 		return err
 	}
 	if usesCommits && p.hasC && p.commit == nil {
+		if err := p.checkSpan(p.cp.Commits); err != nil {
+			return err
+		}
 		if err := p.readCommit(); err != nil {
 			return err
 		}

@@ -21,7 +21,7 @@ func (p *planner) checkMetadata() error {
 		if p.rel.missingMetadataFails() {
 			return p.fail(ReasonMissingMetadata, checkpoint.FileMetadata, missingMetadataFile(p.cp.SparkPath("")))
 		}
-		p.warn("the metadata file is missing: Spark %s silently writes a new one with a new query id, so sinks that deduplicate by query id do not recognise earlier batches (Spark master refuses this checkpoint: MISSING_METADATA_FILE)", p.rel)
+		p.warn("the metadata file is missing: Spark %s silently writes a new one with a new query id, so sinks that deduplicate by query id do not recognise earlier batches (Spark 4.2 and later refuse this checkpoint: MISSING_METADATA_FILE)", p.rel)
 		return nil
 	}
 	_, err := p.cp.ReadMetadata(p.ctx)
@@ -146,5 +146,39 @@ func (p *planner) readCommit() error {
 		return p.fail(ReasonUnsupportedCommitVersion, rel, versionFailure(path, ve).sparkFailure)
 	}
 	p.commit = c
+	return nil
+}
+
+// maxJVMArray is Int.MaxValue, the most elements a Scala range holds.
+const maxJVMArray = 1<<31 - 1
+
+// bigSpan is the span from which ckpt warns about the array listBatches
+// allocates (8 bytes per id: 100M ids are 800 MB of driver heap).
+const bigSpan = 100_000_000
+
+// checkSpan applies HDFSMetadataLog.listBatches of Spark 3.4+ to log before
+// getLatest reads it: every id from the oldest to the newest file becomes an
+// element of an array. Past Int.MaxValue ids Scala's NumericRange refuses
+// (scala.collection.immutable.NumericRange.count); below it a large span
+// still costs the driver 8 bytes per id.
+func (p *planner) checkSpan(log *checkpoint.Log) error {
+	if !p.rel.listsContinuousRange() {
+		return nil
+	}
+	lo, ok1 := log.Earliest()
+	hi, ok2 := log.Latest()
+	if !ok1 || !ok2 {
+		return nil
+	}
+	span := uint64(hi-lo) + 1
+	switch {
+	case span > maxJVMArray:
+		p.warn("%s/ holds ids %d to %d: Spark %s lists a log as every id between its oldest and newest file, %d ids, more than a JVM array holds",
+			log.Dir, lo, hi, p.rel, span)
+		return p.fail(ReasonBatchSpanTooLarge, log.Dir, sparkFailure{excIllegalArgument, "More than Int.MaxValue elements.", true})
+	case span > bigSpan:
+		p.warn("%s/ holds ids %d to %d: Spark %s lists a log as every id between its oldest and newest file, an array of %d ids (%d MB of driver heap), which can fail with an OutOfMemoryError",
+			log.Dir, lo, hi, p.rel, span, span*8>>20)
+	}
 	return nil
 }

@@ -62,11 +62,28 @@ const (
 	ReasonUnsupportedInitialOffsetsVersion = "unsupported-initial-offsets-version"
 )
 
+// More reasons, added after the first set (a value is never reused).
+const (
+	// ReasonBatchSpanTooLarge: Spark 3.4+ lists a log as every id from its
+	// oldest to its newest file ((min to max).toArray in
+	// HDFSMetadataLog.listBatches, SPARK-40957), which fails with "More than
+	// Int.MaxValue elements." when the ids span more than 2^31-1.
+	// FailedFile: the log directory ("offsets" or "commits").
+	ReasonBatchSpanTooLarge = "batch-span-too-large"
+	// ReasonKafkaRangeDataLoss: the re-run's recorded Kafka range loses
+	// data: a partition of the start offsets is missing from the end
+	// offsets, or an end offset is below its start. Spark checks it while
+	// planning the batch, without the broker, and fails with
+	// failOnDataLoss=true (the default). FailedFile: offsets/L.
+	ReasonKafkaRangeDataLoss = "kafka-range-data-loss"
+)
+
 // Reasons is the closed set of Result.Reason values, in the order Spark
 // meets them on a restart.
 var Reasons = []string{
 	ReasonMissingMetadata,
 	ReasonCorruptMetadata,
+	ReasonBatchSpanTooLarge,
 	ReasonEmptyOffsetsWithCommits,
 	ReasonCorruptLatestOffsets,
 	ReasonUnsupportedOffsetsVersion,
@@ -79,6 +96,7 @@ var Reasons = []string{
 	ReasonCorruptInitialOffsets,
 	ReasonUnsupportedInitialOffsetsVersion,
 	ReasonInvalidSourceOffset,
+	ReasonKafkaRangeDataLoss,
 }
 
 // Behaviour keys of restarts that succeed: two releases behave alike when

@@ -45,9 +45,12 @@ type Result struct {
 	RerunBatch *int64 `json:"rerunBatch"`
 	// RerunRange is the offset range of the re-run, one entry per source.
 	RerunRange *Range `json:"rerunRange"`
-	// SkippedBatches are batch ids whose data the restart never processes
-	// again although no commit says they finished (C+1 … L-1 when C < L-1).
-	SkippedBatches []int64 `json:"skippedBatches"`
+	// Skipped is the span of batches whose data the restart never processes
+	// again although no commit says they finished (C+1 … L-1 when the commit
+	// log trails by more than one; without any commit, from the oldest offsets
+	// file), with the records at stake; null when nothing is skipped. A span,
+	// never a list: ids reach 2^63-1.
+	Skipped *Skipped `json:"skipped"`
 	// Warnings explain risks Spark does not fail on.
 	Warnings []string `json:"warnings"`
 	// WatermarkMs is the event-time watermark the first batch runs with.
@@ -82,11 +85,119 @@ type Result struct {
 	// checkpoint differs from SparkVersion's, grouped by behaviour.
 	Releases []ReleaseNote `json:"releases,omitempty"`
 
+	// Delta is what Plan checked on the Delta tables of Options.Delta, per table; nil without.
+	Delta []DeltaVerdict `json:"delta,omitempty"`
+
 	// Broker is what Plan checked on the broker when Options.Broker was given; nil otherwise.
 	// Not part of the JSON contract: commands render it their way.
 	Broker *BrokerVerdict `json:"-"`
 
 	key string // behaviour key, to group releases: Reason, or a key* constant
+}
+
+// Span is an inclusive range of batch ids. Its size is To-From+1 as an
+// unsigned number (Count): From 0 To 2^63-1 does not fit an int64.
+type Span struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
+
+// Count is the number of ids in the span.
+func (s Span) Count() uint64 { return uint64(s.To-s.From) + 1 }
+
+// Contains reports whether id is in the span.
+func (s Span) Contains(id int64) bool { return id >= s.From && id <= s.To }
+
+// String renders "4" or "4..5".
+func (s Span) String() string {
+	if s.From == s.To {
+		return fmt.Sprint(s.From)
+	}
+	return fmt.Sprintf("%d..%d", s.From, s.To)
+}
+
+// Skipped is the data a restart never processes again: the batches of
+// Span, whose records lie between the end of batch From-1 (StartBatch's
+// offsets file, the latest commit's batch) and the start of the re-run
+// (EndBatch's offsets file). Kafka holds them per partition, with Records
+// their sum when every partition is known; null when no source is Kafka or
+// StartBatch's file is not on disk (purged, or batch -1: the initial
+// offsets).
+type Skipped struct {
+	Span
+	// MissingOffsets is how many ids of the span have no offsets file.
+	MissingOffsets uint64 `json:"missingOffsets"`
+	// StartBatch is the batch whose end offsets are the start of the
+	// skipped data (From-1), null when it is before batch 0; EndBatch is the
+	// batch the re-run starts from (the end of the skipped data).
+	StartBatch *int64 `json:"startBatch"`
+	EndBatch   int64  `json:"endBatch"`
+	// Records is the sum of Kafka's per-partition counts, null when unknown.
+	Records *int64           `json:"records"`
+	Kafka   []PartitionRange `json:"kafka,omitempty"`
+
+	// missing are the first few ids of the span without an offsets file.
+	missing []int64
+}
+
+// SkippedText is the one sentence for the data the restart skips
+// (Result.Skipped): which batches, why, and the records at stake; "" when
+// nothing is skipped. replay and doctor print it.
+func (r *Result) SkippedText() string {
+	sk := r.Skipped
+	if sk == nil {
+		return ""
+	}
+	what := "batch " + sk.String() + " is"
+	if sk.From != sk.To {
+		what = "batches " + sk.String() + " are"
+	}
+	why := "commits/ is empty"
+	if r.LatestCommit != nil {
+		why = fmt.Sprintf("the latest commit is %d", *r.LatestCommit)
+	}
+	msg := fmt.Sprintf("%s never run again: %s and the restart re-runs only batch %d, starting where batch %d ended", what, why, r.NextBatch, sk.EndBatch)
+	switch n := sk.MissingOffsets; {
+	case n == 0:
+	case n == sk.Count() && n == 1:
+		msg += " (it has no offsets file)"
+	case n == sk.Count():
+		msg += " (none of them has an offsets file)"
+	case int(n) == len(sk.missing) && n == 1:
+		msg += fmt.Sprintf(" (batch %d has no offsets file)", sk.missing[0])
+	case int(n) == len(sk.missing):
+		msg += fmt.Sprintf(" (batches %s have no offsets file)", joinIDs(sk.missing))
+	default:
+		msg += fmt.Sprintf(" (%d of them have no offsets file)", n)
+	}
+	from := "the initial offsets"
+	if sk.StartBatch != nil {
+		from = fmt.Sprintf("offsets/%d", *sk.StartBatch)
+	}
+	loss := fmt.Sprintf("their data (%s → offsets/%d) is lost", from, sk.EndBatch)
+	if sk.Records != nil {
+		noun := "records"
+		if *sk.Records == 1 {
+			noun = "record"
+		}
+		loss = fmt.Sprintf("%d Kafka %s (%s → offsets/%d) are lost", *sk.Records, noun, from, sk.EndBatch)
+		if *sk.Records == 1 {
+			loss = strings.Replace(loss, " are lost", " is lost", 1)
+		}
+	}
+	unless := "Unless they reached the sink before their commits were lost, "
+	if r.LatestCommit == nil {
+		unless = "Unless they reached the sink already, "
+	}
+	return msg + ". " + unless + loss
+}
+
+func joinIDs(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprint(id)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Range is the offset range of a re-run batch: start and end per source, in
@@ -136,8 +247,11 @@ const (
 	SinkAhead       = "ahead"        // the sink has batches the restart will run again: they are skipped
 )
 
-// SinkVerdict compares a file sink's _spark_metadata log with the restart.
+// SinkVerdict compares a file sink's _spark_metadata log, or a Delta sink's txn version for
+// the query, with the restart.
 type SinkVerdict struct {
+	// Kind is "delta" for a Delta sink; omitted for a file sink.
+	Kind string `json:"kind,omitempty"`
 	// Latest is the sink's latest batch id.
 	Latest int64 `json:"latest"`
 	// Status is one of the Sink* constants.
@@ -180,6 +294,7 @@ func (r *Result) Verdict() string {
 	}
 	switch {
 	case r.RerunBatch != nil:
+		// +1 wraps past 2^63-1, as Spark's Long does.
 		return fmt.Sprintf("Restart re-runs batch %d, then continues at batch %d", *r.RerunBatch, *r.RerunBatch+1)
 	case r.LatestOffsets == nil:
 		return fmt.Sprintf("Restart starts a new query at batch %d", r.NextBatch)

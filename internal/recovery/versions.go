@@ -104,9 +104,10 @@ func checkVersion(rel release, log LogKind, version, commitFmt int) *VersionErro
 		switch {
 		case rel == mkRelease(2, 1):
 			return nil // no commit log
-		case rel == mkRelease(4, 0):
-			// validateVersionExactMatch (SPARK-50653's TODO): 4.0 reads only
-			// the configured format version.
+		case rel == mkRelease(4, 0) || rel == mkRelease(4, 1):
+			// validateVersionExactMatch (SPARK-50652): 4.0 and 4.1 read only
+			// the configured format version; SPARK-56970 (4.2) reads the
+			// header and dispatches on it.
 			if version == commitFmt {
 				return nil
 			}
@@ -128,9 +129,10 @@ func checkVersion(rel release, log LogKind, version, commitFmt int) *VersionErro
 }
 
 // commitsMaxVersion is CommitLog's maximum supported header outside 4.0's
-// exact-match rule: v1 up to 3.5, v3 (sinkMetadataMap) in master.
+// and 4.1's exact-match rule: v1 up to 3.5, v3 (sinkMetadataMap,
+// SPARK-56971, backported to branch-4.2) from 4.2 on.
 func (r release) commitsMaxVersion() int {
-	if r.atLeast(4, 1) {
+	if r.atLeast(4, 2) {
 		return logformat.CommitsMaxVersion
 	}
 	return 1

@@ -25,6 +25,11 @@ const (
 	// OpWrite creates Path with Data, bytes ckpt computed (a new offsets file of `ckpt offsets
 	// reset`); Path must not exist. The journal carries the bytes, so resume needs nothing else.
 	OpWrite Op = "write"
+	// OpReplace replaces Path, which must exist, with Data: a delete (after the backup has a
+	// copy) and a create, since stores never overwrite. Between the two the file is absent, a
+	// state Resume finishes and Undo reverts. Only `ckpt sink repair` uses it, for a damaged
+	// compaction file of a file sink's log, whose name Spark reads exactly.
+	OpReplace Op = "replace"
 )
 
 // Action is one change to one file.
@@ -34,7 +39,7 @@ type Action struct {
 	Path string `json:"path"`
 	// From is the file whose bytes OpCopy writes; empty for deletes.
 	From string `json:"from,omitempty"`
-	// Data are the bytes OpWrite writes (base64 in JSON); nil for other operations.
+	// Data are the bytes OpWrite and OpReplace write (base64 in JSON); nil for other operations.
 	Data []byte `json:"data,omitempty"`
 	// Reason says why, in one sentence, for the plan's table.
 	Reason string `json:"reason"`

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"slices"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -33,12 +32,12 @@ type positions struct {
 // re-run come from the planner's result on the repaired checkpoint; ckpt only subtracts Kafka
 // offsets, or, with the broker's state, counts the offsets between them that still exist there.
 func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *recovery.Result, sinkLatest *int64, broker *topicstate.State) (Replay, error) {
-	r := Replay{ReplayedBatches: []int64{}, LostBatches: []int64{}, SkippedBatches: after.SkippedBatches, NextBatch: after.NextBatch, RerunBatch: after.RerunBatch}
+	r := Replay{ReplayedBatches: Batches{}, LostBatches: Batches{}, SkippedBatches: Batches{}, NextBatch: after.NextBatch, RerunBatch: after.RerunBatch}
+	if after.Skipped != nil {
+		r.SkippedBatches = Batches{after.Skipped.Span}
+	}
 	count := newCounter(broker)
 	r.BrokerCounts = broker != nil
-	if r.SkippedBatches == nil {
-		r.SkippedBatches = []int64{}
-	}
 	if after.RerunBatch != nil {
 		var sum int64
 		have := false
@@ -67,9 +66,9 @@ func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *re
 	}
 	// Batches the restart never processes again and nothing says were delivered are lost, and so
 	// are batches the file sink will skip as "already committed" while they carry new data.
-	for _, id := range r.SkippedBatches {
-		if id > delivered {
-			r.LostBatches = append(r.LostBatches, id)
+	for _, sp := range r.SkippedBatches {
+		if sp.To > delivered {
+			r.LostBatches = r.LostBatches.Add(recovery.Span{From: max(sp.From, delivered+1), To: sp.To})
 		}
 	}
 	if sinkLatest != nil && after.Sink != nil && after.Sink.Status == recovery.SinkAhead {
@@ -77,24 +76,15 @@ func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *re
 		if after.RerunBatch != nil {
 			from = *after.RerunBatch + 1
 		}
-		for id := from; id <= *sinkLatest; id++ {
-			if !slices.Contains(r.LostBatches, id) {
-				r.LostBatches = append(r.LostBatches, id)
-			}
+		if from <= *sinkLatest {
+			r.LostBatches = r.LostBatches.Add(recovery.Span{From: from, To: *sinkLatest})
 		}
-		slices.Sort(r.LostBatches)
 	}
 	if delivered < 0 {
 		return r, nil
 	}
-	first := after.NextBatch
-	if n := delivered - first + 1; n > 0 {
-		// Cap the list: a fresh start of a long-running query replays many ids; the count and the
-		// ends are what matter.
-		const maxList = 1000
-		for id := first; id <= delivered && len(r.ReplayedBatches) < maxList; id++ {
-			r.ReplayedBatches = append(r.ReplayedBatches, id)
-		}
+	if first := after.NextBatch; first >= 0 && first <= delivered {
+		r.ReplayedBatches = Batches{{From: first, To: delivered}}
 	}
 	end, err := orig.ReadOffsets(ctx, delivered)
 	if err != nil {
@@ -127,9 +117,11 @@ func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *re
 	if lost == 0 && after.RerunBatch != nil && len(start.m) >= len(from.m) {
 		// The re-run starts at or before the delivered end on every partition (copy-committed):
 		// the skipped ids' records are read again within it, so no batch's data is lost.
-		r.LostBatches = slices.DeleteFunc(r.LostBatches, func(id int64) bool {
-			return slices.Contains(r.SkippedBatches, id) && id < *after.RerunBatch
-		})
+		for _, sp := range r.SkippedBatches {
+			if sp.From < *after.RerunBatch {
+				r.LostBatches = r.LostBatches.Remove(recovery.Span{From: sp.From, To: min(sp.To, *after.RerunBatch-1)})
+			}
+		}
 	}
 	return r, nil
 }

@@ -16,5 +16,7 @@ func diagnose(ctx context.Context, cp *checkpoint.Checkpoint, o recovery.Options
 		SparkVersion:        o.SparkVersion,
 		CommitFormatVersion: o.CommitFormatVersion,
 		SinkLatest:          o.SinkLatest,
+		SinkKind:            o.SinkKind,
+		Delta:               o.Delta,
 	})
 }

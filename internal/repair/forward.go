@@ -57,7 +57,7 @@ func checkAction(s storage.Store, a Action) error {
 	if a.Op == OpDelete && IsSinkLogFile(a.Path) {
 		return confineSinkLog(s, a.Path) // `ckpt rewind --sink`, in the sink's own journal
 	}
-	if a.Op == OpWrite && IsSinkLogFile(a.Path) && strings.HasSuffix(a.Path, ".compact") {
+	if (a.Op == OpWrite || a.Op == OpReplace) && IsSinkLogFile(a.Path) && strings.HasSuffix(a.Path, ".compact") {
 		return confineSinkLog(s, a.Path) // `ckpt sink repair` writes a rebuilt compaction file
 	}
 	if err := Confine(s, a.Path); err != nil {
@@ -109,7 +109,8 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 
 	type todo struct {
 		i    int
-		data []byte // bytes to back up (deletes) or to write (copies)
+		data []byte // bytes to back up (deletes, replaces) or to write (copies, writes)
+		mid  bool   // a replace stopped between its delete and its write: the backup exists
 	}
 	var work []todo
 	var conflicts []string
@@ -118,6 +119,10 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 		data, d, err := readDigest(ctx, s, a.Path)
 		if err != nil {
 			return err
+		}
+		if a.Op == OpReplace && d.Absent() {
+			work = append(work, todo{i: i, mid: true})
+			continue
 		}
 		switch classify(a, d) {
 		case fileApplied:
@@ -154,6 +159,12 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 	for _, w := range work {
 		ja := j.Actions[w.i]
 		if ja.Before.Absent() {
+			continue
+		}
+		if w.mid {
+			if _, d, err := readDigest(ctx, loc.Store, storage.Join(loc.Dir, ja.Backup)); err != nil || d != ja.Before {
+				return fmt.Errorf("%s is gone half-way through its replacement and its backup %s/%s is not the original (%v); refusing to continue", ja.Path, loc.URI(), ja.Backup, err)
+			}
 			continue
 		}
 		if err := ensureBackup(ctx, loc, ja, w.data); err != nil {
@@ -197,6 +208,13 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 			err = del(ctx, s, ja.Path)
 		case OpCopy, OpWrite:
 			err = put(ctx, s, ja.Path, w.data)
+		case OpReplace:
+			if !w.mid {
+				err = del(ctx, s, ja.Path)
+			}
+			if err == nil {
+				err = put(ctx, s, ja.Path, ja.Data)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", ja.Op, ja.Path, err)

@@ -234,12 +234,14 @@ type PlannerOptions struct {
 	SparkVersion        string        `json:"sparkVersion"`
 	CommitFormatVersion int           `json:"commitFormatVersion"`
 	SinkLatest          *int64        `json:"sinkLatest"`
+	// SinkKind is "delta" when SinkLatest is a Delta sink's txn version; omitted for a file sink.
+	SinkKind string `json:"sinkKind,omitempty"`
 }
 
 func journalOptions(o recovery.Options) PlannerOptions {
-	return PlannerOptions{Mode: o.Mode, SparkVersion: o.SparkVersion, CommitFormatVersion: o.CommitFormatVersion, SinkLatest: o.SinkLatest}
+	return PlannerOptions{Mode: o.Mode, SparkVersion: o.SparkVersion, CommitFormatVersion: o.CommitFormatVersion, SinkLatest: o.SinkLatest, SinkKind: o.SinkKind}
 }
 
 func (o PlannerOptions) planner() recovery.Options {
-	return recovery.Options{Mode: o.Mode, SparkVersion: o.SparkVersion, CommitFormatVersion: o.CommitFormatVersion, SinkLatest: o.SinkLatest}
+	return recovery.Options{Mode: o.Mode, SparkVersion: o.SparkVersion, CommitFormatVersion: o.CommitFormatVersion, SinkLatest: o.SinkLatest, SinkKind: o.SinkKind}
 }

@@ -60,11 +60,12 @@ func ParseStrategy(s string) (Strategy, error) {
 // Options configures NewPlan.
 type Options struct {
 	// Planner is the restart to plan for: engine mode, Spark release, and SinkLatest, the file
-	// sink's latest batch (--sink), which also forbids deleting offsets the sink has committed.
+	// sink's latest batch (--sink) or the Delta sink's txn version for the query (--delta-sink,
+	// SinkKind "delta"), which also forbids deleting offsets the sink has committed.
 	Planner recovery.Options
 	// Strategy picks a way out of missing-previous-offsets; "" takes the recommended one.
 	Strategy Strategy
-	// Sink is the --sink location as the user typed it, for messages.
+	// Sink is the --sink or --delta-sink location as the user typed it, for messages.
 	Sink string
 	// Broker is the Kafka broker's state for the checkpoint's topics (--bootstrap-server:
 	// topicstate.Read of recovery.CheckpointTopics); with it the Kafka records of Replay
@@ -141,16 +142,17 @@ type Replay struct {
 	// ReplayedBatches are batch ids whose output was already delivered (committed, or present in
 	// the file sink) and which the restart processes again: duplicates for a sink that is not
 	// idempotent. ReplayedRecords are the records they hold.
-	ReplayedBatches []int64 `json:"replayedBatches"`
+	ReplayedBatches Batches `json:"replayedBatches"`
 	ReplayedRecords *int64  `json:"replayedRecords"`
 	// LostRecords are records after the delivered position that the restart never reads, and
 	// LostBatches the batch ids whose data never reaches the output: never processed again although
 	// no commit or sink says they were delivered, or re-planned with new data under ids the file
 	// sink skips as already committed.
 	LostRecords *int64  `json:"lostRecords"`
-	LostBatches []int64 `json:"lostBatches"`
-	// SkippedBatches are the planner's batches whose data is never processed again.
-	SkippedBatches []int64 `json:"skippedBatches"`
+	LostBatches Batches `json:"lostBatches"`
+	// SkippedBatches are the planner's batches whose data is never processed again
+	// (recovery.Result.Skipped).
+	SkippedBatches Batches `json:"skippedBatches"`
 	// NextBatch is the first batch the restart runs; -1 when the restart fails.
 	NextBatch int64 `json:"nextBatch"`
 	// BrokerCounts is true when the Kafka records were counted on the broker (Options.Broker):

@@ -3,6 +3,7 @@ package repair
 import (
 	"fmt"
 
+	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"path"
 	"strconv"
@@ -83,8 +84,8 @@ func confineState(s storage.Store, p string) error {
 	return nil
 }
 
-// SinkLogDir is a file sink's log directory in its output directory.
-const SinkLogDir = "_spark_metadata"
+// SinkLogDir is a file sink's log directory in its output directory (sinklog.Dir).
+const SinkLogDir = doctor.SinkLogDir
 
 // IsSinkLogFile reports whether p is a batch file of a file sink's log, _spark_metadata/<n> or
 // _spark_metadata/<n>.compact, or the Hadoop checksum of one: the files `ckpt rewind --sink`

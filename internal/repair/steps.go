@@ -132,7 +132,7 @@ func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Rep
 				}
 				out = append(out, deleteBatch(cp, cp.Offsets, id, f.Code, deleteReason(id, keep))...)
 			}
-			out = append(out, commitsFrom(cp, keep+1, f.Code, "their offsets are deleted")...)
+			out = append(out, commitsFrom(cp, keep+1, f.Code, fmt.Sprintf("the offsets above batch %d are deleted", keep))...)
 			return out, nil
 		}
 	}
@@ -140,10 +140,13 @@ func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Rep
 }
 
 func deleteReason(id, keep int64) string {
-	if keep < 0 {
+	switch {
+	case keep < 0:
 		return fmt.Sprintf("no offsets file has its predecessor: batch %d goes, and the query starts afresh", id)
+	case keep == 0:
+		return fmt.Sprintf("offsets/%d lies beyond a gap: it goes with every offsets file above batch 0, so batch 0 is the latest again", id)
 	}
-	return fmt.Sprintf("after a gap: the restart goes back to batches %d-%d, the newest consecutive pair", keep-1, keep)
+	return fmt.Sprintf("offsets/%d lies beyond a gap: it goes with every offsets file above batch %d, so batches %d and %d, both on disk, are the latest two again", id, keep, keep-1, keep)
 }
 
 func batchOrNone(id int64, ok bool) string {
@@ -163,7 +166,7 @@ func commitsFrom(cp *checkpoint.Checkpoint, id int64, code, why string) []Action
 			break
 		}
 		out = append(out, deleteBatch(cp, cp.Commits, c, code,
-			fmt.Sprintf("commit of batch %d, at or above the first deleted offsets (%s): left alone it would be ahead of the offsets", c, why))...)
+			fmt.Sprintf("commit of batch %d, at or above batch %d (%s): kept, it would be ahead of the latest offsets, and Spark stops with a concurrent-update error when it reaches it", c, id, why))...)
 	}
 	return out
 }
@@ -218,6 +221,11 @@ func fill(ctx context.Context, s storage.Store, a *Action) error {
 	case OpWrite:
 		if !d.Absent() {
 			return fmt.Errorf("repair: planned to create %s, which exists", a.Path)
+		}
+		a.After, a.Size = DigestOf(a.Data), int64(len(a.Data))
+	case OpReplace:
+		if d.Absent() {
+			return fmt.Errorf("repair: planned to replace %s, which does not exist", a.Path)
 		}
 		a.After, a.Size = DigestOf(a.Data), int64(len(a.Data))
 	}

@@ -5,6 +5,7 @@ package repair
 import (
 	"context"
 	"fmt"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -168,11 +169,18 @@ func refusal(c *candidate, opts Options, after *recovery.Result, procedure bool)
 			}
 			n := logformat.ParseName(path.Base(a.Path))
 			if n.Kind == logformat.NameBatch && n.Batch <= *sl {
+				if opts.Planner.SinkKind == recovery.SinkKindDelta {
+					return fmt.Sprintf("it deletes %s, but the Delta sink has already committed batch %d (its txn action for the query reaches batch %d): Spark would plan batch %d again with new offsets and the sink would skip it as an \"already complete epoch\", losing its data silently",
+						a.Path, n.Batch, *sl, n.Batch)
+				}
 				return fmt.Sprintf("it deletes %s, but the file sink has already committed batch %d (its _spark_metadata log reaches batch %d): Spark would plan batch %d again with new offsets and the sink would skip it as \"already committed\", losing its data silently",
 					a.Path, n.Batch, *sl, n.Batch)
 			}
 		}
 		if procedure {
+			if opts.Planner.SinkKind == recovery.SinkKindDelta {
+				return "the Delta sink does not support async progress tracking (Spark refuses to start: only Kafka, foreach, console and noop sinks do)"
+			}
 			return "the file sink does not support async progress tracking (Spark refuses to start: \"Sink FileSink[...] does not support async progress tracking\")"
 		}
 	}
@@ -183,7 +191,9 @@ func refusal(c *candidate, opts Options, after *recovery.Result, procedure bool)
 }
 
 // lossKey orders choices by what they lose: records first (Kafka), then batches.
-func lossKey(r Replay) [2]int64 { return [2]int64{deref(r.LostRecords), int64(len(r.LostBatches))} }
+func lossKey(r Replay) [2]int64 {
+	return [2]int64{deref(r.LostRecords), int64(min(r.LostBatches.Count(), uint64(math.MaxInt64)))}
+}
 
 // compareLoss marks infeasible every choice that loses more than the least-losing feasible one, so
 // that no strategy, not even one picked with --strategy, drops data another would keep. When even
@@ -220,30 +230,12 @@ func describeLoss(r Replay) string {
 		parts = append(parts, fmt.Sprintf("%d record(s) never read", *r.LostRecords))
 	}
 	if len(r.LostBatches) > 0 {
-		parts = append(parts, "batch(es) "+idList(r.LostBatches)+" never delivered")
+		parts = append(parts, "batch(es) "+r.LostBatches.String()+" never delivered")
 	}
 	return strings.Join(parts, ", ")
 }
 
 func less2(a, b [2]int64) bool { return a[0] < b[0] || a[0] == b[0] && a[1] < b[1] }
-
-// idList renders ids compactly: "3", "3-5", "1, 4-6".
-func idList(ids []int64) string {
-	var parts []string
-	for i := 0; i < len(ids); {
-		j := i
-		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
-			j++
-		}
-		if j == i {
-			parts = append(parts, fmt.Sprint(ids[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", ids[i], ids[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ", ")
-}
 
 // recommend picks the feasible choice that replays the least (records, then batches); ties go by
 // preference. compareLoss has already ruled out the choices that lose more than another. It
@@ -253,7 +245,7 @@ func recommend(cs []Choice) int {
 	key := func(c Choice) [4]int64 {
 		return [4]int64{
 			lossKey(c.Replay)[0], lossKey(c.Replay)[1],
-			deref(c.Replay.ReplayedRecords), int64(len(c.Replay.ReplayedBatches)),
+			deref(c.Replay.ReplayedRecords), int64(min(c.Replay.ReplayedBatches.Count(), uint64(math.MaxInt64))),
 		}
 	}
 	pref := func(c Choice) int { return slices.Index(preference, c.Strategy) }

@@ -51,7 +51,11 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 		if err != nil {
 			return j, err
 		}
-		switch classify(a.Action, d) {
+		st := classify(a.Action, d)
+		if a.Op == OpReplace && d.Absent() {
+			st = fileApplied // stopped between the delete and the write
+		}
+		switch st {
 		case fileOriginal:
 			j.Actions[i].State = ActionUndone
 			continue
@@ -90,6 +94,11 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 		var err error
 		if a.Before.Absent() {
 			err = del(ctx, s, a.Path)
+		} else if a.Op == OpReplace {
+			// The replacement goes first; the store then takes the original back.
+			if err = del(ctx, s, a.Path); err == nil {
+				err = put(ctx, s, a.Path, w.data)
+			}
 		} else {
 			// The repaired file is gone (repair only deletes or creates), so this write cannot
 			// clobber anything: the store refuses to replace a file.

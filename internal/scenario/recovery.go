@@ -60,7 +60,7 @@ func init() {
 			Doc:        "C == L: batch 7 finished. The restart runs batch 8 from O[7] with the commit's watermark.",
 			Tags:       []string{"recovery", "table"},
 			SinkLatest: i64(7),
-			Variants:   []string{"sync@4.1"},
+			Variants:   []string{"sync@4.1", "sync@4.2"},
 			Build: func(b *Builder) {
 				b.Watermark = func(batch int64) int64 { return batch * 1000 }
 				std(b, ids(0, 7), ids(0, 7))
@@ -137,7 +137,7 @@ func init() {
 			Name:     "commits-without-offsets",
 			Doc:      "offsets/ empty, commits/0..2 present: ≤4.0 start fresh and conflict on commits/0; master asserts at start.",
 			Tags:     []string{"recovery", "table"},
-			Variants: []string{"sync@4.0", "sync@4.1", "sync@2.4"},
+			Variants: []string{"sync@4.0", "sync@4.1", "sync@4.2", "sync@2.4"},
 			Build: func(b *Builder) {
 				b.Metadata()
 				b.Commits(0, 2)
@@ -267,7 +267,7 @@ func init() {
 			Name:     "offsets-v2-latest",
 			Doc:      "offsets/7 in master's v2 OffsetMap format (written by Spark master): every release up to 4.0 fails with the too-new error; master re-runs it.",
 			Tags:     []string{"recovery", "version"},
-			Variants: []string{"sync@4.0", "sync@4.1"},
+			Variants: []string{"sync@4.0", "sync@4.1", "sync@4.2", "sync@master"},
 			Build: func(b *Builder) {
 				std(b, ids(0, 6), ids(0, 6))
 				v1 := b.OffsetsJSON(7, kafka3(7)...)
@@ -314,7 +314,7 @@ func init() {
 			Name:     "commit-v2-latest",
 			Doc:      "Checkpoint format v2 commits (Spark 4.0 with checkpointFormatVersion=2): 3.5 fails too-new; 4.0 needs the conf set to 2 (exact match); master reads v1-v3.",
 			Tags:     []string{"recovery", "version"},
-			Variants: []string{"sync@4.0", "sync@4.0/cf2", "sync@4.1"},
+			Variants: []string{"sync@4.0", "sync@4.0/cf2", "sync@4.1", "sync@4.1/cf2", "sync@4.2"},
 			Build: func(b *Builder) {
 				std(b, ids(0, 7), nil)
 				for id := int64(0); id <= 7; id++ {
@@ -326,7 +326,7 @@ func init() {
 			Name:     "commit-v1-under-cf2",
 			Doc:      "Ordinary v1 commits read by Spark 4.0 with checkpointFormatVersion=2: the exact-match rule refuses v1.",
 			Tags:     []string{"recovery", "version"},
-			Variants: []string{"sync@4.0/cf2", "sync@4.1/cf2"},
+			Variants: []string{"sync@4.0/cf2", "sync@4.1/cf2", "sync@4.2"},
 			Build: func(b *Builder) {
 				std(b, ids(0, 3), ids(0, 3))
 			},
@@ -335,7 +335,7 @@ func init() {
 			Name:     "commit-v3-latest",
 			Doc:      "commits/7 in master's v3 format (sinkMetadataMap): only master reads it.",
 			Tags:     []string{"recovery", "version"},
-			Variants: []string{"sync@4.0", "sync@4.1"},
+			Variants: []string{"sync@4.0", "sync@4.1", "sync@4.2", "sync@master"},
 			Build: func(b *Builder) {
 				std(b, ids(0, 7), ids(0, 6))
 				b.Raw("commits/7", `v3`+"\n"+`{"nextBatchWatermarkMs":0,"sinkMetadataMap":{"default":{"sinkName":"default","commitOffset":"-","providerName":"org.apache.spark.sql.kafka010.KafkaSourceProvider","isActive":true}}}`)
@@ -386,9 +386,10 @@ func init() {
 			},
 		},
 		Scenario{
-			Name: "kafka-range-backwards",
-			Doc:  "The topic was recreated with 2 partitions between batch 6 and 7: offsets/7 records lower offsets than offsets/6 and no partition 2, so the re-run of batch 7 goes backwards and loses a partition, which Spark reports as data loss.",
-			Tags: []string{"recovery", "kafka"},
+			Name:     "kafka-range-backwards",
+			Doc:      "The topic was recreated with 2 partitions between batch 6 and 7: offsets/7 records lower offsets than offsets/6 and no partition 2, so the re-run of batch 7 goes backwards and loses a partition. Spark checks the lost partition first and fails while planning the batch (failOnDataLoss=true), no broker needed: 3.5 'Set(events-2) are gone', 4.x KAFKA_DATA_LOSS.PARTITIONS_DELETED.",
+			Tags:     []string{"recovery", "kafka"},
+			Variants: []string{"sync@4.0", "sync@4.1"},
 			Build: func(b *Builder) {
 				std(b, ids(0, 6), ids(0, 6))
 				b.Offsets(7, Kafka(topic, 1, 2))
@@ -497,7 +498,7 @@ func init() {
 			Name:     "missing-metadata",
 			Doc:      "metadata deleted while offsets and commits have data: ≤4.0 write a new query id silently; master refuses (MISSING_METADATA_FILE).",
 			Tags:     []string{"recovery", "metadata"},
-			Variants: []string{"sync@4.1"},
+			Variants: []string{"sync@4.1", "sync@4.2", "sync@master"},
 			Build: func(b *Builder) {
 				std(b, ids(0, 3), ids(0, 3))
 				b.Remove("metadata")

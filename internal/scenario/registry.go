@@ -25,7 +25,8 @@ type Scenario struct {
 	SinkLatest *int64
 	// Variants lists extra planner configurations the recovery goldens cover
 	// beyond sync, async and spark-2.1 (Spark 3.5 / 2.1): "sync@4.0",
-	// "sync@4.1", "sync@4.0/cf2" (commit format version 2), "async@4.1".
+	// "sync@4.1", "sync@4.0/cf2" (commit format version 2), "async@4.2",
+	// "sync@master".
 	Variants []string
 	// Tags group scenarios ("recovery", "doctor", "async", "corrupt"…).
 	Tags []string

@@ -24,6 +24,23 @@ func Locate(uri string) string {
 	return Dir
 }
 
+// OutputDir is the output directory a location names: uri itself, or its parent when uri is
+// the log directory (Locate gives "").
+func OutputDir(uri string) string {
+	if Locate(uri) != "" {
+		return uri
+	}
+	uri = strings.TrimRight(uri, `/\`)
+	i := strings.LastIndexAny(uri, `/\`)
+	if i < 0 {
+		return "."
+	}
+	if parent := strings.TrimRight(uri[:i], `/\`); parent != "" && !strings.HasSuffix(parent, ":") {
+		return parent
+	}
+	return uri[:i+1] // a root: "/", "C:\", "s3://"
+}
+
 // LatestAt is Latest of the log Locate finds on store: the sink's latest batch id, and false
 // when the log holds no batch (it is empty or missing).
 func LatestAt(ctx context.Context, store storage.Store) (int64, bool, error) {

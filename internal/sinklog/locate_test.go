@@ -23,6 +23,24 @@ func TestLocate(t *testing.T) {
 	}
 }
 
+func TestOutputDir(t *testing.T) {
+	for uri, want := range map[string]string{
+		"/out":                       "/out",
+		"/out/":                      "/out/",
+		"s3://b/out/_spark_metadata": "s3://b/out",
+		"/out/_spark_metadata/":      "/out",
+		"/out//_spark_metadata":      "/out",
+		`C:\out\_spark_metadata\`:    `C:\out`,
+		"_spark_metadata":            ".",
+		"/_spark_metadata":           "/",
+		"/out/_spark_metadata_old":   "/out/_spark_metadata_old",
+	} {
+		if got := OutputDir(uri); got != want {
+			t.Errorf("OutputDir(%q) = %q, want %q", uri, got, want)
+		}
+	}
+}
+
 func TestLatestAt(t *testing.T) {
 	ctx := context.Background()
 	s := storage.NewMem()

@@ -42,13 +42,14 @@ type Rebuild struct {
 // compaction and of every batch since, then the batch's own, minus deleted paths.
 type CompactRebuild struct {
 	Batch int64 `json:"batch"`
-	// Path is the file to create ("_spark_metadata/19.compact"); Reason "missing" or "corrupt".
+	// Path is the file to create ("_spark_metadata/19.compact"); Reason "missing", "corrupt", or
+	// "drop-missing" (a sound file rewritten without the entries whose data files are gone).
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
-	// Corrupt is the damaged file moved into the backup first (with its checksum file CRC, if
-	// any), when Reason is "corrupt".
-	Corrupt string `json:"corrupt,omitempty"`
-	CRC     string `json:"crc,omitempty"`
+	// Replaces is the file the rebuilt one replaces (its original moves into the backup, with
+	// its checksum file CRC, if any); "" when Path is missing.
+	Replaces string `json:"replaces,omitempty"`
+	CRC      string `json:"crc,omitempty"`
 	// From are the log files read, in Spark's order.
 	From []string `json:"from"`
 	// Entries and Bytes describe the rebuilt file's entries (all adds) and their data size.
@@ -126,6 +127,11 @@ func PlanRebuild(ctx context.Context, store storage.Store, opts RebuildOptions) 
 		}
 		b.finish(c, present, res)
 		rb.Compacts = append(rb.Compacts, *c)
+	}
+	if opts.DropMissing {
+		if err := b.dropMissing(rb, present, res); err != nil {
+			return nil, err
+		}
 	}
 	return rb, nil
 }
@@ -209,11 +215,7 @@ func (b *builder) rebuild(id int64, reason string) (*CompactRebuild, string, err
 	}
 	own := false
 	if reason == "corrupt" {
-		c.Corrupt = c.Path
-		crc := path.Join(Dir, "."+name+".crc")
-		if _, err := b.store.Stat(b.ctx, crc); err == nil {
-			c.CRC = crc
-		}
+		b.replaces(c)
 		// Salvage what parses before the damage: the batch's own entries were only here.
 		seen := map[logformat.SinkFileStatus]bool{}
 		for _, e := range entries {
@@ -248,6 +250,55 @@ func (b *builder) rebuild(id int64, reason string) (*CompactRebuild, string, err
 	return c, "", nil
 }
 
+// replaces marks c as replacing the file at its path, with its checksum file.
+func (b *builder) replaces(c *CompactRebuild) {
+	c.Replaces = c.Path
+	crc := path.Join(Dir, "."+path.Base(c.Path)+".crc")
+	if _, err := b.store.Stat(b.ctx, crc); err == nil {
+		c.CRC = crc
+	}
+}
+
+// dropMissing rewrites the latest compaction file Spark reads, when it is sound and lists data
+// files that are gone (DropMissing). Entries of the batch files after it cannot be dropped: each
+// is a batch's own record.
+func (b *builder) dropMissing(rb *Rebuild, present map[string]bool, res *Resolver) error {
+	valid := ValidBatches(rb.Latest, b.interval)
+	if len(valid) == 0 || !IsCompactionBatch(valid[0], b.interval) {
+		return nil
+	}
+	id := valid[0]
+	for _, c := range rb.Compacts {
+		if c.Batch == id {
+			return nil
+		}
+	}
+	p, ok := b.l.files[id]
+	if !ok || path.Base(p) != fmt.Sprint(id)+CompactSuffix {
+		return nil
+	}
+	es, err := b.read(p)
+	if err != nil {
+		return nil // missing or damaged: the rebuild above handles it, or says why not
+	}
+	if present == nil {
+		b.entries = es
+		present, res, err = b.presence(nil)
+		if err != nil {
+			return err
+		}
+	}
+	c := &CompactRebuild{Batch: id, Path: p, Reason: "drop-missing", From: []string{p}, Dropped: []string{}, Warnings: []string{}}
+	b.entries = es
+	b.finish(c, present, res)
+	if len(c.Dropped) == 0 {
+		return nil
+	}
+	b.replaces(c)
+	rb.Compacts = append(rb.Compacts, *c)
+	return nil
+}
+
 // salvage reads the entries of a damaged file up to its first error.
 func (b *builder) salvage(p string) ([]logformat.SinkFileStatus, error) {
 	rc, err := b.store.Open(b.ctx, p)
@@ -275,8 +326,9 @@ func (b *builder) salvage(p string) ([]logformat.SinkFileStatus, error) {
 	}
 }
 
-// presence lists the data files in the output once, for MissingData and DropMissing.
-func (b *builder) presence(c *CompactRebuild) (map[string]bool, *Resolver, error) {
+// presence lists the data files in the output once, for MissingData and DropMissing, and
+// resolves the entries collected last.
+func (b *builder) presence(*CompactRebuild) (map[string]bool, *Resolver, error) {
 	files, err := b.store.Walk(b.ctx, "")
 	if err != nil {
 		return nil, nil, err

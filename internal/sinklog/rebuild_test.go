@@ -55,7 +55,7 @@ func TestRebuildCorruptCompactSalvagesOwnEntries(t *testing.T) {
 		t.Fatalf("plan %+v", rb)
 	}
 	c := rb.Compacts[0]
-	if c.Reason != "corrupt" || c.Corrupt != Dir+"/19.compact" || c.Salvaged != 1 || len(c.Warnings) != 0 {
+	if c.Reason != "corrupt" || c.Replaces != Dir+"/19.compact" || c.Salvaged != 1 || len(c.Warnings) != 0 {
 		t.Fatalf("compact %+v", c)
 	}
 	if !bytes.Equal(c.Data, good) {
@@ -166,5 +166,38 @@ func TestRebuildSparkFixture(t *testing.T) {
 	want := strings.Join(lines[:len(lines)-1], "\n")
 	if string(rb.Compacts[0].Data) != want {
 		t.Fatalf("rebuilt\n%s\nwant\n%s", rb.Compacts[0].Data, want)
+	}
+}
+
+// --drop-missing rewrites a sound latest compaction file without the entries whose files are
+// gone; the entries of the batch files after it stay (each is a batch's own record).
+func TestRebuildDropMissingFromSoundCompact(t *testing.T) {
+	s := storage.NewMem()
+	files := sparkSink(t, s, 21, 10)
+	must(t, s.Delete(ctx, "part-00004.parquet"))
+	must(t, s.Delete(ctx, "part-00021.parquet"))
+	rb, err := PlanRebuild(ctx, s, RebuildOptions{})
+	if err != nil || len(rb.Compacts) != 0 {
+		t.Fatalf("without --drop-missing: %+v %v", rb, err)
+	}
+	rb, err = PlanRebuild(ctx, s, RebuildOptions{DropMissing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rb.Compacts) != 1 {
+		t.Fatalf("plan %+v", rb)
+	}
+	c := rb.Compacts[0]
+	if c.Reason != "drop-missing" || c.Replaces != Dir+"/19.compact" || len(c.Dropped) != 1 || c.Entries != 19 {
+		t.Fatalf("compact %+v", c)
+	}
+	var kept []string
+	for _, l := range strings.Split(string(files[Dir+"/19.compact"]), "\n") {
+		if !strings.Contains(l, "part-00004") {
+			kept = append(kept, l)
+		}
+	}
+	if string(c.Data) != strings.Join(kept, "\n") {
+		t.Fatalf("rewritten\n%s", c.Data)
 	}
 }

@@ -93,36 +93,43 @@ func Verify(ctx context.Context, store storage.Store, opts VerifyOptions) (*Veri
 	if limit <= 0 {
 		limit = 1000
 	}
-	sum, err := Summarize(ctx, store, Dir)
+	// One listing and one streamed read of the files allFiles reads, as Summarize, without
+	// Summarize's second pass (Verify keeps the live set anyway).
+	l, err := list(ctx, store, Dir)
 	if err != nil {
 		return nil, err
 	}
-	v := &Verification{Latest: sum.Latest, CompactInterval: sum.CompactInterval, ValidBatches: sum.ValidBatches,
+	interval, _ := CompactInterval(l.compacts, DefaultCompactInterval)
+	v := &Verification{Latest: -1, CompactInterval: interval, ValidBatches: []int64{},
 		Counts: map[string]int64{}, Problems: []Problem{}}
+	if len(l.batches) > 0 {
+		v.Latest = l.batches[len(l.batches)-1]
+		v.ValidBatches = ValidBatches(v.Latest, interval)
+	}
 	add := func(p Problem) {
 		v.Counts[p.Code]++
 		if v.Counts[p.Code] <= int64(limit) {
 			v.Problems = append(v.Problems, p)
 		}
 	}
-	for _, id := range sum.Missing {
+	for _, id := range v.ValidBatches {
+		if _, ok := l.files[id]; ok {
+			continue
+		}
 		name := fmt.Sprint(id)
-		if IsCompactionBatch(id, sum.CompactInterval) {
+		if IsCompactionBatch(id, interval) {
 			name += CompactSuffix
 		}
 		add(Problem{Code: CodeLogBatchMissing, Path: path.Join(Dir, name), LogSize: -1, Size: -1,
 			Message: fmt.Sprintf("log file %s is gone: Spark's allFiles fails (%s doesn't exist (latestId: %d, compactInterval: %d))",
-				name, name, sum.Latest, sum.CompactInterval)})
-	}
-	for _, e := range sum.Errors {
-		add(Problem{Code: CodeCorruptLogFile, Path: errFile(e), LogSize: -1, Size: -1, Message: e.Error()})
+				name, name, v.Latest, interval)})
 	}
 
 	// The live set: adds, minus every path a delete names, as compactLogs filters them.
 	var order []string
 	adds := map[string]liveEntry{}
 	deleted := map[string]bool{}
-	_, err = Walk(ctx, store, Dir, func(file string, e *logformat.SinkFileStatus) {
+	errs, err := Walk(ctx, store, Dir, func(file string, e *logformat.SinkFileStatus) {
 		if e.Action == ActionDelete {
 			deleted[e.Path] = true
 			return
@@ -138,6 +145,9 @@ func Verify(ctx context.Context, store storage.Store, opts VerifyOptions) (*Veri
 	if err != nil {
 		return nil, err
 	}
+	for _, e := range errs {
+		add(Problem{Code: CodeCorruptLogFile, Path: errFile(e), LogSize: -1, Size: -1, Message: e.Error()})
+	}
 	var entries []string
 	for _, p := range order {
 		if !deleted[p] {
@@ -147,11 +157,11 @@ func Verify(ctx context.Context, store storage.Store, opts VerifyOptions) (*Veri
 	res := NewResolver(store.URI(), entries)
 	v.Base, v.BaseGuessed = res.Base(), res.Guessed()
 
-	present := map[string]int64{}
 	files, err := store.Walk(ctx, "")
 	if err != nil {
 		return nil, err
 	}
+	present := make(map[string]int64, len(files))
 	for _, f := range files {
 		if f.IsDir || Hidden(f.Path) {
 			continue
@@ -160,7 +170,6 @@ func Verify(ctx context.Context, store storage.Store, opts VerifyOptions) (*Veri
 		v.Present++
 		v.PresentBytes += f.Size
 	}
-	listed := map[string]bool{}
 	for _, p := range entries {
 		le := adds[p]
 		v.Live++
@@ -171,8 +180,8 @@ func Verify(ctx context.Context, store storage.Store, opts VerifyOptions) (*Veri
 				Message: fmt.Sprintf("%s lists %q, outside the output directory %s", le.logFile, p, v.Base)})
 			continue
 		}
-		listed[rel] = true
 		size, ok := present[rel]
+		delete(present, rel) // what is left in present at the end is not listed
 		switch {
 		case !ok:
 			add(Problem{Code: CodeFileMissing, Path: rel, Entry: p, LogFile: le.logFile, LogSize: le.size, Size: -1,
@@ -182,11 +191,9 @@ func Verify(ctx context.Context, store storage.Store, opts VerifyOptions) (*Veri
 				Message: fmt.Sprintf("%s has %d bytes, the log (%s) records %d", rel, size, le.logFile, le.size)})
 		}
 	}
-	extras := make([]string, 0)
+	extras := make([]string, 0, len(present))
 	for p := range present {
-		if !listed[p] {
-			extras = append(extras, p)
-		}
+		extras = append(extras, p)
 	}
 	slices.Sort(extras)
 	for _, p := range extras {
@@ -274,7 +281,7 @@ func (l Location) rel(p Location) (string, bool) {
 		return "", false
 	}
 	prefix := strings.TrimSuffix(l.Path, "/") + "/"
-	if !strings.HasPrefix(p.Path, prefix) {
+	if !strings.HasPrefix(p.Path, prefix) || len(p.Path) == len(prefix) {
 		return "", false
 	}
 	return p.Path[len(prefix):], true

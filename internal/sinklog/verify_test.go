@@ -3,6 +3,8 @@ package sinklog
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"path"
 	"strings"
 	"testing"
@@ -193,5 +195,37 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Spark's own file sink log (2.1.0 format, compact interval 8): 7.compact, then 8 adds /a/b/8
+// and deletes /a/b/0, then 9. Its live files are /a/b/1..9; /a/b/0 is deleted, so its file is an
+// extra. The log names /a/b, so verify resolves against that.
+func TestVerifySparkFixture(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "spark", "structured-streaming", "file-sink-log-version-2.1.0")
+	s := storage.NewMem()
+	for _, n := range []string{"7.compact", "8", "9"} {
+		data, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, s.WriteFile(ctx, Dir+"/"+n, data))
+	}
+	sizes := map[string]int{"0": 1, "9": 900}
+	for i := 1; i <= 8; i++ {
+		sizes[fmt.Sprint(i)] = 100 * i
+	}
+	for n, size := range sizes {
+		must(t, s.WriteFile(ctx, n, make([]byte, size)))
+	}
+	v, err := Verify(ctx, s, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Base != "/a/b" || !v.BaseGuessed || v.Live != 9 || v.CompactInterval != 8 {
+		t.Fatalf("base %s guessed %v live %d interval %d", v.Base, v.BaseGuessed, v.Live, v.CompactInterval)
+	}
+	if len(v.Problems) != 1 || v.Problems[0].Code != CodeFileExtra || v.Problems[0].Path != "0" {
+		t.Fatalf("problems %+v", v.Problems)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -20,16 +22,43 @@ const (
 	ChangeDelete = "delete"
 )
 
-// Row is one state row: the decoded key and value, and its partition. Changes rows also carry
-// the batch and the change type. Key and Value are nil when the store has no schema (RawKey
-// and RawValue hold the UnsafeRow bytes then).
+// Row is one state row: its key and value, and its partition. Changes rows also carry the
+// batch and the change type. A Row and its byte slices are valid during the callback of Each
+// only (the reader reuses them).
 type Row struct {
 	BatchID    int64
 	ChangeType string
-	Key, Value *statefmt.Object
-	RawKey     []byte
-	RawValue   []byte
 	Partition  int
+	// RawKey and RawValue are the UnsafeRow bytes; RawValue is nil for a delete.
+	RawKey   []byte
+	RawValue []byte
+
+	fam       *statefmt.ColumnFamily // nil: the store has no schema
+	keyJSON   []byte
+	valueJSON []byte
+	hasValue  bool
+}
+
+// HasSchema reports whether the row is decoded by a schema (else Key and Value are nil and
+// the JSON holds the raw bytes in base64).
+func (row *Row) HasSchema() bool { return row.fam != nil }
+
+// Key decodes the key; nil without a schema.
+func (row *Row) Key() *statefmt.Object {
+	if row.fam == nil {
+		return nil
+	}
+	o, _ := statefmt.DecodeRow(row.RawKey, row.fam.Key) // validated by the reader
+	return o
+}
+
+// Value decodes the value; nil without a schema or for a delete.
+func (row *Row) Value() *statefmt.Object {
+	if row.fam == nil || !row.hasValue {
+		return nil
+	}
+	o, _ := statefmt.DecodeRow(row.RawValue, row.fam.Value)
+	return o
 }
 
 // ReadOptions select what Read reads.
@@ -204,8 +233,9 @@ func (r *Reader) partition(ctx context.Context, p *Partition, emit func(*Row) er
 		if f == nil {
 			return &MissingError{Dir: p.Dir, Version: r.Version, Need: r.Version, Path: fileName(p.Dir, r.Version, kind, ids), Kind: kind}
 		}
+		row := &Row{BatchID: r.Version - 1, Partition: p.ID}
 		return r.records(ctx, *f, func(rec statefmt.Record) error {
-			row := &Row{BatchID: r.Version - 1, ChangeType: ChangeUpdate, Partition: p.ID}
+			row.ChangeType = ChangeUpdate
 			if rec.Delete {
 				row.ChangeType = ChangeDelete
 			}
@@ -243,12 +273,19 @@ func (r *Reader) partition(ctx context.Context, p *Partition, emit func(*Row) er
 			return err
 		}
 	}
+	row := &Row{Partition: p.ID}
 	if chain.Base != nil {
+		// Most base rows are not in pending: a small filter answers for them without the map.
+		filter := newKeyFilter(len(pending))
+		for k := range pending {
+			filter.add(k)
+		}
 		err := r.records(ctx, *chain.Base, func(rec statefmt.Record) error {
-			if _, ok := pending[string(rec.Key)]; ok {
-				return nil
+			if filter.mayHave(rec.Key) {
+				if _, ok := pending[string(rec.Key)]; ok {
+					return nil
+				}
 			}
-			row := &Row{Partition: p.ID}
 			ok, err := r.decode(row, rec.Key, rec.Value, false)
 			if err != nil || !ok {
 				return err
@@ -267,7 +304,6 @@ func (r *Reader) partition(ctx context.Context, p *Partition, emit func(*Row) er
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		row := &Row{Partition: p.ID}
 		ok, err := r.decode(row, []byte(k), pending[k], false)
 		if err != nil {
 			return err
@@ -279,6 +315,35 @@ func (r *Reader) partition(ctx context.Context, p *Partition, emit func(*Row) er
 		}
 	}
 	return nil
+}
+
+// keyFilter is a Bloom filter of the keys the deltas after a snapshot changed (16 bits per
+// key, two probes from one hash: about 1.4% false positives, which the map then answers).
+type keyFilter struct {
+	bits []uint64
+	mask uint64
+	seed maphash.Seed
+}
+
+func newKeyFilter(n int) *keyFilter {
+	size := uint64(64)
+	for size < uint64(n)*16 {
+		size <<= 1
+	}
+	return &keyFilter{bits: make([]uint64, size/64), mask: size - 1, seed: maphash.MakeSeed()}
+}
+
+func (f *keyFilter) add(k string) {
+	h := maphash.String(f.seed, k)
+	a, b := h&f.mask, (h>>32)&f.mask
+	f.bits[a/64] |= 1 << (a % 64)
+	f.bits[b/64] |= 1 << (b % 64)
+}
+
+func (f *keyFilter) mayHave(k []byte) bool {
+	h := maphash.Bytes(f.seed, k)
+	a, b := h&f.mask, (h>>32)&f.mask
+	return f.bits[a/64]&(1<<(a%64)) != 0 && f.bits[b/64]&(1<<(b%64)) != 0
 }
 
 // records streams the records of one file.
@@ -349,29 +414,43 @@ func (r *Reader) records(ctx context.Context, f File, fn func(statefmt.Record) e
 	}
 }
 
-// decode fills row from the raw key and value; ok is false when the key filter drops it.
+// decode fills row from the raw key and value, rendering them as JSON (which also checks them
+// against the schema); ok is false when the key filter drops it.
 func (r *Reader) decode(row *Row, key, value []byte, deleted bool) (bool, error) {
+	row.RawKey, row.RawValue, row.hasValue = key, nil, !deleted
+	if !deleted {
+		row.RawValue = value
+	}
 	if r.schema == nil {
-		row.RawKey = slices.Clone(key)
+		row.fam = nil
+		row.keyJSON = statefmt.AppendJSON(row.keyJSON[:0], key)
+		row.valueJSON = append(row.valueJSON[:0], "null"...)
 		if !deleted {
-			row.RawValue = slices.Clone(value)
+			row.valueJSON = statefmt.AppendJSON(row.valueJSON[:0], value)
 		}
 		return true, nil
 	}
 	f := r.schema.Family(statefmt.DefaultColumnFamily)
-	k, err := statefmt.DecodeRow(key, f.Key)
-	if err != nil {
-		return false, err
-	}
-	for _, kv := range r.filter {
-		i := slices.Index(k.Names, kv[0])
-		if i < 0 || statefmt.Text(k.Values[i]) != kv[1] {
-			return false, nil
+	row.fam = f
+	if len(r.filter) > 0 {
+		k, err := statefmt.DecodeRow(key, f.Key)
+		if err != nil {
+			return false, err
+		}
+		for _, kv := range r.filter {
+			i := slices.Index(k.Names, kv[0])
+			if i < 0 || statefmt.Text(k.Values[i]) != kv[1] {
+				return false, nil
+			}
 		}
 	}
-	row.Key = k
+	var err error
+	if row.keyJSON, err = statefmt.AppendRowJSON(row.keyJSON[:0], key, f.Key); err != nil {
+		return false, err
+	}
+	row.valueJSON = append(row.valueJSON[:0], "null"...)
 	if !deleted {
-		if row.Value, err = statefmt.DecodeRow(value, f.Value); err != nil {
+		if row.valueJSON, err = statefmt.AppendRowJSON(row.valueJSON[:0], value, f.Value); err != nil {
 			return false, err
 		}
 	}
@@ -383,27 +462,17 @@ func (r *Reader) decode(row *Row, key, value []byte, deleted bool) (bool, error)
 func (row *Row) AppendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	if row.ChangeType != "" {
-		dst = fmt.Appendf(dst, `"batch_id":%d,"change_type":%q,`, row.BatchID, row.ChangeType)
+		dst = append(dst, `"batch_id":`...)
+		dst = strconv.AppendInt(dst, row.BatchID, 10)
+		dst = append(dst, `,"change_type":"`...)
+		dst = append(dst, row.ChangeType...)
+		dst = append(dst, `",`...)
 	}
 	dst = append(dst, `"key":`...)
-	if row.Key != nil || row.RawKey == nil {
-		dst = statefmt.AppendJSON(dst, keyOrNil(row.Key))
-	} else {
-		dst = statefmt.AppendJSON(dst, row.RawKey)
-	}
+	dst = append(dst, row.keyJSON...)
 	dst = append(dst, `,"value":`...)
-	if row.Value != nil || row.RawValue == nil {
-		dst = statefmt.AppendJSON(dst, keyOrNil(row.Value))
-	} else {
-		dst = statefmt.AppendJSON(dst, row.RawValue)
-	}
-	dst = fmt.Appendf(dst, `,"partition_id":%d}`, row.Partition)
-	return dst
-}
-
-func keyOrNil(o *statefmt.Object) any {
-	if o == nil {
-		return nil
-	}
-	return o
+	dst = append(dst, row.valueJSON...)
+	dst = append(dst, `,"partition_id":`...)
+	dst = strconv.AppendInt(dst, int64(row.Partition), 10)
+	return append(dst, '}')
 }

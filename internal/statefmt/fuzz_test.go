@@ -2,6 +2,7 @@ package statefmt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"os"
 	"testing"
@@ -62,9 +63,39 @@ func FuzzDecodeRow(f *testing.F) {
 	w.varlen(0, []byte("abc"))
 	w.varlen(3, longArray(1, 2))
 	f.Add(w.bytes())
+	flat := Struct(
+		Field{Name: "b", Type: &Type{Name: "boolean"}}, Field{Name: "y", Type: &Type{Name: "byte"}},
+		Field{Name: "h", Type: &Type{Name: "short"}}, Field{Name: "i", Type: &Type{Name: "integer"}},
+		Field{Name: "d", Type: &Type{Name: "date"}}, Field{Name: "ts", Type: &Type{Name: "timestamp"}},
+		Field{Name: "f", Type: &Type{Name: "float"}}, Field{Name: "x", Type: &Type{Name: "double"}},
+		Field{Name: "dec", Type: &Type{Name: "decimal", Precision: 10, Scale: 3}},
+		Field{Name: "dec20", Type: &Type{Name: "decimal", Precision: 20, Scale: 2}},
+		Field{Name: "s", Type: &Type{Name: "string"}}, Field{Name: "n", Type: &Type{Name: "null"}},
+	)
+	for _, seed := range []uint64{0, 0x8000000000000000, 0xFFFFFFFFFFFFFFFF, 0x00000F0000000003, 1700000000123456} {
+		row := make([]byte, 8+12*8+16)
+		for i := range 12 {
+			binary.LittleEndian.PutUint64(row[8+i*8:], seed+uint64(i))
+		}
+		binary.LittleEndian.PutUint64(row[8+9*8:], uint64(8+12*8)<<32|uint64(seed%9))   // dec20
+		binary.LittleEndian.PutUint64(row[8+10*8:], uint64(8+12*8)<<32|uint64(seed%17)) // s
+		copy(row[8+12*8:], "a\"\x01\xff\u00e9z")
+		f.Add(row)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if o, err := DecodeRow(data, schema); err == nil {
-			_ = AppendJSON(nil, o)
+		// AppendRowJSON renders exactly what AppendJSON of DecodeRow renders, and fails where
+		// it fails.
+		for _, sc := range []*Type{schema, flat} {
+			o, err := DecodeRow(data, sc)
+			got, gerr := AppendRowJSON([]byte("x"), data, sc)
+			if (err == nil) != (gerr == nil) {
+				t.Fatalf("DecodeRow error %v, AppendRowJSON error %v", err, gerr)
+			}
+			if err == nil {
+				if want := AppendJSON([]byte("x"), o); !bytes.Equal(got, want) {
+					t.Fatalf("AppendRowJSON %s\nAppendJSON    %s", got, want)
+				}
+			}
 		}
 	})
 }

@@ -265,13 +265,13 @@ func AppendJSON(dst []byte, v any) []byte {
 	case float64:
 		return appendFloat(dst, x, 64)
 	case string:
-		return strconv.AppendQuote(dst, x)
+		return appendJSONString(dst, x)
 	case []byte:
-		return strconv.AppendQuote(dst, base64.StdEncoding.EncodeToString(x))
+		return appendJSONString(dst, base64.StdEncoding.EncodeToString(x))
 	case Date:
-		return strconv.AppendQuote(dst, x.String())
+		return appendDate(append(dst, '"'), x, true)
 	case Timestamp:
-		return strconv.AppendQuote(dst, x.String())
+		return appendTimestamp(append(dst, '"'), x, true)
 	case Decimal:
 		return append(dst, x.String()...)
 	case *Object:
@@ -280,7 +280,7 @@ func AppendJSON(dst []byte, v any) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = strconv.AppendQuote(dst, n)
+			dst = appendJSONString(dst, n)
 			dst = append(dst, ':')
 			dst = AppendJSON(dst, x.Values[i])
 		}
@@ -300,13 +300,13 @@ func AppendJSON(dst []byte, v any) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = strconv.AppendQuote(dst, Text(k))
+			dst = appendJSONString(dst, Text(k))
 			dst = append(dst, ':')
 			dst = AppendJSON(dst, x.Values[i])
 		}
 		return append(dst, '}')
 	}
-	return strconv.AppendQuote(dst, fmt.Sprint(v))
+	return appendJSONString(dst, fmt.Sprint(v))
 }
 
 func appendFloat(dst []byte, f float64, bitSize int) []byte {
@@ -318,11 +318,10 @@ func appendFloat(dst []byte, f float64, bitSize int) []byte {
 	case math.IsInf(f, -1):
 		return append(dst, `"-Infinity"`...)
 	}
-	s := strconv.FormatFloat(f, 'g', -1, bitSize)
 	if f == math.Trunc(f) && math.Abs(f) < 1e7 {
-		s = strconv.FormatFloat(f, 'f', 1, bitSize) // Java prints 3.0
+		return strconv.AppendFloat(dst, f, 'f', 1, bitSize) // Java prints 3.0
 	}
-	return append(dst, s...)
+	return strconv.AppendFloat(dst, f, 'g', -1, bitSize)
 }
 
 // Text renders v as a table cell.

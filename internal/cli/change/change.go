@@ -136,7 +136,7 @@ func progress(io *iostreams.IOStreams, quiet bool) func(format string, args ...a
 		if killAfter <= 0 {
 			return
 		}
-		for _, op := range []repair.Op{repair.OpDelete, repair.OpCopy, repair.OpWrite} {
+		for _, op := range []repair.Op{repair.OpDelete, repair.OpCopy, repair.OpWrite, repair.OpReplace} {
 			if strings.HasPrefix(line, string(op)+" ") {
 				changes++
 			}
@@ -174,6 +174,8 @@ func PrintActions(r *render.Renderer, as []repair.Action) {
 			r.Printf("  %d. copy %s to %s\n", i+1, a.From, a.Path)
 		case repair.OpDelete:
 			r.Printf("  %d. move %s into the backup\n", i+1, a.Path)
+		case repair.OpReplace:
+			r.Printf("  %d. replace %s (the original moves into the backup)\n", i+1, a.Path)
 		default:
 			r.Printf("  %d. %s %s\n", i+1, a.Op, a.Path)
 		}

@@ -131,8 +131,8 @@ func run(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		if src.URI() == dst.URI() {
-			return exitcode.UsageError(fmt.Errorf("%s and its destination are the same location", p[1]))
+		if a, b := strings.TrimRight(src.URI(), "/")+"/", strings.TrimRight(dst.URI(), "/")+"/"; strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
+			return exitcode.UsageError(fmt.Errorf("%s and its destination %s overlap: copy to a separate location", p[1], p[2]))
 		}
 		pairs = append(pairs, transfer.Pair{Kind: p[0], Src: src, Dst: dst})
 	}

@@ -55,6 +55,9 @@ type Options struct {
 	// Detected is what the checkpoint showed and the restart options took from it (set by
 	// runDoctor; nil when the flags said it all or the defaults stood).
 	Detected *detect.Result
+	// Delta is --delta-table (the tables of the query's Delta sources) and --delta-sink (the
+	// Delta table it writes to). Default: none.
+	Delta cli.DeltaFlags
 	// FailOnDataLoss is --fail-on-data-loss, the Kafka source option the broker checks model.
 	// Default: true, Spark's default.
 	FailOnDataLoss bool
@@ -102,6 +105,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
   ckpt doctor ./ckpt --sink /data/output/orders --fail-on warning -o json
   ckpt doctor ./ckpt --bootstrap-server kafka:9092
   ckpt doctor --explain missing-previous-offsets
+  ckpt doctor ./ckpt --delta-table s3://lake/events --delta-sink s3://lake/out
   ckpt doctor --recursive s3://bucket/checkpoints    # every checkpoint below, worst first`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if opts.Explain != "" {
@@ -133,6 +137,9 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if opts.Recursive && (opts.Explain != "" || opts.Sink != "" || opts.Broker.Enabled()) {
 				return exitcode.UsageError(errors.New("--recursive diagnoses every checkpoint below a folder: --explain, --sink and --bootstrap-server apply to one checkpoint"))
 			}
+			if opts.Sink != "" && opts.Delta.Sink != "" {
+				return exitcode.UsageError(errors.New("--sink and --delta-sink: a query has one sink, give one of them"))
+			}
 			if cmd.Flags().Changed("fail-on-data-loss") && !opts.Broker.Enabled() {
 				return exitcode.UsageError(errors.New("--fail-on-data-loss models the Kafka source option for the broker checks: give --bootstrap-server too"))
 			}
@@ -157,6 +164,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	fl.StringVar(&failOn, "fail-on", string(doctor.Error), "lowest severity that makes the exit code 3: error, warning or info")
 	fl.StringVar(&opts.Explain, "explain", "", "print the documentation of one finding `CODE` and exit")
 	opts.Broker.AddFlags(fl)
+	opts.Delta.AddTableFlag(fl)
+	opts.Delta.AddSinkFlag(fl)
 	fl.BoolVar(&opts.FailOnDataLoss, "fail-on-data-loss", true, "with --bootstrap-server: the Kafka source option failOnDataLoss the query runs with (--fail-on-data-loss=false)")
 	return cmd
 }
@@ -192,6 +201,15 @@ func runDoctor(ctx context.Context, opts *Options) error {
 		if dopts.Sink, err = opts.OpenStore(ctx, opts.Sink); err != nil {
 			return fmt.Errorf("--sink: %w", err)
 		}
+	}
+	if dopts.Delta, err = opts.Delta.ReadTables(ctx, opts.OpenStore, cp); err != nil {
+		return err
+	}
+	if dopts.DeltaSink, err = opts.Delta.ReadSink(ctx, opts.OpenStore, cp); err != nil {
+		return err
+	}
+	if opts.Delta.Sink != "" {
+		dopts.SinkLocation = opts.Delta.Sink
 	}
 	if opts.Broker.Enabled() {
 		topics, err := recovery.CheckpointTopics(ctx, cp)

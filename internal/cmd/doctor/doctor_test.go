@@ -136,7 +136,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"committed", doctor.Info, 0},
 		{"rerun-last", doctor.Error, 0},
 		{"rerun-last", doctor.Info, exitcode.Findings},
-		{"commits-behind", doctor.Error, 0},
+		// Batches 5..6 are never run again: an error (issue 15).
+		{"commits-behind", doctor.Error, exitcode.Findings},
 		{"commits-behind", doctor.Warning, exitcode.Findings},
 		{"commits-ahead", doctor.Error, exitcode.Findings},
 	} {
@@ -151,7 +152,7 @@ func TestRunVerdicts(t *testing.T) {
 	for name, want := range map[string]string{
 		"committed":      "✓ no problems found. Restart resumes at batch 8; nothing re-runs\n",
 		"rerun-last":     "✓ no problems found (1 note). Restart re-runs batch 7, then continues at batch 8\n",
-		"commits-behind": "! 1 warning, 1 note. Restart re-runs batch 7, then continues at batch 8\n",
+		"commits-behind": "✗ 1 error, 1 note. Restart re-runs batch 7, then continues at batch 8\n",
 	} {
 		out, _ := run(t, name, nil)
 		if first, _, _ := strings.Cut(out, "\n"); first+"\n" != want {

@@ -176,6 +176,17 @@ func sourceDetail(r *render.Renderer, src inspect.Source) string {
 			s += fmt.Sprintf(" (latest compact %d)", src.File.Compacts[len(src.File.Compacts)-1])
 		}
 		return s
+	case src.Delta != nil:
+		d := src.Delta
+		where := fmt.Sprintf("changes of version %d", d.ReservoirVersion)
+		if d.IsStartingVersion {
+			where = fmt.Sprintf("initial snapshot of version %d", d.ReservoirVersion)
+		}
+		idx := fmt.Sprintf("index %d", d.Index)
+		if d.Index == -1 {
+			idx = "before its first change (index -1)"
+		}
+		return fmt.Sprintf("Delta table %s; next: %s, %s", d.ReservoirID, where, idx)
 	case src.Kind == inspect.SourceNone:
 		return "no offset yet (-)"
 	case src.Kind == inspect.SourceMissing:

@@ -13,10 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/lag"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -59,6 +61,9 @@ type Options struct {
 	CommitGroup string
 	// NoTimeLag is --no-time-lag: do not fetch record timestamps. Default: false.
 	NoTimeLag bool
+	// Delta is --delta-table: the tables of the query's Delta sources. With it, lag shows the
+	// versions each Delta source is behind (one checkpoint, no broker). Default: none.
+	Delta cli.DeltaFlags
 
 	// ready, when set (tests), receives the metrics server's address once it listens.
 	ready func(addr string)
@@ -112,7 +117,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
   ckpt lag s3://bucket/ckpt/a s3://bucket/ckpt/b --bootstrap-server kafka:9092 -o json
   ckpt lag ./ckpt --bootstrap-server kafka:9092 --watch --interval 10s
   ckpt lag s3://bucket/ckpt/a s3://bucket/ckpt/b --bootstrap-server kafka:9092 --serve :9108
-  ckpt lag ./ckpt --bootstrap-server kafka:9093 --kafka-option-file client.properties --commit-group orders-query`,
+  ckpt lag ./ckpt --bootstrap-server kafka:9093 --kafka-option-file client.properties --commit-group orders-query
+  ckpt lag ./ckpt --delta-table s3://lake/events`,
 		Args: cli.MinimumArgs(1, "at least one checkpoint location"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Locations = args
@@ -139,11 +145,23 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	fl.StringVar(&opts.Serve, "serve", "", "serve Prometheus metrics on `[HOST]:PORT` (path /metrics) until interrupted")
 	fl.DurationVar(&opts.Cache, "cache", opts.Cache, "with --serve: reuse a refresh for scrapes within this long")
 	fl.StringVar(&opts.CommitGroup, "commit-group", "", "mirror the committed offsets into consumer group `NAME` (Spark never reads it; writes to the broker)")
+	opts.Delta.AddTableFlag(fl)
 	fl.BoolVar(&opts.NoTimeLag, "no-time-lag", false, "do not fetch record timestamps (no LAG-TIME; needs only Describe, not Read, on the topics)")
 	return cmd
 }
 
 func validate(opts *Options) error {
+	if len(opts.Delta.Tables) > 0 {
+		switch {
+		case opts.Broker.Enabled():
+			return exitcode.UsageError(errors.New("--delta-table and --bootstrap-server: run ckpt lag once for the Delta sources and once for the Kafka sources"))
+		case len(opts.Locations) != 1:
+			return exitcode.UsageError(fmt.Errorf("--delta-table measures one query: give one checkpoint, not %d", len(opts.Locations)))
+		case opts.Watch || opts.Serve != "" || opts.CommitGroup != "":
+			return exitcode.UsageError(errors.New("--delta-table prints one report: no --watch, --serve or --commit-group"))
+		}
+		return nil
+	}
 	switch {
 	case !opts.Broker.Enabled():
 		return exitcode.UsageError(errors.New("ckpt lag needs the broker: give --bootstrap-server HOST:PORT"))
@@ -186,6 +204,9 @@ func runLag(ctx context.Context, opts *Options) error {
 		if opts.CommitGroup != "" && len(locs) > 1 {
 			return exitcode.UsageError(fmt.Errorf("--commit-group mirrors one query: --recursive found %d checkpoints", len(locs)))
 		}
+	}
+	if len(opts.Delta.Tables) > 0 {
+		return runDeltaLag(ctx, opts)
 	}
 	cl, err := opts.Broker.KgoClient(ctx)
 	if err != nil {
@@ -305,5 +326,34 @@ func serve(ctx context.Context, opts *Options, c *lag.Collector) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
+	return nil
+}
+
+// runDeltaLag is `ckpt lag CHECKPOINT --delta-table PATH...`: versions behind per Delta source.
+func runDeltaLag(ctx context.Context, opts *Options) error {
+	loc := opts.Locations[0]
+	store, err := opts.OpenStore(ctx, loc)
+	if err != nil {
+		return err
+	}
+	cp, err := checkpoint.Load(ctx, store)
+	if err != nil {
+		return err
+	}
+	if len(cp.Root) == 0 {
+		return fmt.Errorf("%s holds no checkpoint (the directory is missing or empty)", loc)
+	}
+	tables, err := opts.Delta.ReadTables(ctx, opts.OpenStore, cp)
+	if err != nil {
+		return err
+	}
+	rep, err := lag.ComputeDelta(ctx, cp, loc, tables, recovery.Options{})
+	if err != nil {
+		return err
+	}
+	if opts.Output == render.FormatJSON {
+		return render.JSON(opts.IO.Out, rep)
+	}
+	printDeltaReport(render.New(opts.IO), rep)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/lag"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/render"
 )
 
@@ -95,4 +96,46 @@ func seconds(s float64) string {
 		return d.Round(100 * time.Millisecond).String()
 	}
 	return d.Round(time.Second).String()
+}
+
+// printDeltaReport prints the Delta sources' lag: one row per source.
+func printDeltaReport(r *render.Renderer, rep *lag.DeltaReport) {
+	r.Printf("%s %s\n", r.Bold("Checkpoint:"), rep.Checkpoint)
+	rows := [][]string{}
+	for _, d := range rep.Sources {
+		committed, behind := "-", "-"
+		if d.Committed != nil {
+			committed = deltaPos(*d.Committed)
+		}
+		if d.VersionsBehind != nil {
+			behind = strconv.FormatInt(*d.VersionsBehind, 10)
+		}
+		inflight := "-"
+		if d.InFlight != nil {
+			inflight = deltaPos(*d.InFlight)
+		}
+		status := d.Status
+		if status != "ok" {
+			status = r.Bad(status)
+		}
+		rows = append(rows, []string{strconv.Itoa(d.Source), d.Location, committed, inflight, strconv.FormatInt(d.LatestVersion, 10), behind, status})
+	}
+	r.Table(render.Table{Headers: []string{"SOURCE", "TABLE", "COMMITTED", "IN-FLIGHT", "LATEST", "VERSIONS-BEHIND", "STATUS"}, Rows: rows})
+	for _, d := range rep.Sources {
+		if d.Status != "ok" {
+			r.Printf("source %d: %s\n", d.Source, d.Message)
+		}
+	}
+}
+
+// deltaPos renders a Delta offset as version/index, "v3" for the start of version 3.
+func deltaPos(o logformat.DeltaSourceOffset) string {
+	s := fmt.Sprintf("v%d", o.ReservoirVersion)
+	if o.Index != logformat.DeltaBaseIndex {
+		s += fmt.Sprintf("#%d", o.Index)
+	}
+	if o.IsStartingVersion {
+		s += " (snapshot)"
+	}
+	return s
 }

@@ -87,12 +87,17 @@ func (o *output) doc() document {
 	return d
 }
 
-// restartText is a verdict without the leading "Restart ".
+// restartText is a verdict without the leading "Restart ". A resume says where it reads from
+// instead of "nothing re-runs", which would sit badly next to a replay of delivered data: the
+// new batch N reads on from the end offsets of batch N-1, whatever was delivered after them.
 func restartText(r *recovery.Result) string {
 	if r == nil {
 		return "unknown"
 	}
 	v := r.Verdict()
+	if !r.Failed() && r.RerunBatch == nil && r.LatestOffsets != nil && r.NextBatch > 0 {
+		return fmt.Sprintf("resumes at batch %d, reading on from where batch %d ended", r.NextBatch, r.NextBatch-1)
+	}
 	if s, ok := strings.CutPrefix(v, "Restart "); ok {
 		return s
 	}
@@ -102,10 +107,14 @@ func restartText(r *recovery.Result) string {
 // replayText says in a few words what a plan costs on restart.
 func replayText(r repair.Replay) string {
 	var parts []string
-	if n := len(r.ReplayedBatches); n > 0 {
-		s := fmt.Sprintf("%s already delivered run again (%s)", plural(n, "batch"), ids(r.ReplayedBatches))
+	if n := r.ReplayedBatches.Count(); n > 0 {
+		what := "the data of " + pluralU(n, "batch") + " already delivered (" + r.ReplayedBatches.String() + ") is read again"
+		if n == 1 {
+			what = "the data of batch " + r.ReplayedBatches.String() + ", already delivered, is read again"
+		}
+		s := what
 		if r.ReplayedRecords != nil {
-			s += fmt.Sprintf(", %s", plural(int(*r.ReplayedRecords), "record"))
+			s += fmt.Sprintf(" (%s)", plural(int(*r.ReplayedRecords), "record"))
 		}
 		parts = append(parts, s)
 	}
@@ -119,7 +128,7 @@ func replayText(r repair.Replay) string {
 	if r.LostRecords != nil && *r.LostRecords > 0 || len(r.LostBatches) > 0 {
 		s := "LOSES"
 		if len(r.LostBatches) > 0 {
-			s += " batch(es) " + ids(r.LostBatches)
+			s += " " + pluralU(r.LostBatches.Count(), "batch") + " (" + r.LostBatches.String() + ")"
 		}
 		if r.LostRecords != nil && *r.LostRecords > 0 {
 			s += fmt.Sprintf(" (%s never read)", plural(int(*r.LostRecords), "record"))
@@ -226,7 +235,11 @@ func printPlan(r *render.Renderer, p *repair.Plan, opts *Options) {
 			{"Replay", replayText(p.Replay)},
 		}
 		if p.After != nil && p.After.Sink != nil {
-			kv = append(kv, [2]string{"File sink", p.After.Sink.Message})
+			label := "File sink"
+			if p.After.Sink.Kind == recovery.SinkKindDelta {
+				label = "Delta sink"
+			}
+			kv = append(kv, [2]string{label, p.After.Sink.Message})
 		}
 		r.KV(kv)
 	}

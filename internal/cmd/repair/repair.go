@@ -44,6 +44,9 @@ type Options struct {
 	Strategy repair.Strategy
 	// Sink is a file sink's output directory (or its _spark_metadata), "" for none.
 	Sink string
+	// Delta is --delta-sink: the Delta table the query writes to; its txn action for the query
+	// id forbids deleting offsets of batches it has. Default: none.
+	Delta cli.DeltaFlags
 	// Execute applies the plan; Yes confirms without a prompt.
 	Execute, Yes bool
 	// DryRun is --dry-run, the explicit form of the default: print the plan only.
@@ -111,7 +114,8 @@ them. The broker is only read.
 Safety: repair refuses when a log file is younger than --active-window (the query may be running)
 or another repair holds the lock (<checkpoint>/_ckpt/lock); --force overrides both with a warning.
 With --sink it refuses to delete offsets of a batch the file sink has committed, since Spark would
-plan that batch again and the sink would silently skip it. It only ever changes files directly in
+plan that batch again and the sink would silently skip it; --delta-sink does the same for a Delta
+sink (the version of its txn action whose appId is the query id). It only ever changes files directly in
 offsets/ and commits/, never through a symbolic link.
 
 Exit codes:
@@ -156,6 +160,9 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 			if err := cli.CheckDryRun(opts.DryRun, opts.Execute, "--execute"); err != nil {
 				return err
 			}
+			if opts.Sink != "" && opts.Delta.Sink != "" {
+				return exitcode.UsageError(errors.New("--sink and --delta-sink: a query has one sink, give one of them"))
+			}
 			if opts.Yes && !opts.Execute {
 				return exitcode.UsageError(errors.New("--yes confirms --execute; without --execute nothing changes"))
 			}
@@ -169,6 +176,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	fl := cmd.Flags()
 	fl.StringVar(&strategy, "strategy", "", "way out of missing-previous-offsets: delete, copy-previous, copy-committed or spark-procedure (default: the recommended one)")
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): never delete offsets the sink has committed")
+	opts.Delta.AddSinkFlag(fl)
 	fl.BoolVar(&opts.Execute, "execute", false, "apply the plan (default: only print it)")
 	cli.AddDryRunFlag(fl, &opts.DryRun)
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "apply without asking (required with --execute when stdin is not a terminal)")
@@ -207,6 +215,17 @@ func runRepair(ctx context.Context, opts *Options) error {
 		opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	}
 	ropts := repair.Options{Planner: opts.plannerOptions(sinkLatest), Strategy: opts.Strategy, Sink: opts.Sink}
+	if opts.Delta.Sink != "" {
+		cp, err := checkpoint.Load(ctx, store)
+		if err != nil {
+			return err
+		}
+		txn, err := opts.Delta.ReadSink(ctx, opts.OpenStore, cp)
+		if err != nil {
+			return err
+		}
+		ropts.Planner.SinkLatest, ropts.Planner.SinkKind, ropts.Sink = &txn.Version, recovery.SinkKindDelta, opts.Delta.Sink
+	}
 	if opts.Broker.Enabled() {
 		if ropts.Broker, err = readBroker(ctx, store, opts); err != nil {
 			return err
@@ -361,4 +380,15 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// pluralU is plural for a count of batch ids, which can exceed an int.
+func pluralU(n uint64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	if strings.HasSuffix(what, "ch") {
+		return fmt.Sprintf("%d %ses", n, what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -65,14 +65,21 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result, b *outp
 			r.Printf("%s %d of the %d records of the re-run still exist on the broker\n", r.Warn("On the broker:"), *b.Broker.BrokerRecords, *b.Broker.RerunRecords)
 		}
 	}
-	if n := len(res.SkippedBatches); n > 0 {
+	if res.Skipped != nil {
 		r.Println()
-		r.Printf("%s %s (%d %s): their offsets are never processed again\n", r.Warn("Skipped:"),
-			ranges(res.SkippedBatches), n, plural(n, "batch", "batches"))
+		r.Printf("%s %s\n", r.Bad("Data at risk:"), res.SkippedText())
 	}
 	if res.Sink != nil {
 		r.Println()
-		r.Printf("%s %s: %s\n", r.Bold("File sink:"), res.Sink.Status, res.Sink.Message)
+		label := "File sink:"
+		if res.Sink.Kind == recovery.SinkKindDelta {
+			label = "Delta sink:"
+		}
+		r.Printf("%s %s: %s\n", r.Bold(label), res.Sink.Status, res.Sink.Message)
+	}
+	for _, d := range res.Delta {
+		r.Println()
+		r.Printf("%s %s: %s\n", r.Bold(fmt.Sprintf("Delta source %d (%s):", d.Source, d.Location)), d.Status, d.Message)
 	}
 	if len(res.Warnings) > 0 {
 		r.Println()

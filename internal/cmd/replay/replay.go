@@ -42,6 +42,9 @@ type Options struct {
 	// AllowEmpty accepts an empty or unrelated directory as a checkpoint that has not started
 	// (--allow-empty). Default: refuse it, so a typo never reads as a new query.
 	AllowEmpty bool
+	// Delta is --delta-sink (a Delta sink: says whether it skips the re-run) and --delta-table
+	// (the tables of Delta sources: whether the restart can still read them). Default: none.
+	Delta cli.DeltaFlags
 	// WhatIf is a recovery.WhatIfPoints entry, or "".
 	WhatIf string
 	// Output is "table" or "json".
@@ -69,11 +72,14 @@ prints. It reads the listings and at most a handful of files.
   --mode            sync (default; Spark 2.2+ MicroBatchExecution), async (asynchronous progress
                     tracking, Spark 3.4+: gaps in offsets/ are tolerated) or spark-2.1 (no commit
                     log: the latest offsets batch always re-runs)
-  --spark-version   the release that restarts the query: 2.1 … 3.5, 4.0, 4.1 (= master);
+  --spark-version   the release that restarts the query: 2.1 … 3.5, 4.0, 4.1, 4.2 or master;
                     default 3.5. It decides which log versions are readable, the error texts,
                     and what a missing metadata file does. Releases that would behave
                     differently are listed at the end.
   --sink DIR        a file sink's output directory: says whether the sink skips the re-run
+  --delta-sink PATH a Delta sink's table: the same, from its txn action for the query id
+  --delta-table [I=]PATH  a Delta source's table: fails as Spark does when it was replaced or
+                    no longer holds the version the restart reads
                     batch (no duplicates) or is behind or ahead of the commit log
   --what-if POINT   crash-after-offsets, crash-before-commit or crash-after-commit: what a
                     restart does if the query dies at that point of the next batch
@@ -125,6 +131,9 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if opts.WhatIf != "" && !validPoint(opts.WhatIf) {
 				return exitcode.UsageError(fmt.Errorf("invalid --what-if %q: want %s", opts.WhatIf, strings.Join(recovery.WhatIfPoints, ", ")))
 			}
+			if opts.Sink != "" && opts.Delta.Sink != "" {
+				return exitcode.UsageError(errors.New("--sink and --delta-sink: a query has one sink, give one of them"))
+			}
 			if !opts.Broker.Enabled() && (opts.Exact || cmd.Flags().Changed("fail-on-data-loss")) {
 				return exitcode.UsageError(errors.New("--exact and --fail-on-data-loss need the broker: give --bootstrap-server too"))
 			}
@@ -137,6 +146,8 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	cli.AddOutputFlag(cmd, &output)
 	restart.AddFlags(cmd)
 	cmd.Flags().StringVar(&opts.Sink, "sink", "", "a file sink's output `DIR` (or its _spark_metadata)")
+	opts.Delta.AddSinkFlag(cmd.Flags())
+	opts.Delta.AddTableFlag(cmd.Flags())
 	cmd.Flags().StringVar(&opts.WhatIf, "what-if", "", "predict the restart after a crash at `POINT` of the next batch: "+strings.Join(recovery.WhatIfPoints, ", "))
 	cli.AddAllowEmptyFlag(cmd.Flags(), &opts.AllowEmpty)
 	opts.Broker.AddFlags(cmd.Flags())
@@ -177,6 +188,14 @@ func runReplay(ctx context.Context, opts *Options) error {
 			return err
 		}
 		po.SinkLatest = &latest
+	}
+	if txn, err := opts.Delta.ReadSink(ctx, opts.OpenStore, cp); err != nil {
+		return err
+	} else if txn != nil {
+		po.SinkLatest, po.SinkKind = &txn.Version, recovery.SinkKindDelta
+	}
+	if po.Delta, err = opts.Delta.ReadTables(ctx, opts.OpenStore, cp); err != nil {
+		return err
 	}
 	var broker *brokerConn
 	if opts.Broker.Enabled() {

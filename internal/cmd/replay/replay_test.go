@@ -73,7 +73,7 @@ func TestRunReplayJSON(t *testing.T) {
 	if res.Outcome != "fail" || res.ErrorText() != "batch 4 doesn't exist" || res.NextBatch != -1 {
 		t.Errorf("result %+v", res)
 	}
-	for _, key := range []string{`"outcome"`, `"error"`, `"nextBatch"`, `"rerunBatch"`, `"rerunRange"`, `"skippedBatches"`, `"warnings"`, `"watermarkMs"`, `"batchTimestampMs"`} {
+	for _, key := range []string{`"outcome"`, `"error"`, `"nextBatch"`, `"rerunBatch"`, `"rerunRange"`, `"skipped"`, `"warnings"`, `"watermarkMs"`, `"batchTimestampMs"`} {
 		if !strings.Contains(out, key) {
 			t.Errorf("JSON lacks %s", key)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"strings"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -296,11 +296,7 @@ func verdict(r *recovery.Result) string {
 
 // openSink opens the file sink's output directory (--sink names it or its _spark_metadata).
 func openSink(ctx context.Context, opts *Options) (storage.Store, error) {
-	dir := strings.TrimRight(opts.Sink, "/")
-	if path.Base(dir) == repair.SinkLogDir {
-		dir = strings.TrimSuffix(dir, "/"+repair.SinkLogDir)
-	}
-	s, err := opts.OpenStore(ctx, dir)
+	s, err := opts.OpenStore(ctx, sinklog.OutputDir(opts.Sink))
 	if err != nil {
 		return nil, fmt.Errorf("--sink: %w", err)
 	}

@@ -111,7 +111,7 @@ timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --
 	f.StringVar(&o.Trigger, "trigger", "", "trigger: default, an interval such as 10s, once, availableNow")
 	f.StringVar(&o.Filter, "filter", "", "keep rows where this expression is true")
 	f.StringArrayVar(&o.Select, "select", nil, "output column: \"expression AS name\" or a column name (repeatable)")
-	f.StringArrayVar(&o.Conf, "conf", nil, "Spark SQL conf key=value: spark.sql.shuffle.partitions (200), spark.sql.streaming.minBatchesToRetain (100)")
+	f.StringArrayVar(&o.Conf, "conf", nil, "Spark SQL conf key=value: spark.sql.shuffle.partitions (200), spark.sql.streaming.minBatchesToRetain (100), spark.sql.streaming.fileSink.log.deletion (true), .compactInterval (10), .cleanupDelay (10m)")
 	f.IntVar(&o.Parallelism, "parallelism", 0, "partitions read at once (default: one per partition, up to 4×CPUs)")
 	cli.AddOutputFlag(cmd, &o.Output)
 	f.StringVar(&o.ProgressLog, "progress-log", "", "append each batch's progress event (JSON, one per line) to this file")

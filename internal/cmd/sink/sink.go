@@ -258,16 +258,20 @@ func repairLog(ctx context.Context, opts *Options, store storage.Store) error {
 	}
 	doc := &repairDoc{Rebuild: rb, Actions: []repair.Action{}}
 	for _, c := range rb.Compacts {
-		if c.Corrupt != "" {
-			doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpDelete, Path: c.Corrupt,
-				Reason: "damaged compaction file, moved into the backup before its rebuilt copy is written", Code: doctor.CodeCorruptLogFile})
+		reason := fmt.Sprintf("rebuilt from %s: %d entries", strings.Join(c.From, ", "), c.Entries)
+		if c.Replaces == "" {
+			doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpWrite, Path: c.Path, Data: c.Data, Reason: reason, Code: doctor.CodeSinkLogBatchMissing})
+			continue
 		}
 		if c.CRC != "" {
 			doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpDelete, Path: c.CRC,
-				Reason: "checksum of the damaged file: Hadoop would reject the rebuilt bytes with it", Code: doctor.CodeCorruptLogFile})
+				Reason: "checksum of the replaced file: Hadoop would reject the rebuilt bytes with it", Code: doctor.CodeCorruptLogFile})
 		}
-		doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpWrite, Path: c.Path, Data: c.Data,
-			Reason: fmt.Sprintf("rebuilt from %s: %d entries", strings.Join(c.From, ", "), c.Entries), Code: doctor.CodeSinkLogBatchMissing})
+		code, why := doctor.CodeCorruptLogFile, "damaged; "
+		if c.Reason == "drop-missing" {
+			code, why = doctor.CodeSinkFileMissing, fmt.Sprintf("%d entr(ies) naming gone data files left out; ", len(c.Dropped))
+		}
+		doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpReplace, Path: c.Path, Data: c.Data, Reason: why + reason, Code: code})
 	}
 	for i := range doc.Actions {
 		if err := repair.Fill(ctx, store, &doc.Actions[i]); err != nil {

@@ -201,7 +201,11 @@ func streamTable(w io.Writer, r *state.Reader, changes bool) error {
 		if changes {
 			cells = append(cells, strconv.FormatInt(row.BatchID, 10), row.ChangeType)
 		}
-		cells = append(cells, cell(row.Key, row.RawKey), cell(row.Value, row.RawValue))
+		if row.HasSchema() {
+			cells = append(cells, cell(row.Key()), cell(row.Value()))
+		} else {
+			cells = append(cells, statefmt.Text(row.RawKey), rawCell(row.RawValue))
+		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		if n++; n%512 == 0 {
 			return tw.Flush()
@@ -214,13 +218,17 @@ func streamTable(w io.Writer, r *state.Reader, changes bool) error {
 	return err
 }
 
-// cell renders a row as name=value pairs.
-func cell(o *statefmt.Object, raw []byte) string {
+func rawCell(raw []byte) string {
+	if raw == nil {
+		return "-"
+	}
+	return statefmt.Text(raw)
+}
+
+// cell renders a row as name=value pairs ("-" for none: a delete's value).
+func cell(o *statefmt.Object) string {
 	if o == nil {
-		if raw == nil {
-			return "-"
-		}
-		return statefmt.Text(raw)
+		return "-"
 	}
 	parts := make([]string, len(o.Names))
 	for i, n := range o.Names {

@@ -138,3 +138,37 @@ func Disappeared(offset int64, additional string) string {
 func UnknownTopicMessage(topics []string) string {
 	return fmt.Sprintf("Topic %s not found.", strings.Join(topics, ", "))
 }
+
+// Spark 4.0 and later (SPARK-47135) raise the driver's data-loss failures as a
+// KafkaIllegalStateException whose message is the KAFKA_DATA_LOSS error condition of
+// connector/kafka-0-10-sql/src/main/resources/error/kafka-error-conditions.json, rendered by
+// ErrorClassesJsonReader.getErrorMessage: the main message's lines joined by newlines, a space,
+// then the sub-condition's lines, with no "[CONDITION]" prefix and no SQLSTATE (22000) in the
+// text. With failOnDataLoss=false the driver still logs the 3.5 text (Driver, false).
+const (
+	KafkaIllegalState = "org.apache.spark.sql.kafka010.KafkaIllegalStateException"
+
+	// Condition4 is KAFKA_DATA_LOSS's main message.
+	Condition4 = "Some data may have been lost because they are not available in Kafka any more;\n" +
+		"either the data was aged out by Kafka or the topic may have been deleted before all the data in the\n" +
+		"topic was processed.\n" +
+		"If you don't want your streaming query to fail on such cases, set the source option failOnDataLoss to false.\n" +
+		"Reason:"
+
+	// The sub-conditions ckpt predicts.
+	CondPartitionsDeleted      = "KAFKA_DATA_LOSS.PARTITIONS_DELETED"
+	CondPartitionOffsetChanged = "KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED"
+)
+
+// PartitionsDeleted4 is KAFKA_DATA_LOSS.PARTITIONS_DELETED for a Set (Set), without a
+// kafka.group.id.
+func PartitionsDeleted4(set string) string {
+	return Condition4 + " Partitions " + set + " have been deleted."
+}
+
+// PartitionOffsetChanged4 is KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED.
+func PartitionOffsetChanged4(tp string, from, to int64) string {
+	return fmt.Sprintf("%s Partition %s offset was changed from %d to %d.\n"+
+		"This could either be a user error that the start offset is set too high and this is the first batch, "+
+		"or the kafka topic-partition is broken, and some data may have been missed.", Condition4, tp, from, to)
+}

@@ -1,0 +1,352 @@
+package sparkoracle
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/internal/scenario"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// oracleCase is one restart that Spark and ckpt both judge.
+type oracleCase struct {
+	name       string
+	mode       string // sync or async
+	checkpoint string // "scenario:<name>" or "generated:<seed>:<index>"
+	sink       string
+	trigger    string
+	options    map[string]string
+	sinkLatest *int64
+	build      *scenario.Builder
+}
+
+const (
+	genSeed  = 20240601 // the planner property test's seed
+	genCount = 200
+	// extraRecords is produced past the highest offset any file of the checkpoint records, so
+	// that a restart that resumes has a new batch to run.
+	extraRecords = 5
+)
+
+// scenarioCases are the cases built from the scenario corpus (testdata/scenarios): every
+// scenario whose query is a single Kafka source, in sync mode, plus async mode for the async ones.
+func scenarioCases() []oracleCase {
+	var out []oracleCase
+	for _, s := range scenario.All() {
+		if s.Large {
+			continue
+		}
+		b := s.Builder()
+		if !kafkaOnly(b.Files()) {
+			continue
+		}
+		c := oracleCase{name: s.Name, mode: "sync", checkpoint: "scenario:" + s.Name, sink: sinkFor(s.SinkLatest),
+			trigger: "availableNow", sinkLatest: s.SinkLatest, options: rateLimit(b.Files()), build: b}
+		out = append(out, c)
+		if slices.Contains(s.Tags, "async") {
+			a := c
+			a.name, a.mode, a.sink, a.trigger, a.sinkLatest = s.Name+"@async", "async", "kafka", "processingTime=500", nil
+			a.options = map[string]string{"sink.asyncProgressTrackingEnabled": "true", "sink.topic": "ckpt-oracle-out"}
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// generatedCases are the planner property test's random checkpoints (same generator shape,
+// fixed seed): offsets and commits with gaps, corrupt latest files, a missing metadata file.
+func generatedCases(n int) []oracleCase {
+	r := rand.New(rand.NewSource(genSeed))
+	out := make([]oracleCase, 0, n)
+	for i := 0; i < n; i++ {
+		rc := drawCase(r)
+		name := fmt.Sprintf("gen-%03d", i)
+		b := rc.build(name)
+		out = append(out, oracleCase{name: name, mode: "sync", checkpoint: fmt.Sprintf("generated:%d:%d", genSeed, i),
+			sink: "console", trigger: "availableNow", options: rateLimit(b.Files()), build: b})
+	}
+	return out
+}
+
+// allCases is every case of the suite; subset "scenarios" leaves out the generated ones.
+func allCases(subset string) []oracleCase {
+	switch subset {
+	case "none":
+		return nil
+	case "generated":
+		return generatedCases(genCount)
+	}
+	cs := scenarioCases()
+	if subset != "scenarios" {
+		cs = append(cs, generatedCases(genCount)...)
+	}
+	return cs
+}
+
+func caseByName(name string) (oracleCase, bool) {
+	if strings.HasPrefix(name, "gen-") {
+		i, err := strconv.Atoi(strings.TrimPrefix(name, "gen-"))
+		if err != nil || i < 0 || i >= genCount {
+			return oracleCase{}, false
+		}
+		return generatedCases(i + 1)[i], true
+	}
+	for _, c := range scenarioCases() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return oracleCase{}, false
+}
+
+// sinkFor is the harness sink of a case: the file sink where the case lays out a sink log, else
+// the console sink. An empty file sink output is not neutral: a restart whose first batch is a
+// compaction batch of _spark_metadata (9, 19, ...) fails reading the earlier batches' entries.
+func sinkFor(sinkLatest *int64) string {
+	if sinkLatest != nil {
+		return "file"
+	}
+	return "console"
+}
+
+// rateLimit reads one record per batch when the commit log runs ahead of the offsets log, so
+// that the restart runs enough new batches to reach the commits already there (what ckpt
+// predicts fails); otherwise none: the restart reads what is left in one batch.
+func rateLimit(files map[string][]byte) map[string]string {
+	maxOffsets, maxCommit := int64(-1), int64(-1)
+	for p := range files {
+		var id int64
+		if _, err := fmt.Sscanf(p, "offsets/%d", &id); err == nil && offsetsFile.MatchString(p) {
+			maxOffsets = max(maxOffsets, id)
+		}
+		if strings.HasPrefix(p, "commits/") {
+			if n, err := strconv.ParseInt(strings.TrimPrefix(p, "commits/"), 10, 64); err == nil {
+				maxCommit = max(maxCommit, n)
+			}
+		}
+	}
+	if maxCommit > maxOffsets {
+		return map[string]string{"maxOffsetsPerTrigger": "1"}
+	}
+	return nil
+}
+
+// kafkaOnly says whether every source line of every offsets file is a Kafka offset (or
+// unreadable): the harness's query has one Kafka source.
+func kafkaOnly(files map[string][]byte) bool {
+	for p, data := range files {
+		if !offsetsFile.MatchString(p) {
+			continue
+		}
+		lines := strings.Split(string(data), "\n")
+		nonEmpty := 0
+		for _, l := range lines[min(2, len(lines)):] {
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
+			nonEmpty++
+			var v any
+			if err := json.Unmarshal([]byte(l), &v); err != nil {
+				if l == scenario.Void {
+					return false
+				}
+				continue
+			}
+			m, ok := v.(map[string]any)
+			if !ok {
+				return false // a Long offset: memory or rate source
+			}
+			for _, pv := range m {
+				if _, ok := pv.(map[string]any); !ok {
+					return false // {"logOffset":n}: a file source
+				}
+			}
+		}
+		if nonEmpty > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+var offsetsFile = regexp.MustCompile(`^offsets/[0-9]+$`)
+
+// topicData is what the broker must hold for a case: per topic, the record count of each
+// partition (the highest offset any offsets or initial-offsets file records, plus extraRecords).
+func topicData(files map[string][]byte) map[string][]int64 {
+	out := map[string][]int64{}
+	note := func(line string) {
+		var m map[string]map[string]int64
+		if json.Unmarshal([]byte(line), &m) != nil {
+			return
+		}
+		for topic, parts := range m {
+			for ps, off := range parts {
+				p, err := strconv.Atoi(ps)
+				if err != nil || p < 0 || p > 1000 {
+					continue
+				}
+				cur := out[topic]
+				for len(cur) <= p {
+					cur = append(cur, 0)
+				}
+				cur[p] = max(cur[p], off)
+				out[topic] = cur
+			}
+		}
+	}
+	for p, data := range files {
+		switch {
+		case offsetsFile.MatchString(p):
+			for _, l := range strings.Split(string(data), "\n") {
+				note(l)
+			}
+		case strings.HasPrefix(p, "sources/") && strings.HasSuffix(p, "/0"):
+			s := string(data)
+			if i := strings.Index(s, "\n"); i >= 0 {
+				note(s[i+1:])
+			}
+		}
+	}
+	if len(out) == 0 {
+		out["events"] = []int64{0, 0, 0}
+	}
+	for t, parts := range out {
+		for i := range parts {
+			parts[i] += extraRecords
+		}
+		out[t] = parts
+	}
+	return out
+}
+
+// subscribeOption is the harness option for a case whose offsets files name no topic.
+func subscribeOption(files map[string][]byte, topics map[string][]int64) map[string]string {
+	for p := range files {
+		if offsetsFile.MatchString(p) && strings.Contains(string(files[p]), `":{"`) {
+			return nil
+		}
+	}
+	names := make([]string, 0, len(topics))
+	for t := range topics {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	return map[string]string{"subscribe": strings.Join(names, ",")}
+}
+
+// layout writes the case's checkpoint into dir/checkpoint and, with a sink log, the file sink's
+// _spark_metadata into dir/output; it returns both paths.
+func (c oracleCase) layout(t testing.TB, dir string) (ck, out string) {
+	t.Helper()
+	ck, out = filepath.Join(dir, "checkpoint"), filepath.Join(dir, "output")
+	for _, d := range []string{ck, out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := storage.NewLocal(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.build.WriteTo(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	if c.sinkLatest != nil {
+		meta := filepath.Join(out, "_spark_metadata")
+		if err := os.MkdirAll(meta, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for id := int64(0); id <= *c.sinkLatest; id++ {
+			name := strconv.FormatInt(id, 10)
+			if (id+1)%10 == 0 { // spark.sql.streaming.fileSink.log.compactInterval's default
+				name += ".compact"
+			}
+			if err := os.WriteFile(filepath.Join(meta, name), []byte("v1"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return ck, out
+}
+
+// The random checkpoints of internal/recovery's TestPlanProperties (a copy of its generator: that
+// one lives in a test file).
+type randomCase struct {
+	offsets, commits        []int64
+	corruptL, corruptC      bool
+	corruptPrev, noMetadata bool
+}
+
+func drawIDs(r *rand.Rand, n int, max int64) []int64 {
+	set := map[int64]bool{}
+	for i := 0; i < n; i++ {
+		set[r.Int63n(max+1)] = true
+	}
+	out := make([]int64, 0, len(set))
+	for id := range set {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func drawCase(r *rand.Rand) randomCase {
+	var c randomCase
+	top := int64(r.Intn(12))
+	switch r.Intn(4) {
+	case 0:
+		for id := int64(0); id <= top; id++ {
+			c.offsets = append(c.offsets, id)
+		}
+		ctop := top - int64(r.Intn(4))
+		for id := int64(0); id <= ctop; id++ {
+			c.commits = append(c.commits, id)
+		}
+	default:
+		c.offsets = drawIDs(r, r.Intn(8), top)
+		c.commits = drawIDs(r, r.Intn(8), top+int64(r.Intn(3)))
+	}
+	c.corruptL = r.Intn(8) == 0
+	c.corruptC = r.Intn(8) == 0
+	c.corruptPrev = r.Intn(10) == 0
+	c.noMetadata = r.Intn(15) == 0
+	return c
+}
+
+func (c randomCase) build(name string) *scenario.Builder {
+	b := scenario.NewBuilder(name)
+	if !c.noMetadata {
+		b.Metadata()
+	}
+	b.KafkaInitial(0, scenario.KafkaOffsets("t", 0, 0))
+	for _, id := range c.offsets {
+		b.Offsets(id, scenario.Kafka("t", id, 2))
+	}
+	for _, id := range c.commits {
+		b.Commit(id)
+	}
+	if n := len(c.offsets); n > 0 {
+		L := c.offsets[n-1]
+		if c.corruptL {
+			b.Raw(fmt.Sprintf("offsets/%d", L), "")
+		}
+		if c.corruptPrev && L > 0 && slices.Contains(c.offsets, L-1) {
+			b.Raw(fmt.Sprintf("offsets/%d", L-1), "v1")
+		}
+	}
+	if n := len(c.commits); n > 0 && c.corruptC {
+		b.Raw(fmt.Sprintf("commits/%d", c.commits[n-1]), "")
+	}
+	return b
+}

@@ -1,0 +1,309 @@
+package statefmt
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// AppendRowJSON appends the UnsafeRow b of schema t (a struct) as JSON, exactly as
+// AppendJSON(dst, DecodeRow(b, t)) does, and fails where DecodeRow fails; but it renders
+// straight from the bytes, without building values (no allocation for the common types),
+// which is what lets `ckpt state read -o json` keep up with a large state.
+func AppendRowJSON(dst, b []byte, t *Type) ([]byte, error) {
+	if t == nil || t.Name != "struct" {
+		return dst, &RowError{Reason: "the schema is not a struct"}
+	}
+	return appendStructJSON(dst, b, 0, len(b), t)
+}
+
+func appendStructJSON(dst, b []byte, base, size int, t *Type) ([]byte, error) {
+	n := len(t.Fields)
+	words := bitsetWords(n)
+	if size < 0 || base < 0 || base+size > len(b) || (words+n)*8 > size {
+		return dst, &RowError{At: base, Reason: fmt.Sprintf("a row of %d fields needs %d bytes, has %d", n, (words+n)*8, size)}
+	}
+	dst = append(dst, '{')
+	for i, f := range t.Fields {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, f.Name)
+		dst = append(dst, ':')
+		if b[base+i/64*8+(i%64)/8]&(1<<(uint(i)%8)) != 0 {
+			dst = append(dst, "null"...)
+			continue
+		}
+		var err error
+		if dst, err = appendSlotJSON(dst, b, base, size, base+(words+i)*8, f.Type); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendSlotJSON is decodeSlot followed by AppendJSON.
+func appendSlotJSON(dst, b []byte, base, size, at int, t *Type) ([]byte, error) {
+	w := b[at : at+8]
+	switch t.Name {
+	case "boolean":
+		return strconv.AppendBool(dst, w[0] != 0), nil
+	case "byte":
+		return strconv.AppendInt(dst, int64(int8(w[0])), 10), nil
+	case "short":
+		return strconv.AppendInt(dst, int64(int16(binary.LittleEndian.Uint16(w))), 10), nil
+	case "integer":
+		return strconv.AppendInt(dst, int64(int32(binary.LittleEndian.Uint32(w))), 10), nil
+	case "date":
+		return appendDate(append(dst, '"'), Date(int32(binary.LittleEndian.Uint32(w))), true), nil
+	case "long":
+		return strconv.AppendInt(dst, int64(binary.LittleEndian.Uint64(w)), 10), nil
+	case "timestamp", "timestamp_ntz":
+		return appendTimestamp(append(dst, '"'), Timestamp(int64(binary.LittleEndian.Uint64(w))), true), nil
+	case "float":
+		return appendFloat(dst, float64(math.Float32frombits(binary.LittleEndian.Uint32(w))), 32), nil
+	case "double":
+		return appendFloat(dst, math.Float64frombits(binary.LittleEndian.Uint64(w)), 64), nil
+	case "null":
+		return append(dst, "null"...), nil
+	case "decimal":
+		if t.Precision <= 18 {
+			return appendDecimal64(dst, int64(binary.LittleEndian.Uint64(w)), t.Scale), nil
+		}
+	}
+	ref := binary.LittleEndian.Uint64(w)
+	off, n := int(ref>>32), int(uint32(ref))
+	if off < 0 || n < 0 || off+n > size {
+		return dst, &RowError{At: at - base, Reason: fmt.Sprintf("a %s at offset %d size %d outside the row of %d bytes", t, off, n, size)}
+	}
+	p := base + off
+	switch t.Name {
+	case "string":
+		return appendJSONBytes(dst, b[p:p+n]), nil
+	case "decimal":
+		if n <= 8 {
+			var u uint64
+			for _, c := range b[p : p+n] {
+				u = u<<8 | uint64(c)
+			}
+			if n > 0 && b[p]&0x80 != 0 && n < 8 {
+				u |= ^uint64(0) << (8 * n) // sign-extend
+			}
+			return appendDecimal64(dst, int64(u), t.Scale), nil
+		}
+		v, err := decodeSlot(b, base, size, at, t)
+		if err != nil {
+			return dst, err
+		}
+		return AppendJSON(dst, v), nil
+	case "struct":
+		return appendStructJSON(dst, b, p, n, t)
+	}
+	// binary, arrays and maps are rare in state keys and values: decode, then render.
+	v, err := decodeSlot(b, base, size, at, t)
+	if err != nil {
+		return dst, err
+	}
+	return AppendJSON(dst, v), nil
+}
+
+// appendDecimal64 renders an unscaled value with its scale, as Decimal.String.
+func appendDecimal64(dst []byte, v int64, scale int) []byte {
+	if scale == 0 {
+		return strconv.AppendInt(dst, v, 10)
+	}
+	u := uint64(v)
+	if v < 0 {
+		dst = append(dst, '-')
+		u = -u
+	}
+	var buf [40]byte
+	digits := strconv.AppendUint(buf[:0], u, 10)
+	if len(digits) <= scale {
+		dst = append(dst, '0', '.')
+		for i := len(digits); i < scale; i++ {
+			dst = append(dst, '0')
+		}
+		return append(dst, digits...)
+	}
+	dst = append(dst, digits[:len(digits)-scale]...)
+	dst = append(dst, '.')
+	return append(dst, digits[len(digits)-scale:]...)
+}
+
+// civil converts days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's algorithm).
+func civil(days int64) (y, m, d int64) {
+	z := days + 719468
+	era := z / 146097
+	if z < 0 && z%146097 != 0 {
+		era--
+	}
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y = yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d = doy - (153*mp+2)/5 + 1
+	if mp < 10 {
+		m = mp + 3
+	} else {
+		m = mp - 9
+	}
+	if m <= 2 {
+		y++
+	}
+	return y, m, d
+}
+
+func append2(dst []byte, v int64) []byte { return append(dst, byte('0'+v/10), byte('0'+v%10)) }
+
+// appendYMD appends yyyy-MM-dd for years 0..9999; ok false outside (rendered by time then).
+func appendYMD(dst []byte, days int64) ([]byte, bool) {
+	y, m, d := civil(days)
+	if y < 0 || y > 9999 {
+		return dst, false
+	}
+	dst = append2(append2(dst, y/100), y%100)
+	dst = append2(append(dst, '-'), m)
+	return append2(append(dst, '-'), d), true
+}
+
+// appendDate appends the date as Date.String does, closing the quote when quoted.
+func appendDate(dst []byte, v Date, quoted bool) []byte {
+	out, ok := appendYMD(dst, int64(v))
+	if !ok {
+		out = append(dst, v.String()...)
+	}
+	if quoted {
+		out = append(out, '"')
+	}
+	return out
+}
+
+// appendTimestamp appends the timestamp as Timestamp.String does (UTC, milliseconds).
+func appendTimestamp(dst []byte, v Timestamp, quoted bool) []byte {
+	us := int64(v)
+	sec := us / 1e6
+	rem := us % 1e6
+	if rem < 0 {
+		sec--
+		rem += 1e6
+	}
+	days := sec / 86400
+	sod := sec % 86400
+	if sod < 0 {
+		days--
+		sod += 86400
+	}
+	out, ok := appendYMD(dst, days)
+	if !ok {
+		out = append(dst, v.String()...)
+	} else {
+		out = append2(append(out, 'T'), sod/3600)
+		out = append2(append(out, ':'), sod/60%60)
+		out = append2(append(out, ':'), sod%60)
+		ms := rem / 1000
+		out = append(append(out, '.', byte('0'+ms/100)), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+	}
+	if quoted {
+		out = append(out, '"')
+	}
+	return out
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string the way Spark's JSON writer (Jackson) escapes
+// it: quote, backslash and control characters only; invalid UTF-8 becomes U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, "\uFFFD"...)
+				i++
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendJSONBytes is appendJSONString of a byte slice, without converting it to a string.
+func appendJSONBytes(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, "\uFFFD"...)
+				i++
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
