@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
 # The whole test suite: format, vet, staticcheck, race-enabled tests, and a short fuzz pass over
-# every parser. The S3 tests run against a real S3-compatible server (versitygw), which this
-# script builds on first use and starts unless CKPT_TEST_S3_ENDPOINT already points at one.
+# every parser. The object store tests run against real servers and emulators: versitygw (S3),
+# fake-gcs-server (GCS) and Azurite (Azure), which this script installs on first use and starts
+# unless CKPT_TEST_S3_ENDPOINT / CKPT_TEST_GCS_ENDPOINT / CKPT_TEST_AZURE_CONNECTION_STRING
+# already point at one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
 export PATH="$PWD/.ci/bin:$(go env GOPATH)/bin:$PATH"
 
+# Each emulator this script starts is stopped on exit, whatever happens.
+stops=()
+cleanup() { for s in "${stops[@]}"; do bash ".ci/$s.sh" stop >/dev/null 2>&1 || true; done; }
+trap cleanup EXIT
 if [ -z "${CKPT_TEST_S3_ENDPOINT:-}" ]; then
-  eval "$(bash .ci/s3.sh start)"
-  trap 'bash .ci/s3.sh stop >/dev/null 2>&1 || true' EXIT
+  eval "$(bash .ci/s3.sh start)"; stops+=(s3)
+fi
+if [ -z "${CKPT_TEST_GCS_ENDPOINT:-}" ]; then
+  eval "$(bash .ci/gcs.sh start)"; stops+=(gcs)
+fi
+if [ -z "${CKPT_TEST_AZURE_CONNECTION_STRING:-}" ]; then
+  eval "$(bash .ci/azure.sh start)"; stops+=(azure)
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.ci/*'))
@@ -67,8 +78,3 @@ for t in "${targets[@]}"; do
   fi
 done
 
-# The file sink log's path resolution (sinklog: verify, repair and cp resolve logged paths with it).
-for f in $(go test -list '^Fuzz' ./internal/sinklog/ | grep '^Fuzz'); do
-  go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/sinklog/ ||
-    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/sinklog/
-done

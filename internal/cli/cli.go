@@ -24,7 +24,7 @@ type Env struct {
 	// Commit and BuildDate are set by the release build (ldflags); "" otherwise (ckpt version
 	// then reads the module's build info).
 	Commit, BuildDate string
-	// Storage holds the S3 settings from the global flags; OpenStore uses them.
+	// Storage holds the store settings from the global flags (S3, timeouts); OpenStore uses them.
 	Storage storage.Options
 	// Now is the clock; tests pin it.
 	Now func() time.Time
@@ -34,7 +34,8 @@ type Env struct {
 	Rand io.Reader
 }
 
-// OpenStore opens a checkpoint location given as a path, file:// URI or s3://bucket/prefix.
+// OpenStore opens a checkpoint location given as a path or a URI storage.Open accepts (file://,
+// s3://, gs://, abfss://, wasbs://, hdfs://).
 func (e *Env) OpenStore(ctx context.Context, uri string) (storage.Store, error) {
 	return storage.Open(ctx, uri, e.Storage)
 }

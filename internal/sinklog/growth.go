@@ -141,3 +141,18 @@ func (g *Growth) Projection(n int64) string {
 	return fmt.Sprintf("at %.0f bytes per batch, the compaction file reaches %d bytes after %d more batches",
 		g.BytesPerBatch, last.Bytes+int64(g.BytesPerBatch*float64(n)), n)
 }
+
+// LastWrite is the newest file of the log in store (the output directory), by modification
+// time: a query writing the sink now shows there first. ok is false for an empty log.
+func LastWrite(ctx context.Context, store storage.Store) (e storage.Entry, ok bool, err error) {
+	es, err := store.List(ctx, Dir)
+	if err != nil {
+		return e, false, err
+	}
+	for _, x := range es {
+		if !x.IsDir && (!ok || x.ModTime.After(e.ModTime)) {
+			e, ok = x, true
+		}
+	}
+	return e, ok, nil
+}

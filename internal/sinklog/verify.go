@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -50,6 +51,12 @@ type Problem struct {
 type VerifyOptions struct {
 	// MaxProblems bounds the problems listed per code (counts stay exact); 0 means 1000.
 	MaxProblems int
+	// Retention is the file sink's "retention" option (Spark 3.1+): readers skip entries whose
+	// modificationTime is older than Now minus Retention, so verify does too. 0: none (Spark's
+	// default).
+	Retention time.Duration
+	// Now is the clock for Retention (nil: time.Now).
+	Now func() time.Time
 }
 
 // Verification compares the files a sink log lists as live with the data files in the output.
@@ -63,6 +70,8 @@ type Verification struct {
 	// CompactInterval and ValidBatches are Spark's, as Summarize computes them.
 	CompactInterval int     `json:"compactInterval"`
 	ValidBatches    []int64 `json:"validBatches"`
+	// Expired counts add entries past Retention, which readers skip.
+	Expired int64 `json:"expired"`
 	// Live and LiveBytes count the live entries; Present and PresentBytes the data files found.
 	Live         int64 `json:"live"`
 	LiveBytes    int64 `json:"liveBytes"`
@@ -125,6 +134,14 @@ func Verify(ctx context.Context, store storage.Store, opts VerifyOptions) (*Veri
 				name, name, v.Latest, interval)})
 	}
 
+	var cutoff int64
+	if opts.Retention > 0 {
+		now := time.Now
+		if opts.Now != nil {
+			now = opts.Now
+		}
+		cutoff = now().Add(-opts.Retention).UnixMilli()
+	}
 	// The live set: adds, minus every path a delete names, as compactLogs filters them.
 	var order []string
 	adds := map[string]liveEntry{}
@@ -135,6 +152,10 @@ func Verify(ctx context.Context, store storage.Store, opts VerifyOptions) (*Veri
 			return
 		}
 		if e.IsDir {
+			return
+		}
+		if cutoff != 0 && e.ModificationTime < cutoff {
+			v.Expired++
 			return
 		}
 		if _, dup := adds[e.Path]; !dup {

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"path"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -227,5 +228,21 @@ func TestVerifySparkFixture(t *testing.T) {
 	}
 	if len(v.Problems) != 1 || v.Problems[0].Code != CodeFileExtra || v.Problems[0].Path != "0" {
 		t.Fatalf("problems %+v", v.Problems)
+	}
+}
+
+// With the sink's retention option, readers skip old entries: their files may be gone.
+func TestVerifyRetention(t *testing.T) {
+	s := storage.NewMem()
+	sparkSink(t, s, 21, 10)
+	must(t, s.Delete(ctx, "part-00003.parquet"))
+	now := func() time.Time { return time.UnixMilli(1700000000000 + 9).Add(time.Second) }
+	v, err := Verify(ctx, s, VerifyOptions{Retention: time.Second - time.Millisecond, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Batches 0..9 are past retention: part-00003 is not missing, and the other nine are extras.
+	if v.Expired != 10 || v.Live != 12 || v.Counts[CodeFileMissing] != 0 || v.Counts[CodeFileExtra] != 9 {
+		t.Fatalf("expired %d live %d counts %v", v.Expired, v.Live, v.Counts)
 	}
 }

@@ -142,7 +142,9 @@ func TestOpenErrors(t *testing.T) {
 		"s3:bucket":          "want s3://bucket/prefix",
 		"mem://":             "no name",
 		"hdfs://nn:8020/ck":  "hdfs dfs -get",
-		"gs://bucket/ck":     "not supported",
+		"gs://":              "want gs://bucket/prefix",
+		"gs:bucket/ck":       "want gs://bucket/prefix",
+		"wasbs://c@a/ck":     "bad Azure URI",
 		"ftp://host/x":       `unsupported location scheme "ftp"`,
 		"file://otherhost/x": "only local files",
 	}

@@ -94,6 +94,9 @@ func s3Timeout(opts Options) (time.Duration, error) {
 		}
 		return d, nil
 	}
+	if opts.Timeout > 0 || os.Getenv("CKPT_STORE_TIMEOUT") != "" {
+		return storeTimeout(opts)
+	}
 	return DefaultS3Timeout, nil
 }
 

@@ -111,6 +111,13 @@ type Options struct {
 	// Debug adds the SDK's own log (retries, response headers) to Trace. Without it the SDK
 	// logs nothing: its warnings never reach stderr. Default: false.
 	Debug bool
+	// Timeout is how long one request to GCS, Azure Blob Storage or WebHDFS may wait for the
+	// endpoint to accept the connection and to start answering (per attempt; the clients
+	// try up to 3 times). It is also S3's when neither S3Timeout nor CKPT_S3_TIMEOUT is set.
+	// Default: 0, which means CKPT_STORE_TIMEOUT (a Go duration such as "45s") when set,
+	// else DefaultTimeout (30s). A request that times out fails with a *TimeoutError (S3: an
+	// *S3TimeoutError) naming the endpoint.
+	Timeout time.Duration
 }
 
 // DefaultS3Timeout is Options.S3Timeout's default: S3 starts answering a
@@ -129,11 +136,18 @@ var uriScheme = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*):`)
 //   - file:///abs/path, or Hadoop's file:/abs/path as Spark prints it: Local;
 //   - s3://bucket/prefix; s3a:// and s3n:// (Hadoop's spellings, as found in
 //     Spark configs) are accepted as the same thing: S3, configured by opts;
+//   - gs://bucket/prefix: GCS (NewGCS);
+//   - abfss://container@account.dfs.core.windows.net/path (ADLS Gen2) and
+//     wasbs://container@account.blob.core.windows.net/path (Blob Storage), and
+//     their plain abfs:// and wasb:// spellings: Azure, on the Blob endpoint
+//     (ParseAzureURI, NewAzure);
 //   - mem://name[/prefix]: the process-global in-memory store of that name
 //     (MemNamed), for tests.
 //
 // The returned store's URI is uri exactly as given. Open does no I/O except
-// loading AWS configuration; a bad credential shows up on the first request.
+// finding credentials (AWS configuration; Google's Application Default
+// Credentials; Azure's credential chain); a bad credential shows up on the
+// first request.
 func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 	if uri == "" {
 		return nil, fmt.Errorf("storage: empty checkpoint location")
@@ -190,6 +204,28 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 		}
 		s.uri = uri
 		return s, nil
+	case "gs":
+		bucket, prefix, ok := bucketURI(uri[len(m[0]):])
+		if !ok {
+			return nil, fmt.Errorf("storage: bad GCS URI %q: want gs://bucket/prefix", uri)
+		}
+		s, err := NewGCS(ctx, bucket, prefix, opts)
+		if err != nil {
+			return nil, err
+		}
+		s.uri = uri
+		return s, nil
+	case "abfss", "abfs", "wasbs", "wasb":
+		loc, err := ParseAzureURI(uri)
+		if err != nil {
+			return nil, err
+		}
+		s, err := NewAzure(loc, opts)
+		if err != nil {
+			return nil, err
+		}
+		s.uri = uri
+		return s, nil
 	case "mem":
 		rest := uri[len(m[0]):]
 		if !strings.HasPrefix(rest, "//") {
@@ -209,10 +245,10 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 		}
 		mem.uri = uri
 		return mem, nil
-	case "hdfs", "viewfs", "abfs", "abfss", "wasb", "wasbs", "gs":
+	case "hdfs", "viewfs":
 		return nil, fmt.Errorf("storage: %s:// is not supported: copy the checkpoint to local disk (for HDFS: hdfs dfs -get) or to S3 and point ckpt at the copy", scheme)
 	default:
-		return nil, fmt.Errorf("storage: unsupported location scheme %q in %q: want a local path, file://, s3:// or mem://", scheme, uri)
+		return nil, fmt.Errorf("storage: unsupported location scheme %q in %q: want a local path, file://, s3://, gs://, abfss://, wasbs:// or mem://", scheme, uri)
 	}
 }
 

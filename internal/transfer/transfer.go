@@ -118,7 +118,10 @@ type Result struct {
 	ChecksumsDropped []string `json:"checksumsDropped"`
 	// Checked counts rewritten paths checked for existence; Missing lists those that do not
 	// exist (at most 100; MissingCount is exact).
-	Checked      int           `json:"checked"`
+	Checked int `json:"checked"`
+	// Unchecked counts rewritten paths whose location could not be read (the first error is
+	// among Warnings).
+	Unchecked    int           `json:"unchecked"`
 	Missing      []MissingPath `json:"missing"`
 	MissingCount int           `json:"missingCount"`
 	// Sink is `ckpt sink verify` of the copied sink (nil without one): its live files resolved
@@ -126,7 +129,13 @@ type Result struct {
 	Sink *sinklog.Verification `json:"sink"`
 	// Doctor is doctor's report on the copied checkpoint (with the copied sink, --deep).
 	Doctor *doctor.Report `json:"doctor"`
+	// Warnings say what the copy could not vouch for (a source written while it was copied).
+	Warnings []string `json:"warnings"`
 }
+
+// LiveWindow is how recent a source's newest log file must be for the copy to warn that the
+// query may still be running (repair's default active window).
+const LiveWindow = 2 * time.Minute
 
 // TreeResult is one tree's source and destination.
 type TreeResult struct {
@@ -169,7 +178,7 @@ type file struct {
 func Copy(ctx context.Context, pairs []Pair, opts Options) (*Result, error) {
 	rw := slices.Clone(opts.Rewrites)
 	sort.SliceStable(rw, func(i, j int) bool { return len(rw[i].Old) > len(rw[j].Old) })
-	c := &copier{opts: opts, rewrites: rw, res: &Result{ChecksumsDropped: []string{}, Missing: []MissingPath{}}}
+	c := &copier{opts: opts, rewrites: rw, res: &Result{ChecksumsDropped: []string{}, Missing: []MissingPath{}, Warnings: []string{}}}
 	if c.opts.Parallelism <= 0 {
 		c.opts.Parallelism = 4
 	}
@@ -186,6 +195,11 @@ func Copy(ctx context.Context, pairs []Pair, opts Options) (*Result, error) {
 		for _, f := range files {
 			c.total.Files++
 			c.total.Bytes += f.size
+		}
+	}
+	for _, p := range pairs {
+		if w := c.liveWarning(ctx, p); w != "" {
+			c.res.Warnings = append(c.res.Warnings, w)
 		}
 	}
 	for i, p := range pairs {
@@ -246,6 +260,35 @@ type copier struct {
 	mu       sync.Mutex
 	total    Progress
 	done     Progress
+}
+
+// liveWarning says when the source's newest log file (offsets/ of a checkpoint, _spark_metadata
+// of a sink) was written within LiveWindow: a running query goes on writing while the copy is
+// made, so the copy may end between two of its writes.
+func (c *copier) liveWarning(ctx context.Context, p Pair) string {
+	dir := "offsets"
+	if p.Kind == KindSink {
+		dir = sinklog.Dir
+	}
+	es, err := p.Src.List(ctx, dir)
+	if err != nil {
+		return ""
+	}
+	var newest storage.Entry
+	for _, e := range es {
+		if !e.IsDir && e.ModTime.After(newest.ModTime) {
+			newest = e
+		}
+	}
+	now := time.Now
+	if c.opts.Now != nil {
+		now = c.opts.Now
+	}
+	if newest.ModTime.IsZero() || now().Sub(newest.ModTime) >= LiveWindow {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s was written %s ago: if the query is running, the copy may stop between two of its writes; copy a stopped query, or check the copy with ckpt doctor",
+		p.Src.URI(), newest.Path, now().Sub(newest.ModTime).Round(time.Second))
 }
 
 // checkDestination refuses a destination with files, unless Resume finds a copy of the same
@@ -542,7 +585,18 @@ func (c *copier) check(ctx context.Context, paths []MissingPath) error {
 	for _, m := range paths {
 		ok, err := c.opts.Exists(ctx, m.Path)
 		if err != nil {
-			return fmt.Errorf("check %s (rewritten in %s): %w", m.Path, m.LogFile, err)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// A location ckpt cannot open or read (another store, no credentials) leaves the
+			// path unchecked; the copy itself is fine.
+			c.mu.Lock()
+			if c.res.Unchecked == 0 {
+				c.res.Warnings = append(c.res.Warnings, fmt.Sprintf("cannot check %s (rewritten in %s): %v", m.Path, m.LogFile, err))
+			}
+			c.res.Unchecked++
+			c.mu.Unlock()
+			continue
 		}
 		c.mu.Lock()
 		c.res.Checked++

@@ -152,6 +152,10 @@ func TestCopyWithoutRewriteIsByteForByte(t *testing.T) {
 	if res.RewrittenEntries != 0 || res.Files != 15 {
 		t.Errorf("%+v", res)
 	}
+	// Written a moment ago: a running query may still be writing.
+	if len(res.Warnings) != 2 || !strings.Contains(res.Warnings[0], "/offsets/") || !strings.Contains(res.Warnings[1], "_spark_metadata/1 was written") {
+		t.Errorf("warnings %q", res.Warnings)
+	}
 	if read(t, dck, "sources/0/.0.crc") != "crc of the old bytes" {
 		t.Error("checksum not copied")
 	}
@@ -329,5 +333,22 @@ func TestRewriteSparkFixtures(t *testing.T) {
 	check(dck, src, "/a/b/", "s3a://bucket/out/")
 	if res.Unrewritten != 0 || res.RewrittenFiles != 6 {
 		t.Errorf("rewritten files %d, unrewritten entries %d", res.RewrittenFiles, res.Unrewritten)
+	}
+}
+
+// A rewritten path whose location cannot be read is left unchecked, with a warning; the copy
+// stands.
+func TestUncheckedPaths(t *testing.T) {
+	ck, out, dck := storage.NewMem(), storage.NewMem(), storage.NewMem()
+	fixture(t, ck, out)
+	res, err := Copy(ctx, []Pair{{KindCheckpoint, ck, dck}}, Options{
+		Rewrites: []Rewrite{{"file:///old/in", "hdfs://nn:8020/in"}},
+		Exists:   func(context.Context, string) (bool, error) { return false, errors.New("unsupported location") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Unchecked != 2 || res.MissingCount != 0 || !strings.Contains(strings.Join(res.Warnings, "\n"), "cannot check hdfs://nn:8020/in/") {
+		t.Fatalf("unchecked %d missing %d warnings %q", res.Unchecked, res.MissingCount, res.Warnings)
 	}
 }

@@ -105,11 +105,11 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	}
 	cli.AddOutputFlag(cmd, &output)
 	fl := cmd.Flags()
-	fl.StringArrayVar(&rewrites, "rewrite-prefix", nil, "rewrite logged paths starting with `OLD=NEW` (repeatable)")
+	fl.StringArrayVar(&rewrites, "rewrite-prefix", nil, "`OLD=NEW`: logged paths starting with OLD start with NEW in the copy (repeatable)")
 	fl.StringVar(&opts.Sink, "sink", "", "a file sink's output `DIR` (with _spark_metadata) to copy too")
-	fl.StringVar(&opts.SinkDst, "sink-dst", "", "where the sink's output goes (`DIR`, empty)")
+	fl.StringVar(&opts.SinkDst, "sink-dst", "", "the empty `DIR` the sink's output goes to")
 	fl.BoolVar(&opts.Resume, "resume", false, "continue a partial copy made by ckpt cp")
-	fl.IntVar(&opts.Parallelism, "parallelism", 4, "files copied at once (`N`)")
+	fl.IntVar(&opts.Parallelism, "parallelism", 4, "copy `N` files at once")
 	return cmd
 }
 
@@ -180,6 +180,9 @@ func printResult(r *render.Renderer, res *transfer.Result) {
 	if res.Skipped > 0 {
 		r.Printf("Resumed: %d file(s) were already copied\n", res.Skipped)
 	}
+	for _, w := range res.Warnings {
+		r.Printf("%s %s\n", r.Warn("warning:"), w)
+	}
 	r.Printf("Rewritten: %d entr(ies) in %d log file(s)", res.RewrittenEntries, res.RewrittenFiles)
 	if res.Unrewritten > 0 {
 		r.Printf("; %s %d entr(ies) matched no --rewrite-prefix and still name their old place", r.Warn("warning:"), res.Unrewritten)
@@ -187,6 +190,9 @@ func printResult(r *render.Renderer, res *transfer.Result) {
 	r.Println()
 	if len(res.ChecksumsDropped) > 0 {
 		r.Printf("Not copied: %d checksum file(s) of rewritten logs\n", len(res.ChecksumsDropped))
+	}
+	if res.Unchecked > 0 {
+		r.Printf("%s %d rewritten path(s) could not be checked (see the warning above)\n", r.Warn("unchecked:"), res.Unchecked)
 	}
 	if res.Checked > 0 {
 		if res.MissingCount == 0 {

@@ -30,7 +30,7 @@ func NewCmd(env *cli.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ckpt",
 		Short: "Inspect, diagnose, repair and run Spark Structured Streaming checkpoints",
-		Long: `ckpt reads Apache Spark Structured Streaming checkpoints (a local path or s3://bucket/prefix),
+		Long: `ckpt reads Apache Spark Structured Streaming checkpoints (local disk, S3, GCS, Azure or HDFS),
 explains what a restart will do, repairs them safely, and runs a Spark-compatible micro-batch engine.
 
 ` + exitCodesHelp,

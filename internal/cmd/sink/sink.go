@@ -48,7 +48,7 @@ type Options struct {
 	Format render.Format
 	// Repair: the compact interval for a log without compaction files (default 10), whether to
 	// leave out entries whose data files are gone (default false), the sink's retention option
-	// (default 0: none), and the apply flags.
+	// (default 0: none; verify too), and the apply flags.
 	CompactInterval int
 	DropMissing     bool
 	Retention       time.Duration
@@ -124,6 +124,7 @@ func newSub(env *cli.Env, action string, runF func(context.Context, *Options) er
 	switch action {
 	case ActionVerify:
 		fl.IntVar(&opts.MaxProblems, "max-problems", 1000, "list at most `N` problems per code (counts stay exact)")
+		fl.DurationVar(&opts.Retention, "retention", 0, "the sink's retention option: readers skip entries older than this, and so does verify (0: none)")
 	case ActionRepair:
 		fl.IntVar(&opts.CompactInterval, "compact-interval", sinklog.DefaultCompactInterval, "spark.sql.streaming.fileSink.log.compactInterval, used when the log has no compaction file left")
 		fl.BoolVar(&opts.DropMissing, "drop-missing", false, "leave out of the rebuilt file the entries whose data files are gone")
@@ -171,7 +172,7 @@ func OutputDir(uri string) string {
 }
 
 func verify(ctx context.Context, opts *Options, store storage.Store) error {
-	v, err := sinklog.Verify(ctx, store, sinklog.VerifyOptions{MaxProblems: opts.MaxProblems})
+	v, err := sinklog.Verify(ctx, store, sinklog.VerifyOptions{MaxProblems: opts.MaxProblems, Retention: opts.Retention, Now: opts.Now})
 	if err != nil {
 		return err
 	}
@@ -211,7 +212,7 @@ func printVerification(r *render.Renderer, output string, v *sinklog.Verificatio
 		{"Entries resolve against", base},
 		{"Latest batch", fmt.Sprint(v.Latest)},
 		{"Compact interval", fmt.Sprint(v.CompactInterval)},
-		{"Live files (log)", fmt.Sprintf("%d (%d bytes)", v.Live, v.LiveBytes)},
+		{"Live files (log)", liveCell(v)},
 		{"Data files (output)", fmt.Sprintf("%d (%d bytes)", v.Present, v.PresentBytes)},
 	})
 	r.Println()
@@ -233,6 +234,14 @@ func printVerification(r *render.Renderer, output string, v *sinklog.Verificatio
 	}
 	r.Printf("\n%s\n", strings.Join(counts, ", "))
 	r.Printf("%s\n", r.Faint("ckpt doctor --explain CODE says what each means and how to fix it"))
+}
+
+func liveCell(v *sinklog.Verification) string {
+	s := fmt.Sprintf("%d (%d bytes)", v.Live, v.LiveBytes)
+	if v.Expired > 0 {
+		s += fmt.Sprintf("; %d past --retention, skipped by readers", v.Expired)
+	}
+	return s
 }
 
 func sizeCell(n int64) string {
@@ -299,6 +308,16 @@ func repairLog(ctx context.Context, opts *Options, store storage.Store) error {
 		r.Println()
 		r.Printf("Dry run: nothing changed. To apply, run the same command with --execute\n")
 		return nil
+	}
+	// A running query may be writing (or compacting) the log right now: the newest log file
+	// says so, as the newest offsets file does for a checkpoint.
+	if w := opts.Apply.ActiveWindow; w > 0 && !opts.Apply.Force && opts.Now != nil {
+		if e, ok, err := sinklog.LastWrite(ctx, store); err != nil {
+			return err
+		} else if age := opts.Now().Sub(e.ModTime); ok && !e.ModTime.IsZero() && age < w {
+			return change.Refused("sink repair", fmt.Sprintf("%s was written %s ago (within --active-window %s): the query looks alive. "+
+				"Stop it first, or pass --force (or --active-window 0) if it is stopped", e.Path, age.Round(time.Second), w))
+		}
 	}
 	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand}
 	plan := &repair.Plan{Checkpoint: store.URI(), Strategy: StrategyRebuildCompact, Actions: doc.Actions, Warnings: []string{}}
