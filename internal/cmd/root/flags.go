@@ -39,7 +39,7 @@ func (g *globals) apply(env *cli.Env, errOut io.Writer) {
 // flags (version, broker and completion do not).
 var storageCommands = map[string]bool{
 	"inspect": true, "doctor": true, "replay": true, "lag": true, "repair": true,
-	"offsets": true, "rewind": true, "state": true, "run": true,
+	"offsets": true, "rewind": true, "state": true, "run": true, "purge": true, "cp": true, "sink": true,
 }
 
 // addStorageFlags puts the S3 flags on cmd and its subcommands.
