@@ -220,3 +220,31 @@ func init() {
 		ts.Setenv(args[0], "s3://"+bucket+"/fleet")
 	}
 }
+
+// mksinklog DIR N INTERVAL writes a file sink's log DIR/_spark_metadata of batches 0..N-1, a
+// compaction file every INTERVAL batches (holding every entry so far), one added file per batch.
+func init() {
+	scriptCmds["mksinklog"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 3 {
+			ts.Fatalf("usage: mksinklog DIR N INTERVAL")
+		}
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		interval, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		dir := filepath.Join(ts.MkAbs(args[0]), "_spark_metadata")
+		ts.Check(os.MkdirAll(dir, 0o755))
+		entry := func(id int) string {
+			return fmt.Sprintf(`{"path":"file:///out/part-%05d.json","size":10,"isDir":false,"modificationTime":1700000000000,"blockReplication":1,"blockSize":33554432,"action":"add"}`, id)
+		}
+		var all []string
+		for id := 0; id < n; id++ {
+			all = append(all, entry(id))
+			name, lines := strconv.Itoa(id), []string{entry(id)}
+			if (id+1)%interval == 0 {
+				name, lines = name+".compact", all
+			}
+			ts.Check(os.WriteFile(filepath.Join(dir, name), []byte("v1\n"+strings.Join(lines, "\n")), 0o644))
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/progress"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -326,4 +327,37 @@ func BenchmarkSinkLogSummarize1M(b *testing.B) {
 	wg.Wait()
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
 	b.ReportMetric(float64(benchSinkEntries)/b.Elapsed().Seconds()*float64(b.N), "entries/s")
+}
+
+// BenchmarkBatches100kProgress is `ckpt inspect --batches` on a terminal: the same listing and
+// reads with a progress meter in the context (drawing to io.Discard at its default throttle).
+// x-no-progress is its wall time over the same work without a meter, measured in the same run.
+func BenchmarkBatches100kProgress(b *testing.B) {
+	dir := benchCheckpoint(b)
+	s := localStore(b, dir)
+	readAll(b, dir)
+	run := func(ctx context.Context) {
+		l, err := Batches(ctx, s, BatchesOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(l.Batches) != benchBatches {
+			b.Fatalf("rows = %d", len(l.Batches))
+		}
+	}
+	var with, without time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		m := progress.New(io.Discard, progress.Options{Delay: -1})
+		t := time.Now()
+		run(progress.With(context.Background(), m))
+		with += time.Since(t)
+		m.End()
+		b.StopTimer()
+		t = time.Now()
+		run(context.Background())
+		without += time.Since(t)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(with)/float64(without), "x-no-progress")
 }

@@ -92,9 +92,13 @@ func (m *Meter) Stage(label string) {
 		return
 	}
 	m.mu.Lock()
+	changed := m.stage != label
 	m.stage = label
 	m.mu.Unlock()
-	m.tick()
+	// A new stage shows at once (once the delay is over): the throttle is for counters.
+	if changed {
+		m.redraw()
+	}
 }
 
 // Add counts n more of kind.
@@ -123,9 +127,23 @@ func (m *Meter) Expect(k Kind, n int) {
 	want := m.counts[k].Load() + int64(n)
 	for {
 		t := m.totals[k].Load()
-		if t >= want || m.totals[k].CompareAndSwap(t, want) {
+		if t >= want {
 			return
 		}
+		if m.totals[k].CompareAndSwap(t, want) {
+			break
+		}
+	}
+	m.redraw() // a new total shows at once, as a new stage does
+}
+
+// redraw draws now, ignoring the throttle but not the delay.
+func (m *Meter) redraw() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.ended && !m.now().Before(m.start.Add(m.delay)) {
+		m.next.Store(m.now().Add(m.every).UnixNano())
+		m.draw()
 	}
 }
 
@@ -157,12 +175,12 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 func (m *Meter) Line() string {
 	var parts []string
 	for k := range nKinds {
-		n := m.counts[k].Load()
-		if n == 0 {
+		n, t := m.counts[k].Load(), m.totals[k].Load()
+		if n == 0 && t == 0 {
 			continue
 		}
 		p := kindWords[k] + " " + group(n)
-		if t := m.totals[k].Load(); t > 0 {
+		if t > 0 {
 			p += "/" + group(t)
 		}
 		parts = append(parts, p)

@@ -70,3 +70,28 @@ func TestGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestMeterConcurrent counts from many goroutines, as storage.ReadMany does (run with -race).
+func TestMeterConcurrent(t *testing.T) {
+	var b bytes.Buffer
+	m := New(&b, Options{Delay: -1, Every: time.Nanosecond})
+	done := make(chan struct{})
+	for g := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 1000 {
+				m.Add(Read, 1)
+				if i%100 == 0 {
+					m.Stage("stage " + string(rune('a'+g)))
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	m.End()
+	if m.Count(Read) != 8000 {
+		t.Fatalf("counted %d", m.Count(Read))
+	}
+}

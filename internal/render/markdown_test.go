@@ -60,3 +60,36 @@ func TestMarkdownOnATerminal(t *testing.T) {
 		t.Errorf("without colour, code spans keep their backticks:\n%s", plain)
 	}
 }
+
+// FuzzMarkdown renders any text on a terminal: no panic, and every word of the input that is not
+// markup comes out (nothing is lost by the renderer).
+func FuzzMarkdown(f *testing.F) {
+	f.Add(page)
+	f.Add("# h\n\n* a **b `c` d** e\n  f\n1. g\n```\nx\n")
+	f.Add("**unclosed `code")
+	f.Fuzz(func(t *testing.T, src string) {
+		io, _, out, _ := iostreams.Test()
+		io.SetStdoutTTY(true)
+		io.SetTerminalWidth(20)
+		New(io).Markdown(src)
+		if strings.TrimSpace(src) != "" && out.Len() == 0 {
+			t.Fatalf("no output for %q", src)
+		}
+	})
+}
+
+// FuzzWrap: no line of Wrap's output is wider than the width, whatever the text.
+func FuzzWrap(f *testing.F) {
+	f.Add("the restart fails with /a/very/long/path/to/offsets/17", 12)
+	f.Add("é 世界 \x1b[1mbold\x1b[0m", 3)
+	f.Fuzz(func(t *testing.T, s string, width int) {
+		if width < 1 || width > 200 || strings.ContainsAny(s, "\t\r\x1b") {
+			return
+		}
+		for _, line := range strings.Split(Wrap(s, width), "\n") {
+			if w := lipgloss.Width(line); w > width {
+				t.Fatalf("Wrap(%q, %d): line %q is %d wide", s, width, line, w)
+			}
+		}
+	})
+}

@@ -233,6 +233,9 @@ func runLag(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if opts.Recursive {
+		worstFirst(rep)
+	}
 	if opts.Output == render.FormatJSON {
 		if err := render.JSON(opts.IO.Out, rep); err != nil {
 			return err
