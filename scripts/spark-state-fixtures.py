@@ -144,7 +144,7 @@ def run_case(out, name):
     inp = os.path.join("/tmp", "h8-input-%s-%s" % (RELEASE, name))
     shutil.rmtree(inp, ignore_errors=True)
     ckpt = os.path.join(base, "checkpoint")
-    b = (SparkSession.builder.master("local[2]").appName(name)
+    b = (SparkSession.builder.master("local[1]").appName(name)
          .config("spark.ui.enabled", "false")
          .config("spark.sql.shuffle.partitions", "2")
          .config("spark.sql.session.timeZone", "UTC")
@@ -187,7 +187,7 @@ def run_case(out, name):
 
 def dump_only(case_dir):
     """Spark 3.5 has no state reader: its fixtures are read by a later release."""
-    spark = (SparkSession.builder.master("local[2]").appName("dump")
+    spark = (SparkSession.builder.master("local[1]").appName("dump")
              .config("spark.ui.enabled", "false")
              .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     try:
