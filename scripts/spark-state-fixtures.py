@@ -127,10 +127,15 @@ def dump(spark, ckpt, oracle):
                     f.write(l + "\n")
             if MAJOR >= 4:
                 last = max(int(n) for n in os.listdir(os.path.join(ckpt, "commits")) if n.isdigit())
-                df = (spark.read.format("statestore").option("operatorId", int(op))
-                      .option("storeName", store).option("readChangeFeed", "true")
-                      .option("changeStartBatchId", last).option("changeEndBatchId", last).load(ckpt))
-                lines = sorted(df.toJSON().collect())
+                try:
+                    df = (spark.read.format("statestore").option("operatorId", int(op))
+                          .option("storeName", store).option("readChangeFeed", "true")
+                          .option("changeStartBatchId", last).option("changeEndBatchId", last).load(ckpt))
+                    lines = sorted(df.toJSON().collect())
+                except Exception as e:  # no change feed without changelogs (RocksDB): keep the rows
+                    with open(os.path.join(oracle, "%s-%s.changes-error.txt" % (op, store)), "w") as f:
+                        f.write("readChangeFeed on Spark %s failed:\n%s\n" % (RELEASE, str(e).splitlines()[0][:2000]))
+                    continue
                 with open(os.path.join(oracle, "%s-%s.changes.jsonl" % (op, store)), "w") as f:
                     for l in lines:
                         f.write(l + "\n")
@@ -144,7 +149,7 @@ def run_case(out, name):
     inp = os.path.join("/tmp", "h8-input-%s-%s" % (RELEASE, name))
     shutil.rmtree(inp, ignore_errors=True)
     ckpt = os.path.join(base, "checkpoint")
-    b = (SparkSession.builder.master("local[2]").appName(name)
+    b = (SparkSession.builder.master("local[1]").appName(name)
          .config("spark.ui.enabled", "false")
          .config("spark.sql.shuffle.partitions", "2")
          .config("spark.sql.session.timeZone", "UTC")
@@ -187,7 +192,7 @@ def run_case(out, name):
 
 def dump_only(case_dir):
     """Spark 3.5 has no state reader: its fixtures are read by a later release."""
-    spark = (SparkSession.builder.master("local[2]").appName("dump")
+    spark = (SparkSession.builder.master("local[1]").appName("dump")
              .config("spark.ui.enabled", "false")
              .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     try:

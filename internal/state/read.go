@@ -373,13 +373,12 @@ func (r *Reader) records(ctx context.Context, f File, fn func(statefmt.Record) e
 	case KindChangelog:
 		kind = statefmt.Changelog
 	}
-	var src io.Reader = dr
+	// A buffered reader lets the record reader hand out records without copying them.
+	src := bufio.NewReaderSize(dr, 256<<10)
 	if kind == statefmt.Changelog {
-		br := bufio.NewReader(dr)
-		if _, err := statefmt.ReadChangelogHeader(f.Path, br); err != nil {
+		if _, err := statefmt.ReadChangelogHeader(f.Path, src); err != nil {
 			return err
 		}
-		src = br
 	}
 	rr := statefmt.NewRecordReader(f.Path, kind, src)
 	for {

@@ -1,6 +1,7 @@
 package statefmt
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"io"
@@ -43,6 +44,37 @@ func FuzzStateFile(f *testing.F) {
 				}
 			}
 			dr.Close()
+		}
+	})
+}
+
+// FuzzRecords: the zero-copy path (a *bufio.Reader, small buffer so that records straddle it)
+// reads exactly the records, offsets and errors of the copying path.
+func FuzzRecords(f *testing.F) {
+	var buf bytes.Buffer
+	w := NewRecordWriter(&buf)
+	_ = w.Put([]byte("key1"), []byte("value---"))
+	_ = w.Delete([]byte("k2"))
+	_ = w.Put(bytes.Repeat([]byte("k"), 40), bytes.Repeat([]byte("v"), 30))
+	_ = w.Close()
+	f.Add(buf.Bytes(), uint8(0))
+	f.Add(buf.Bytes()[:20], uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, k uint8) {
+		kind := []Kind{Delta, Snapshot, Changelog}[int(k)%3]
+		slow := NewRecordReader("f", kind, bytes.NewReader(data))
+		fast := NewRecordReader("f", kind, bufio.NewReaderSize(bytes.NewReader(data), 16))
+		for range 1000 {
+			a, aerr := slow.Next()
+			b, berr := fast.Next()
+			if (aerr == nil) != (berr == nil) || (aerr != nil && aerr.Error() != berr.Error()) {
+				t.Fatalf("errors differ: copying %v, zero-copy %v", aerr, berr)
+			}
+			if aerr != nil {
+				return
+			}
+			if !bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Value, b.Value) || a.Delete != b.Delete || a.Offset != b.Offset {
+				t.Fatalf("records differ: %+v vs %+v", a, b)
+			}
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package statefmt
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -116,10 +117,55 @@ func (rr *RecordReader) readBytes(buf []byte, size int32, what string) ([]byte, 
 	return buf, nil
 }
 
-// Next returns the next record, or io.EOF after the end marker.
+// peek reads a whole well-formed record that is in, or fits, br's buffer; ok false leaves br
+// untouched for the copying path, which also reports every error.
+func (rr *RecordReader) peek(br *bufio.Reader) (Record, bool) {
+	h, err := br.Peek(4)
+	if err != nil {
+		return Record{}, false
+	}
+	ks := int(int32(binary.BigEndian.Uint32(h)))
+	if ks < 0 || ks+8 > br.Size() {
+		return Record{}, false // the end marker, a bad size, or a key larger than the buffer
+	}
+	h, err = br.Peek(ks + 8)
+	if err != nil {
+		return Record{}, false
+	}
+	vs := int(int32(binary.BigEndian.Uint32(h[4+ks:])))
+	n := ks + 8
+	if vs == -1 && rr.kind != Snapshot {
+		n = ks + 8
+	} else if vs < 0 || n+vs > br.Size() {
+		return Record{}, false
+	} else {
+		n += vs
+		if h, err = br.Peek(n); err != nil {
+			return Record{}, false
+		}
+	}
+	rec := Record{Key: h[4 : 4+ks], Offset: rr.off}
+	if vs == -1 {
+		rec.Delete = true
+	} else {
+		rec.Value = h[8+ks : n]
+	}
+	_, _ = br.Discard(n)
+	rr.off += int64(n)
+	return rec, true
+}
+
+// Next returns the next record, or io.EOF after the end marker. When the reader given to
+// NewRecordReader is a *bufio.Reader, a record that fits its buffer is returned without a copy
+// (Key and Value point into the buffer, valid until the next call, as always).
 func (rr *RecordReader) Next() (Record, error) {
 	if rr.done {
 		return Record{}, io.EOF
+	}
+	if br, ok := rr.r.(*bufio.Reader); ok {
+		if rec, ok := rr.peek(br); ok {
+			return rec, nil
+		}
 	}
 	start := rr.off
 	ks, err := rr.readInt("a key size or the -1 end marker")

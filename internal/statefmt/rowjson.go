@@ -19,6 +19,55 @@ func AppendRowJSON(dst, b []byte, t *Type) ([]byte, error) {
 	return appendStructJSON(dst, b, 0, len(b), t)
 }
 
+// Type kinds, resolved once per struct field (plan) so that rendering a row does not compare
+// type names.
+const (
+	kindOther = iota
+	kindBoolean
+	kindByte
+	kindShort
+	kindInteger
+	kindDate
+	kindLong
+	kindTimestamp
+	kindFloat
+	kindDouble
+	kindNull
+	kindString
+	kindDecimal
+	kindStruct
+)
+
+var kindByName = map[string]int{"boolean": kindBoolean, "byte": kindByte, "short": kindShort, "integer": kindInteger,
+	"date": kindDate, "long": kindLong, "timestamp": kindTimestamp, "timestamp_ntz": kindTimestamp, "float": kindFloat,
+	"double": kindDouble, "null": kindNull, "string": kindString, "decimal": kindDecimal, "struct": kindStruct}
+
+// fieldPlan is one field of a struct as AppendRowJSON renders it: its `"name":` prefix
+// (',' included after the first) and its kind.
+type fieldPlan struct {
+	prefix []byte
+	kind   int
+	t      *Type
+}
+
+// plan returns t's field plans, built on first use.
+func (t *Type) plan() []fieldPlan {
+	if p := t.fields.Load(); p != nil {
+		return *p
+	}
+	p := make([]fieldPlan, len(t.Fields))
+	for i, f := range t.Fields {
+		var pre []byte
+		if i > 0 {
+			pre = append(pre, ',')
+		}
+		pre = append(appendJSONString(pre, f.Name), ':')
+		p[i] = fieldPlan{prefix: pre, kind: kindByName[f.Type.Name], t: f.Type}
+	}
+	t.fields.Store(&p)
+	return p
+}
+
 func appendStructJSON(dst, b []byte, base, size int, t *Type) ([]byte, error) {
 	n := len(t.Fields)
 	words := bitsetWords(n)
@@ -26,49 +75,45 @@ func appendStructJSON(dst, b []byte, base, size int, t *Type) ([]byte, error) {
 		return dst, &RowError{At: base, Reason: fmt.Sprintf("a row of %d fields needs %d bytes, has %d", n, (words+n)*8, size)}
 	}
 	dst = append(dst, '{')
-	for i, f := range t.Fields {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendJSONString(dst, f.Name)
-		dst = append(dst, ':')
+	for i, f := range t.plan() {
+		dst = append(dst, f.prefix...)
 		if b[base+i/64*8+(i%64)/8]&(1<<(uint(i)%8)) != 0 {
 			dst = append(dst, "null"...)
 			continue
 		}
 		var err error
-		if dst, err = appendSlotJSON(dst, b, base, size, base+(words+i)*8, f.Type); err != nil {
+		if dst, err = appendSlotJSON(dst, b, base, size, base+(words+i)*8, f.t, f.kind); err != nil {
 			return dst, err
 		}
 	}
 	return append(dst, '}'), nil
 }
 
-// appendSlotJSON is decodeSlot followed by AppendJSON.
-func appendSlotJSON(dst, b []byte, base, size, at int, t *Type) ([]byte, error) {
+// appendSlotJSON is decodeSlot followed by AppendJSON; kind is t's.
+func appendSlotJSON(dst, b []byte, base, size, at int, t *Type, kind int) ([]byte, error) {
 	w := b[at : at+8]
-	switch t.Name {
-	case "boolean":
+	switch kind {
+	case kindBoolean:
 		return strconv.AppendBool(dst, w[0] != 0), nil
-	case "byte":
+	case kindByte:
 		return strconv.AppendInt(dst, int64(int8(w[0])), 10), nil
-	case "short":
+	case kindShort:
 		return strconv.AppendInt(dst, int64(int16(binary.LittleEndian.Uint16(w))), 10), nil
-	case "integer":
+	case kindInteger:
 		return strconv.AppendInt(dst, int64(int32(binary.LittleEndian.Uint32(w))), 10), nil
-	case "date":
+	case kindDate:
 		return appendDate(append(dst, '"'), Date(int32(binary.LittleEndian.Uint32(w))), true), nil
-	case "long":
+	case kindLong:
 		return strconv.AppendInt(dst, int64(binary.LittleEndian.Uint64(w)), 10), nil
-	case "timestamp", "timestamp_ntz":
+	case kindTimestamp:
 		return appendTimestamp(append(dst, '"'), Timestamp(int64(binary.LittleEndian.Uint64(w))), true), nil
-	case "float":
+	case kindFloat:
 		return appendFloat(dst, float64(math.Float32frombits(binary.LittleEndian.Uint32(w))), 32), nil
-	case "double":
+	case kindDouble:
 		return appendFloat(dst, math.Float64frombits(binary.LittleEndian.Uint64(w)), 64), nil
-	case "null":
+	case kindNull:
 		return append(dst, "null"...), nil
-	case "decimal":
+	case kindDecimal:
 		if t.Precision <= 18 {
 			return appendDecimal64(dst, int64(binary.LittleEndian.Uint64(w)), t.Scale), nil
 		}
@@ -79,10 +124,10 @@ func appendSlotJSON(dst, b []byte, base, size, at int, t *Type) ([]byte, error) 
 		return dst, &RowError{At: at - base, Reason: fmt.Sprintf("a %s at offset %d size %d outside the row of %d bytes", t, off, n, size)}
 	}
 	p := base + off
-	switch t.Name {
-	case "string":
+	switch kind {
+	case kindString:
 		return appendJSONBytes(dst, b[p:p+n]), nil
-	case "decimal":
+	case kindDecimal:
 		if n <= 8 {
 			var u uint64
 			for _, c := range b[p : p+n] {
@@ -98,7 +143,7 @@ func appendSlotJSON(dst, b []byte, base, size, at int, t *Type) ([]byte, error) 
 			return dst, err
 		}
 		return AppendJSON(dst, v), nil
-	case "struct":
+	case kindStruct:
 		return appendStructJSON(dst, b, p, n, t)
 	}
 	// binary, arrays and maps are rare in state keys and values: decode, then render.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Type is a Spark SQL data type as it appears in a state schema (its JSON form).
@@ -19,6 +20,8 @@ type Type struct {
 	Fields []Field
 	// Elem is the element type of an array, Key and Value those of a map.
 	Elem, Key, Value *Type
+
+	fields atomic.Pointer[[]fieldPlan] // AppendRowJSON's plan of a struct, built on first use
 }
 
 // Field is one field of a struct.
@@ -104,7 +107,8 @@ func (t *Type) UnmarshalJSON(b []byte) error {
 		if obj.SQLType == nil {
 			return fmt.Errorf("udt without sqlType")
 		}
-		*t = *obj.SQLType
+		st := obj.SQLType // the fields, not the plan cache
+		*t = Type{Name: st.Name, Precision: st.Precision, Scale: st.Scale, Fields: st.Fields, Elem: st.Elem, Key: st.Key, Value: st.Value}
 	default:
 		return fmt.Errorf("unknown data type %q", obj.Type)
 	}
