@@ -39,15 +39,17 @@ go test -race -count=1 -timeout 20m ./...
 # its input in testdata/fuzz. Go 1.26's fuzzer can also stop with "context deadline exceeded"
 # and no input (golang/go#75804): that alone is retried once, a real crasher never is.
 FUZZTIME=${FUZZTIME:-5s}
-corpus=internal/logformat/testdata/fuzz
-for f in $(go test -list '^Fuzz' ./internal/logformat/ | grep '^Fuzz'); do
+for pkg in ./internal/logformat/ ./internal/storage/; do
+corpus=${pkg#./}testdata/fuzz
+for f in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
   before=$(find "$corpus" -type f 2>/dev/null | sort | md5sum)
-  if ! go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/logformat/; then
+  if ! go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg"; then
     after=$(find "$corpus" -type f 2>/dev/null | sort | md5sum)
     if [ "$before" != "$after" ]; then
       echo "fuzz: $f found a failing input (see $corpus/$f)"; exit 1
     fi
     echo "fuzz: $f stopped without a failing input; retrying once"
-    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" ./internal/logformat/
+    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg"
   fi
+done
 done
