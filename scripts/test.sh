@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite: format, vet, staticcheck, race-enabled tests, and a short fuzz pass over
 # every parser. The object store tests run against real servers and emulators: versitygw (S3),
-# fake-gcs-server (GCS) and Azurite (Azure), which this script installs on first use and starts
-# unless CKPT_TEST_S3_ENDPOINT / CKPT_TEST_GCS_ENDPOINT / CKPT_TEST_AZURE_CONNECTION_STRING
-# already point at one, each on a free port. Needs Go (go.mod's version), bash, git, curl and npm
-# (Azurite); scripts/tools.sh checks them first and installs staticcheck itself.
+# fake-gcs-server (GCS), Azurite (Azure) and an HDFS mini-cluster, which this script installs on
+# first use and starts unless CKPT_TEST_S3_ENDPOINT / CKPT_TEST_GCS_ENDPOINT /
+# CKPT_TEST_AZURE_CONNECTION_STRING / CKPT_TEST_WEBHDFS_ENDPOINT already point at one, each on a
+# free port. Needs Go (go.mod's version), bash, git, curl, npm (Azurite) and Java 17 with Maven
+# (HDFS, Spark); scripts/tools.sh checks them first and installs staticcheck itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
@@ -25,6 +26,9 @@ if [ -z "${CKPT_TEST_GCS_ENDPOINT:-}" ]; then
 fi
 if [ -z "${CKPT_TEST_AZURE_CONNECTION_STRING:-}" ]; then
   eval "$(bash .ci/azure.sh start)"; stops+=(azure)
+fi
+if [ -z "${CKPT_TEST_WEBHDFS_ENDPOINT:-}" ]; then
+  eval "$(bash .ci/hdfs.sh start)"; stops+=(hdfs)
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.ci/*'))

@@ -61,6 +61,18 @@ var scriptStores = map[string]scriptStore{
 			return storage.NewAzureFromClient(client, "ckpt"), "abfss://" + name + "@" + account + ".dfs.core.windows.net/ckpt"
 		},
 	},
+	// The location is hdfs://127.0.0.1:<RPC port>/…, which ckpt reaches over WebHDFS at
+	// CKPT_WEBHDFS_ENDPOINT (the script sets it from CKPT_TEST_WEBHDFS_ENDPOINT).
+	"hdfs": {
+		env:  []string{"CKPT_TEST_WEBHDFS_ENDPOINT", "CKPT_TEST_HDFS_NAMENODE"},
+		hint: storetest.HDFSHint,
+		root: func(ts *testscript.TestScript) (storage.Store, string) {
+			dir := "/" + storetest.RandomName("ckpt-script-") + "/ckpt"
+			st, err := storage.NewHDFS(ts.Getenv("CKPT_TEST_WEBHDFS_ENDPOINT"), dir, storage.Options{})
+			ts.Check(err)
+			return st, ts.Getenv("CKPT_TEST_HDFS_NAMENODE") + dir
+		},
+	},
 }
 
 // Script commands for the object stores other than S3 (testdata/script/store_*.txtar):

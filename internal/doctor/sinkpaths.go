@@ -56,7 +56,8 @@ func parseSinkPath(p string) (loc sinkLocation, traversal bool) {
 }
 
 // sinkOutputDir is the output directory of the sink store: its root, or the parent of the
-// _spark_metadata directory it names. ok is false for stores that are neither local nor S3.
+// _spark_metadata directory it names. ok is false for stores whose locations Spark does not
+// write (mem://).
 func sinkOutputDir(s storage.Store, logDir string) (sinkLocation, bool) {
 	switch st := s.(type) {
 	case *storage.Local:
@@ -71,6 +72,14 @@ func sinkOutputDir(s storage.Store, logDir string) (sinkLocation, bool) {
 			p = path.Dir(p)
 		}
 		return sinkLocation{scheme: "s3", host: st.Bucket(), path: path.Clean(p)}, true
+	case *storage.GCS, *storage.Azure, *storage.HDFS:
+		// Their locations are written as Spark writes the sink's paths (gs://bucket/out,
+		// abfss://c@acct.dfs.core.windows.net/out, hdfs://nn:8020/out).
+		loc, _ := parseSinkPath(strings.TrimRight(s.URI(), "/"))
+		if logDir == "" {
+			loc.path = path.Dir(loc.path)
+		}
+		return loc, loc.scheme != "file"
 	}
 	return sinkLocation{}, false
 }

@@ -119,6 +119,12 @@ type Options struct {
 	// else DefaultTimeout (30s). A request that times out fails with a *TimeoutError (S3: an
 	// *S3TimeoutError) naming the endpoint.
 	Timeout time.Duration
+	// WebHDFSEndpoint is the NameNode's HTTP server for hdfs:// locations
+	// ("http://namenode:9870"; for HA name services, the active NameNode's, or an HttpFS
+	// gateway). Default: empty, which means CKPT_WEBHDFS_ENDPOINT when set, else the
+	// location's host on DefaultWebHDFSPort (9870). webhdfs:// and swebhdfs:// locations name
+	// their endpoint themselves.
+	WebHDFSEndpoint string
 }
 
 // DefaultS3Timeout is Options.S3Timeout's default: S3 starts answering a
@@ -158,6 +164,9 @@ var uriScheme = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*):`)
 //     wasbs://container@account.blob.core.windows.net/path (Blob Storage), and
 //     their plain abfs:// and wasb:// spellings: Azure, on the Blob endpoint
 //     (ParseAzureURI, NewAzure);
+//   - hdfs://namenode:port/path over WebHDFS (at Options.WebHDFSEndpoint, by
+//     default the NameNode's host on port 9870), and webhdfs://host:port/path
+//     and swebhdfs://host:port/path naming the HTTP(S) endpoint: HDFS (NewHDFS);
 //   - mem://name[/prefix]: the process-global in-memory store of that name
 //     (MemNamed), for tests.
 //
@@ -262,10 +271,25 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 		}
 		mem.uri = uri
 		return mem, nil
-	case "hdfs", "viewfs":
-		return nil, badLocation("storage: %s:// is not supported: copy the checkpoint to local disk (for HDFS: hdfs dfs -get) or to S3 and point ckpt at the copy", scheme)
+	case "hdfs", "webhdfs", "swebhdfs":
+		sch, host, p, err := parseHDFSURI(uri)
+		if err != nil {
+			return nil, err
+		}
+		ep, err := hdfsEndpoint(sch, host, opts)
+		if err != nil {
+			return nil, err
+		}
+		s, err := NewHDFS(ep, p, opts)
+		if err != nil {
+			return nil, err
+		}
+		s.uri = uri
+		return s, nil
+	case "viewfs":
+		return nil, badLocation("storage: viewfs:// is not supported: give the hdfs:// location the mount point resolves to, or copy the checkpoint to local disk (hdfs dfs -get)")
 	default:
-		return nil, badLocation("storage: unsupported location scheme %q in %q: want a local path, file://, s3://, gs://, abfss://, wasbs:// or mem://", scheme, uri)
+		return nil, badLocation("storage: unsupported location scheme %q in %q: want a local path, file://, s3://, gs://, abfss://, wasbs://, hdfs:// or mem://", scheme, uri)
 	}
 }
 

@@ -86,3 +86,12 @@ func TestAzureEndpointNeverAnswers(t *testing.T) {
 	}
 	checkTimeouts(t, s, "Azure Blob Storage", "http://"+addr, 100*time.Millisecond)
 }
+
+func TestHDFSEndpointNeverAnswers(t *testing.T) {
+	addr := silentServer(t)
+	s, err := Open(context.Background(), "webhdfs://"+addr+"/ckpt", Options{Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTimeouts(t, s, "WebHDFS", "http://"+addr, 100*time.Millisecond)
+}
