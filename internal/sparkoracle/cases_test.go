@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/scenario"
@@ -93,20 +94,20 @@ func allCases(subset string) []oracleCase {
 	return cs
 }
 
+var (
+	casesOnce sync.Once
+	casesBy   map[string]oracleCase
+)
+
 func caseByName(name string) (oracleCase, bool) {
-	if strings.HasPrefix(name, "gen-") {
-		i, err := strconv.Atoi(strings.TrimPrefix(name, "gen-"))
-		if err != nil || i < 0 || i >= genCount {
-			return oracleCase{}, false
+	casesOnce.Do(func() {
+		casesBy = map[string]oracleCase{}
+		for _, c := range allCases("all") {
+			casesBy[c.name] = c
 		}
-		return generatedCases(i + 1)[i], true
-	}
-	for _, c := range scenarioCases() {
-		if c.name == name {
-			return c, true
-		}
-	}
-	return oracleCase{}, false
+	})
+	c, ok := casesBy[name]
+	return c, ok
 }
 
 // sinkFor is the harness sink of a case: the file sink where the case lays out a sink log, else
