@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/scenario"
@@ -78,6 +79,25 @@ func generatedCases(n int) []oracleCase {
 	return out
 }
 
+// filterCases keeps the cases whose name matches CKPT_SPARK_CASE_FILTER (a regexp), if set.
+func filterCases(t testing.TB, cs []oracleCase) []oracleCase {
+	f := os.Getenv("CKPT_SPARK_CASE_FILTER")
+	if f == "" {
+		return cs
+	}
+	re, err := regexp.Compile(f)
+	if err != nil {
+		t.Fatalf("CKPT_SPARK_CASE_FILTER: %v", err)
+	}
+	var out []oracleCase
+	for _, c := range cs {
+		if re.MatchString(c.name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // allCases is every case of the suite; subset "scenarios" leaves out the generated ones.
 func allCases(subset string) []oracleCase {
 	switch subset {
@@ -93,20 +113,20 @@ func allCases(subset string) []oracleCase {
 	return cs
 }
 
+var (
+	casesOnce sync.Once
+	casesBy   map[string]oracleCase
+)
+
 func caseByName(name string) (oracleCase, bool) {
-	if strings.HasPrefix(name, "gen-") {
-		i, err := strconv.Atoi(strings.TrimPrefix(name, "gen-"))
-		if err != nil || i < 0 || i >= genCount {
-			return oracleCase{}, false
+	casesOnce.Do(func() {
+		casesBy = map[string]oracleCase{}
+		for _, c := range allCases("all") {
+			casesBy[c.name] = c
 		}
-		return generatedCases(i + 1)[i], true
-	}
-	for _, c := range scenarioCases() {
-		if c.name == name {
-			return c, true
-		}
-	}
-	return oracleCase{}, false
+	})
+	c, ok := casesBy[name]
+	return c, ok
 }
 
 // sinkFor is the harness sink of a case: the file sink where the case lays out a sink log, else
@@ -123,19 +143,7 @@ func sinkFor(sinkLatest *int64) string {
 // that the restart runs enough new batches to reach the commits already there (what ckpt
 // predicts fails); otherwise none: the restart reads what is left in one batch.
 func rateLimit(files map[string][]byte) map[string]string {
-	maxOffsets, maxCommit := int64(-1), int64(-1)
-	for p := range files {
-		var id int64
-		if _, err := fmt.Sscanf(p, "offsets/%d", &id); err == nil && offsetsFile.MatchString(p) {
-			maxOffsets = max(maxOffsets, id)
-		}
-		if strings.HasPrefix(p, "commits/") {
-			if n, err := strconv.ParseInt(strings.TrimPrefix(p, "commits/"), 10, 64); err == nil {
-				maxCommit = max(maxCommit, n)
-			}
-		}
-	}
-	if maxCommit > maxOffsets {
+	if commitGap(files) > 0 {
 		return map[string]string{"maxOffsetsPerTrigger": "1"}
 	}
 	return nil
@@ -221,13 +229,34 @@ func topicData(files map[string][]byte) map[string][]int64 {
 	if len(out) == 0 {
 		out["events"] = []int64{0, 0, 0}
 	}
+	extra := extraRecords + commitGap(files)
 	for t, parts := range out {
 		for i := range parts {
-			parts[i] += extraRecords
+			parts[i] += extra
 		}
 		out[t] = parts
 	}
 	return out
+}
+
+// commitGap is how many batches the commit log runs ahead of the offsets log (0 when it does
+// not): the restart must run that many new batches, one record per partition each at
+// maxOffsetsPerTrigger=1, to reach the commits already there.
+func commitGap(files map[string][]byte) int64 {
+	maxOffsets, maxCommit := int64(-1), int64(-1)
+	for p := range files {
+		if offsetsFile.MatchString(p) {
+			if n, err := strconv.ParseInt(strings.TrimPrefix(p, "offsets/"), 10, 64); err == nil {
+				maxOffsets = max(maxOffsets, n)
+			}
+		}
+		if strings.HasPrefix(p, "commits/") {
+			if n, err := strconv.ParseInt(strings.TrimPrefix(p, "commits/"), 10, 64); err == nil {
+				maxCommit = max(maxCommit, n)
+			}
+		}
+	}
+	return max(0, maxCommit-maxOffsets)
 }
 
 // subscribeOption is the harness option for a case whose offsets files name no topic.

@@ -40,7 +40,7 @@ func loadGoldens(t testing.TB) []Golden {
 
 // predict runs `ckpt replay CHECKPOINT --spark-version LINE -o json` (with --mode and --sink as
 // the case ran) in process on the case's checkpoint, rebuilt from its source.
-func predict(t testing.TB, g Golden) Prediction {
+func predict(t testing.TB, g Golden, dirs map[string][2]string) Prediction {
 	t.Helper()
 	c, ok := caseByName(g.Case)
 	if !ok {
@@ -49,7 +49,14 @@ func predict(t testing.TB, g Golden) Prediction {
 	if c.checkpoint != g.Checkpoint {
 		t.Fatalf("golden %s/%s was observed on %s, the case is now %s", g.Release, g.Case, g.Checkpoint, c.checkpoint)
 	}
-	ck, out := c.layout(t, t.TempDir())
+	// replay only reads: the releases of a case share its checkpoint.
+	d, ok := dirs[g.Case]
+	if !ok {
+		ck, out := c.layout(t, t.TempDir())
+		d = [2]string{ck, out}
+		dirs[g.Case] = d
+	}
+	ck, out := d[0], d[1]
 	args := []string{"replay", ck, "--spark-version", Line(g.Release), "--mode", g.Mode, "-o", "json"}
 	if g.SinkLatest != nil {
 		args = append(args, "--sink", out)
@@ -78,8 +85,9 @@ func TestGoldens(t *testing.T) {
 		t.Fatal("no goldens in testdata/spark-oracle")
 	}
 	var observed []Divergence
+	dirs := map[string][2]string{}
 	for _, g := range goldens {
-		observed = append(observed, Compare(g, predict(t, g))...)
+		observed = append(observed, Compare(g, predict(t, g, dirs))...)
 	}
 	SortDivergences(observed)
 

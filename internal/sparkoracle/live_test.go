@@ -76,7 +76,7 @@ func TestSparkLive(t *testing.T) {
 				}
 				t.Skipf("Spark %s not installed: scripts/spark.sh install %s", rel, Line(rel))
 			}
-			runRelease(t, rel, allCases(subset), update)
+			runRelease(t, rel, filterCases(t, allCases(subset)), update)
 		})
 	}
 }
