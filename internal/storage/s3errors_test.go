@@ -139,7 +139,7 @@ func TestS3NoCredentials(t *testing.T) {
 
 // A location written wrong is ErrLocation (a usage error for the commands).
 func TestOpenErrLocation(t *testing.T) {
-	for _, uri := range []string{"", "s3://", "s3:///x", "s3:bucket", "gs:///p", "abfss://nocontainer", "hdfs://nn/p", "ftp://h/p", "file://host/x", "mem://"} {
+	for _, uri := range []string{"", "s3://", "s3:///x", "s3:bucket", "gs:///p", "abfss://nocontainer", "viewfs://nn/p", "ftp://h/p", "file://host/x", "mem://"} {
 		if _, err := Open(context.Background(), uri, Options{}); !errors.Is(err, ErrLocation) {
 			t.Errorf("Open(%q) = %v, want ErrLocation", uri, err)
 		}

@@ -129,9 +129,13 @@ func run(ctx context.Context, opts *Options) error {
 			return err
 		}
 		if p[0] == transfer.KindCheckpoint {
-			// Copying a typo or a parent folder would copy nothing, or the wrong thing.
+			// Copying a typo or a parent folder would copy nothing, or the wrong thing. A file
+			// sink's output given alone is copied as a sink (its log rewritten like --sink's).
 			if _, err := checkpoint.Require(ctx, src, checkpoint.RequireOptions{Command: "ckpt cp"}); err != nil {
-				return err
+				if loc, derr := checkpoint.Detect(ctx, src); derr != nil || loc.Kind != checkpoint.KindSinkOutput {
+					return err
+				}
+				p[0] = transfer.KindSink
 			}
 		}
 		dst, err := open(p[2])
