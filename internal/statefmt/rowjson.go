@@ -262,7 +262,13 @@ const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string the way Spark's JSON writer (Jackson) escapes
 // it: quote, backslash and control characters only; invalid UTF-8 becomes U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
+func appendJSONString(dst []byte, s string) []byte { return appendJSON(dst, s) }
+
+// appendJSONBytes is appendJSONString of a byte slice, without converting it to a string.
+func appendJSONBytes(dst, s []byte) []byte { return appendJSON(dst, s) }
+
+// appendJSON is the one escaper behind both: generic so that neither form is copied into the other.
+func appendJSON[T string | []byte](dst []byte, s T) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -272,7 +278,7 @@ func appendJSONString(dst []byte, s string) []byte {
 			continue
 		}
 		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
+			r, size := decodeRune(s[i:])
 			if r == utf8.RuneError && size == 1 {
 				dst = append(dst, s[start:i]...)
 				dst = append(dst, "\uFFFD"...)
@@ -307,48 +313,10 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// appendJSONBytes is appendJSONString of a byte slice, without converting it to a string.
-func appendJSONBytes(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRune(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = append(dst, s[start:i]...)
-				dst = append(dst, "\uFFFD"...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		i++
-		start = i
+// decodeRune is utf8.DecodeRune for either form of appendJSON's input.
+func decodeRune[T string | []byte](s T) (rune, int) {
+	if b, ok := any(s).([]byte); ok {
+		return utf8.DecodeRune(b)
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return utf8.DecodeRuneInString(string(s))
 }
