@@ -2,6 +2,7 @@ package render
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
@@ -77,7 +78,7 @@ func wrapWords(s string, width int, cut bool) string {
 		return s
 	}
 	var out []string
-	for _, para := range strings.Split(s, "\n") {
+	for _, para := range strings.Split(printable(s), "\n") {
 		out = append(out, wrapLine(para, width, cut)...)
 	}
 	return strings.Join(out, "\n")
@@ -178,4 +179,26 @@ func fitTable(headers []string, rows [][]string, width int) ([]string, [][]strin
 		newRows[i] = wrapRow(r)
 	}
 	return wrapRow(headers), newRows
+}
+
+// printable replaces invalid UTF-8 and C1 control characters with U+FFFD: a stray byte such as
+// 0x9b in a file name would otherwise read as an escape sequence to the width measure and to the
+// terminal, and the line would not fit.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || (r >= 0x80 && r <= 0x9f) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r >= 0x80 && r <= 0x9f {
+			return utf8.RuneError
+		}
+		return r
+	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
 }
