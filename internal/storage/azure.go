@@ -381,16 +381,7 @@ func (s *Azure) get(ctx context.Context, op Op, path string) (string, io.ReadClo
 
 // ReadFile implements Store.
 func (s *Azure) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	c, body, err := s.get(ctx, OpRead, path)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	b, err := io.ReadAll(body)
-	if err != nil {
-		return nil, pathErr(OpRead, s.uri, c, s.err(err))
-	}
-	return b, nil
+	return readWhole(ctx, s.uri, path, s.get, s.err)
 }
 
 // Open implements Store; the reader is the download's body.

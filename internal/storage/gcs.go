@@ -272,16 +272,7 @@ func (s *GCS) get(ctx context.Context, op Op, path string) (string, *gcs.Reader,
 
 // ReadFile implements Store.
 func (s *GCS) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	c, r, err := s.get(ctx, OpRead, path)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, pathErr(OpRead, s.uri, c, s.err(err))
-	}
-	return b, nil
+	return readWhole(ctx, s.uri, path, s.get, s.err)
 }
 
 // Open implements Store; the reader streams the object.

@@ -396,16 +396,7 @@ func (s *HDFS) get(ctx context.Context, op Op, p string) (string, io.ReadCloser,
 
 // ReadFile implements Store.
 func (s *HDFS) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	c, body, err := s.get(ctx, OpRead, p)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	b, err := io.ReadAll(body)
-	if err != nil {
-		return nil, pathErr(OpRead, s.uri, c, s.err(err))
-	}
-	return b, nil
+	return readWhole(ctx, s.uri, p, s.get, s.err)
 }
 
 // Open implements Store; the reader streams from the DataNode.

@@ -439,16 +439,7 @@ func (s *S3) get(ctx context.Context, op Op, path string) (string, io.ReadCloser
 
 // ReadFile implements Store.
 func (s *S3) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	c, body, err := s.get(ctx, OpRead, path)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	b, err := io.ReadAll(body)
-	if err != nil {
-		return nil, pathErr(OpRead, s.uri, c, s.s3Err(err))
-	}
-	return b, nil
+	return readWhole(ctx, s.uri, path, s.get, s.s3Err)
 }
 
 // Open implements Store; the reader is the GetObject response body.

@@ -306,3 +306,18 @@ func newUUID() string {
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
+
+// readWhole is ReadFile for the remote stores: get opens the object (its errors already name the
+// path), and a failure while reading the body is mapped by mapErr, the store's error translation.
+func readWhole[R io.ReadCloser](ctx context.Context, uri, path string, get func(context.Context, Op, string) (string, R, error), mapErr func(error) error) ([]byte, error) {
+	c, body, err := get(ctx, OpRead, path)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil, pathErr(OpRead, uri, c, mapErr(err))
+	}
+	return b, nil
+}
