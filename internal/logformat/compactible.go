@@ -104,9 +104,111 @@ func lineUTF8(file string, line int, b []byte) *Error {
 		Got: excerpt(string(b)), Spark: "java.nio.charset.MalformedInputException"}
 }
 
+// entryReader streams the entries of one compactible log; the two log
+// kinds differ only in how an entry line parses.
+type entryReader[T any] struct {
+	c     *compactReader
+	what  string
+	parse func(file string, line int, b []byte) (T, *Error)
+}
+
+// Version is the log's version (1).
+func (r *entryReader[T]) Version() int { return r.c.version }
+
+// Line is the 1-based number of the last line read.
+func (r *entryReader[T]) Line() int { return r.c.lr.line }
+
+// TrailingNewline reports, after Next returned io.EOF, whether the file
+// ended with a line break.
+func (r *entryReader[T]) TrailingNewline() bool { return r.c.lr.trailingNewline }
+
+// CRBreaks counts "\r\n" and "\r" line breaks seen so far.
+func (r *entryReader[T]) CRBreaks() int { return r.c.lr.crBreaks }
+
+// Next returns the next entry, or io.EOF after the last one. Errors are
+// *Error naming the file and line.
+func (r *entryReader[T]) Next() (T, error) {
+	var zero T
+	line, err := r.c.nextLine(r.what)
+	if err != nil {
+		return zero, err
+	}
+	v, e := r.parse(r.c.file, r.c.lr.line, line)
+	if e != nil {
+		return zero, e
+	}
+	return v, nil
+}
+
+// parsedLog is a compactible log read whole.
+type parsedLog[T any] struct {
+	version  int
+	entries  []T
+	trailing bool
+	crBreaks int
+}
+
+// parseWhole parses a whole compactible log file.
+func parseWhole[T any](file string, data []byte, maxVersion int, what string,
+	parse func(file string, line int, b []byte) (T, *Error)) (parsedLog[T], error) {
+	// UTF-8 is checked line by line, in reading order, so the result is the
+	// same as the streaming reader's.
+	ls := splitLines(data)
+	if e := ls.tooLong(file); e != nil {
+		return parsedLog[T]{}, e
+	}
+	if len(ls.text) == 0 {
+		return parsedLog[T]{}, &Error{File: file, Line: 1, Kind: KindEmpty,
+			Expected: `a version header like "v1"`, Got: `""`, Spark: sparkIncomplete}
+	}
+	if e := lineUTF8(file, 1, ls.text[0]); e != nil {
+		return parsedLog[T]{}, e
+	}
+	v, verr := parseVersionHeader(file, 1, ls.text[0], maxVersion)
+	if verr != nil {
+		return parsedLog[T]{}, verr
+	}
+	l := parsedLog[T]{version: v, trailing: ls.trailingNewline, crBreaks: ls.crBreaks,
+		entries: make([]T, 0, len(ls.text)-1)}
+	for i, line := range ls.text[1:] {
+		if e := lineUTF8(file, i+2, line); e != nil {
+			return parsedLog[T]{}, e
+		}
+		if len(line) == 0 {
+			return parsedLog[T]{}, &Error{File: file, Line: i + 2, Kind: KindBlankLine, Expected: what, Got: `""`}
+		}
+		st, e := parse(file, i+2, line)
+		if e != nil {
+			return parsedLog[T]{}, e
+		}
+		l.entries = append(l.entries, st)
+	}
+	return l, nil
+}
+
+// marshalLog writes a compactible log as CompactibleFileStreamLog.serialize does.
+func marshalLog[T any](version int, entries []T, trailing bool, perEntry int, app func([]byte, T) []byte) []byte {
+	if version == 0 {
+		version = 1
+	}
+	b := appendHeader(make([]byte, 0, 2+len(entries)*perEntry), version)
+	for _, e := range entries {
+		b = append(b, '\n')
+		b = app(b, e)
+	}
+	if trailing {
+		b = append(b, '\n')
+	}
+	return b
+}
+
 // SinkLogReader streams the entries of a file sink log so a compact file
 // with millions of entries never has to be held in memory.
-type SinkLogReader struct{ c *compactReader }
+type SinkLogReader struct {
+	entryReader[SinkFileStatus]
+}
+
+const sinkEntryWhat = "a file sink log entry JSON"
 
 // NewSinkLogReader reads and validates the version header.
 func NewSinkLogReader(file string, r io.Reader) (*SinkLogReader, error) {
@@ -114,90 +216,21 @@ func NewSinkLogReader(file string, r io.Reader) (*SinkLogReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SinkLogReader{c}, nil
-}
-
-// Version is the log's version (1).
-func (r *SinkLogReader) Version() int { return r.c.version }
-
-// Line is the 1-based number of the last line read.
-func (r *SinkLogReader) Line() int { return r.c.lr.line }
-
-// TrailingNewline reports, after Next returned io.EOF, whether the file
-// ended with a line break.
-func (r *SinkLogReader) TrailingNewline() bool { return r.c.lr.trailingNewline }
-
-// CRBreaks counts "\r\n" and "\r" line breaks seen so far.
-func (r *SinkLogReader) CRBreaks() int { return r.c.lr.crBreaks }
-
-const sinkEntryWhat = "a file sink log entry JSON"
-
-// Next returns the next entry, or io.EOF after the last one. Errors are
-// *Error naming the file and line.
-func (r *SinkLogReader) Next() (SinkFileStatus, error) {
-	line, err := r.c.nextLine(sinkEntryWhat)
-	if err != nil {
-		return SinkFileStatus{}, err
-	}
-	st, e := parseSinkEntry(r.c.file, r.c.lr.line, line)
-	if e != nil {
-		return SinkFileStatus{}, e
-	}
-	return st, nil
+	return &SinkLogReader{entryReader[SinkFileStatus]{c, sinkEntryWhat, parseSinkEntry}}, nil
 }
 
 // ParseSinkLog parses a whole _spark_metadata file.
 func ParseSinkLog(file string, data []byte) (*SinkLog, error) {
-	// UTF-8 is checked line by line, in reading order, so the result is the
-	// same as the streaming reader's.
-	ls := splitLines(data)
-	if e := ls.tooLong(file); e != nil {
-		return nil, e
+	l, err := parseWhole(file, data, SinkLogMaxVersion, sinkEntryWhat, parseSinkEntry)
+	if err != nil {
+		return nil, err
 	}
-	if len(ls.text) == 0 {
-		return nil, &Error{File: file, Line: 1, Kind: KindEmpty,
-			Expected: `a version header like "v1"`, Got: `""`, Spark: sparkIncomplete}
-	}
-	if e := lineUTF8(file, 1, ls.text[0]); e != nil {
-		return nil, e
-	}
-	v, verr := parseVersionHeader(file, 1, ls.text[0], SinkLogMaxVersion)
-	if verr != nil {
-		return nil, verr
-	}
-	l := &SinkLog{Version: v, TrailingNewline: ls.trailingNewline, CRBreaks: ls.crBreaks,
-		Entries: make([]SinkFileStatus, 0, len(ls.text)-1)}
-	for i, line := range ls.text[1:] {
-		if e := lineUTF8(file, i+2, line); e != nil {
-			return nil, e
-		}
-		if len(line) == 0 {
-			return nil, &Error{File: file, Line: i + 2, Kind: KindBlankLine, Expected: sinkEntryWhat, Got: `""`}
-		}
-		st, e := parseSinkEntry(file, i+2, line)
-		if e != nil {
-			return nil, e
-		}
-		l.Entries = append(l.Entries, st)
-	}
-	return l, nil
+	return &SinkLog{Version: l.version, Entries: l.entries, TrailingNewline: l.trailing, CRBreaks: l.crBreaks}, nil
 }
 
 // Marshal returns the bytes CompactibleFileStreamLog.serialize writes.
 func (l *SinkLog) Marshal() []byte {
-	v := l.Version
-	if v == 0 {
-		v = 1
-	}
-	b := appendHeader(make([]byte, 0, 2+len(l.Entries)*128), v)
-	for _, e := range l.Entries {
-		b = append(b, '\n')
-		b = AppendSinkFileStatusJSON(b, e)
-	}
-	if l.TrailingNewline {
-		b = append(b, '\n')
-	}
-	return b
+	return marshalLog(l.Version, l.Entries, l.TrailingNewline, 128, AppendSinkFileStatusJSON)
 }
 
 // AppendSinkFileStatusJSON appends the entry as json4s writes it, so
@@ -352,7 +385,11 @@ func fieldValue(obj []byte, key string) []byte {
 }
 
 // FileSourceLogReader streams the entries of a file source log.
-type FileSourceLogReader struct{ c *compactReader }
+type FileSourceLogReader struct {
+	entryReader[FileEntry]
+}
+
+const fileEntryWhat = "a file source log entry JSON"
 
 // NewFileSourceLogReader reads and validates the version header.
 func NewFileSourceLogReader(file string, r io.Reader) (*FileSourceLogReader, error) {
@@ -360,89 +397,21 @@ func NewFileSourceLogReader(file string, r io.Reader) (*FileSourceLogReader, err
 	if err != nil {
 		return nil, err
 	}
-	return &FileSourceLogReader{c}, nil
-}
-
-// Version is the log's version (1).
-func (r *FileSourceLogReader) Version() int { return r.c.version }
-
-// Line is the 1-based number of the last line read.
-func (r *FileSourceLogReader) Line() int { return r.c.lr.line }
-
-// TrailingNewline reports, after Next returned io.EOF, whether the file
-// ended with a line break.
-func (r *FileSourceLogReader) TrailingNewline() bool { return r.c.lr.trailingNewline }
-
-// CRBreaks counts "\r\n" and "\r" line breaks seen so far.
-func (r *FileSourceLogReader) CRBreaks() int { return r.c.lr.crBreaks }
-
-const fileEntryWhat = "a file source log entry JSON"
-
-// Next returns the next entry, or io.EOF after the last one.
-func (r *FileSourceLogReader) Next() (FileEntry, error) {
-	line, err := r.c.nextLine(fileEntryWhat)
-	if err != nil {
-		return FileEntry{}, err
-	}
-	fe, e := parseFileEntry(r.c.file, r.c.lr.line, line)
-	if e != nil {
-		return FileEntry{}, e
-	}
-	return fe, nil
+	return &FileSourceLogReader{entryReader[FileEntry]{c, fileEntryWhat, parseFileEntry}}, nil
 }
 
 // ParseFileSourceLog parses a whole sources/<i>/N[.compact] file.
 func ParseFileSourceLog(file string, data []byte) (*FileSourceLog, error) {
-	// UTF-8 is checked line by line, in reading order, so the result is the
-	// same as the streaming reader's.
-	ls := splitLines(data)
-	if e := ls.tooLong(file); e != nil {
-		return nil, e
+	l, err := parseWhole(file, data, FileSourceLogMaxVersion, fileEntryWhat, parseFileEntry)
+	if err != nil {
+		return nil, err
 	}
-	if len(ls.text) == 0 {
-		return nil, &Error{File: file, Line: 1, Kind: KindEmpty,
-			Expected: `a version header like "v1"`, Got: `""`, Spark: sparkIncomplete}
-	}
-	if e := lineUTF8(file, 1, ls.text[0]); e != nil {
-		return nil, e
-	}
-	v, verr := parseVersionHeader(file, 1, ls.text[0], FileSourceLogMaxVersion)
-	if verr != nil {
-		return nil, verr
-	}
-	l := &FileSourceLog{Version: v, TrailingNewline: ls.trailingNewline, CRBreaks: ls.crBreaks,
-		Entries: make([]FileEntry, 0, len(ls.text)-1)}
-	for i, line := range ls.text[1:] {
-		if e := lineUTF8(file, i+2, line); e != nil {
-			return nil, e
-		}
-		if len(line) == 0 {
-			return nil, &Error{File: file, Line: i + 2, Kind: KindBlankLine, Expected: fileEntryWhat, Got: `""`}
-		}
-		fe, e := parseFileEntry(file, i+2, line)
-		if e != nil {
-			return nil, e
-		}
-		l.Entries = append(l.Entries, fe)
-	}
-	return l, nil
+	return &FileSourceLog{Version: l.version, Entries: l.entries, TrailingNewline: l.trailing, CRBreaks: l.crBreaks}, nil
 }
 
 // Marshal returns the bytes CompactibleFileStreamLog.serialize writes.
 func (l *FileSourceLog) Marshal() []byte {
-	v := l.Version
-	if v == 0 {
-		v = 1
-	}
-	b := appendHeader(make([]byte, 0, 2+len(l.Entries)*64), v)
-	for _, e := range l.Entries {
-		b = append(b, '\n')
-		b = AppendFileEntryJSON(b, e)
-	}
-	if l.TrailingNewline {
-		b = append(b, '\n')
-	}
-	return b
+	return marshalLog(l.Version, l.Entries, l.TrailingNewline, 64, AppendFileEntryJSON)
 }
 
 // AppendFileEntryJSON appends the entry as json4s writes it.
