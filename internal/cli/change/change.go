@@ -1,5 +1,5 @@
-// Package change applies a journaled plan for the commands that move a query's position
-// (`ckpt offsets reset`, `ckpt rewind`): the shared --execute, --yes, --backup-dir,
+// Package change proposes and applies a journaled plan for the commands that change a checkpoint
+// (`ckpt offsets reset`, `ckpt rewind`, `ckpt purge`, `ckpt sink repair`): the plan or dry run, the shared --execute, --yes, --backup-dir,
 // --active-window and --force flags, the confirmation, repair.Execute, and the closing lines that
 // name the journal and `ckpt repair undo`.
 package change
@@ -210,4 +210,43 @@ func StateWarnings(ctx context.Context, env Env, f *Flags, s storage.Store) []st
 		out = append(out, strings.TrimSuffix(msg, ".")+"; --execute will refuse")
 	}
 	return out
+}
+
+// Proposal is what a changing command shows before it may apply anything.
+type Proposal struct {
+	JSON    bool   // -o json: Doc is written instead of Print's table
+	Doc     any    // the -o json document
+	Print   func() // the plan for people
+	What    string // the command, for a refusal ("offsets reset")
+	Refused string // why the plan refuses, or ""
+	Pending bool   // the plan has something to change
+	Execute bool   // --execute
+}
+
+// Propose renders the plan and reports whether to go on and apply it. A refused plan is
+// rendered and returned as an error; a dry run, or a plan with nothing to change, ends after
+// the plan with the line that says how to apply it.
+func Propose(out io.Writer, r *render.Renderer, p Proposal) (bool, error) {
+	if p.Refused != "" {
+		if p.JSON {
+			_ = render.JSON(out, p.Doc)
+		} else {
+			p.Print()
+		}
+		return false, Refused(p.What, p.Refused)
+	}
+	if !p.JSON {
+		p.Print()
+	}
+	if p.Pending && p.Execute {
+		return true, nil
+	}
+	if p.JSON {
+		return false, render.JSON(out, p.Doc)
+	}
+	if p.Pending {
+		r.Println()
+		r.Printf("Dry run: nothing changed. To apply, run the same command with --execute\n")
+	}
+	return false, nil
 }

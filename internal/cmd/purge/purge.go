@@ -150,27 +150,10 @@ func run(ctx context.Context, opts *Options) error {
 	jsonOut := opts.Output == render.FormatJSON
 	doc := &purgeDoc{Plan: p, Detected: opts.Detected}
 	r := render.New(opts.IO)
-	if p.Refused != "" {
-		if jsonOut {
-			_ = render.JSON(opts.IO.Out, doc)
-		} else {
-			printPlan(r, p, opts)
-		}
-		return change.Refused("purge", p.Refused)
-	}
-	if !jsonOut {
-		printPlan(r, p, opts)
-	}
 	sinkActions := p.Sink != nil && len(p.Sink.Actions) > 0
-	if (len(p.Actions) == 0 && !sinkActions) || !opts.Apply.Execute {
-		if jsonOut {
-			return render.JSON(opts.IO.Out, doc)
-		}
-		if len(p.Actions) > 0 || sinkActions {
-			r.Println()
-			r.Printf("Dry run: nothing changed. To apply, run the same command with --execute\n")
-		}
-		return nil
+	if ok, err := change.Propose(opts.IO.Out, r, change.Proposal{JSON: jsonOut, Doc: doc, Print: func() { printPlan(r, p, opts) },
+		What: "purge", Refused: p.Refused, Pending: len(p.Actions) > 0 || sinkActions, Execute: opts.Apply.Execute}); !ok {
+		return err
 	}
 	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand, Quiet: true}
 	flags := opts.Apply

@@ -172,26 +172,9 @@ func run(ctx context.Context, opts *Options) error {
 	jsonOut := opts.Output == render.FormatJSON
 	doc := &rewindDoc{RewindPlan: p}
 	r := render.New(opts.IO)
-	if p.Refused != "" {
-		if jsonOut {
-			_ = render.JSON(opts.IO.Out, doc)
-		} else {
-			printPlan(r, p)
-		}
-		return change.Refused("rewind", p.Refused)
-	}
-	if !jsonOut {
-		printPlan(r, p)
-	}
-	if len(p.Actions) == 0 || !opts.Apply.Execute {
-		if jsonOut {
-			return render.JSON(opts.IO.Out, doc)
-		}
-		if len(p.Actions) > 0 {
-			r.Println()
-			r.Printf("Dry run: nothing changed. To apply, run the same command with --execute\n")
-		}
-		return nil
+	if ok, err := change.Propose(opts.IO.Out, r, change.Proposal{JSON: jsonOut, Doc: doc, Print: func() { printPlan(r, p) },
+		What: "rewind", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute}); !ok {
+		return err
 	}
 	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand}
 	j, err := change.Apply(ctx, env, &opts.Apply, store, p.RepairPlan(),
