@@ -1,7 +1,7 @@
-// Package change proposes and applies a journaled plan for the commands that change a checkpoint
-// (`ckpt offsets reset`, `ckpt rewind`, `ckpt purge`, `ckpt sink repair`): the plan or dry run, the shared --execute, --yes, --backup-dir,
-// --active-window and --force flags, the confirmation, repair.Execute, and the closing lines that
-// name the journal and `ckpt repair undo`.
+// Package change proposes and applies a journaled plan for the commands that change a
+// checkpoint (`ckpt offsets reset`, `ckpt rewind`, `ckpt purge`, `ckpt sink repair`): the plan
+// or dry run, the shared --execute, --yes, --backup-dir, --active-window and --force flags, the
+// confirmation, repair.Execute, and the closing lines that name the journal and `ckpt repair undo`.
 package change
 
 import (
