@@ -12,12 +12,10 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+NAME=gcs.sh
 BIN=$ROOT/.ci/bin/fake-gcs-server
 VERSION=v1.56.1
-
-log() { echo "gcs.sh: $*" >&2; }
-
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+. "$ROOT/.ci/lib.sh"
 
 build() {
   [ -x "$BIN" ] && return 0
@@ -27,34 +25,16 @@ build() {
 }
 
 start() {
-  command -v curl >/dev/null || { log "curl is required"; exit 1; }
+  need curl
   build
-  local port=${CKPT_GCS_PORT:-4443} tries=0
-  while port_busy "$port"; do
-    tries=$((tries + 1))
-    [ "$tries" -lt 100 ] || { log "no free port from ${CKPT_GCS_PORT:-4443}"; exit 1; }
-    port=$((port + 1))
-  done
-  local logf
+  local port logf
+  port=$(free_port "${CKPT_GCS_PORT:-4443}")
   logf=$(mktemp "${TMPDIR:-/tmp}/ckpt-gcs.XXXXXX.log")
   # Detached from our stdout: $(...) in the caller waits for every writer to exit.
   "$BIN" -scheme http -host 127.0.0.1 -port "$port" -backend memory -log-level error \
     -external-url "http://127.0.0.1:$port" -public-host "127.0.0.1:$port" </dev/null >"$logf" 2>&1 &
   local pid=$!
-  local code=000
-  for _ in $(seq 200); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      log "fake-gcs-server exited during start-up; log:"; cat "$logf" >&2; exit 1
-    fi
-    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/storage/v1/b" || true)
-    [ "$code" = 200 ] && break
-    sleep 0.05
-  done
-  if [ "$code" != 200 ]; then
-    log "fake-gcs-server on port $port not ready after 10s (last HTTP status $code); log in $logf"
-    kill "$pid" 2>/dev/null || true
-    exit 1
-  fi
+  wait_http "$pid" "$logf" "http://127.0.0.1:$port/storage/v1/b" 200 200 "fake-gcs-server on port $port"
   log "fake-gcs-server pid $pid ready on http://127.0.0.1:$port (log $logf)"
   echo "export CKPT_TEST_GCS_ENDPOINT=http://127.0.0.1:$port CKPT_TEST_GCS_PID=$pid CKPT_TEST_GCS_LOG=$logf"
 }
@@ -62,32 +42,10 @@ start() {
 stop() {
   local pid=${1:-${CKPT_TEST_GCS_PID:-}}
   if [ -z "$pid" ]; then log "stop: no pid (set CKPT_TEST_GCS_PID, e.g. via eval \"\$(.ci/gcs.sh start)\", or pass it)"; exit 1; fi
-  # Only ever kill our own server, even if the pid was recycled. (comm is cut to 15 characters.)
-  if [ "$(ps -p "$pid" -o comm= 2>/dev/null || true)" = fake-gcs-server ]; then
-    kill "$pid"
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-    log "stopped fake-gcs-server pid $pid"
-  else
-    log "pid $pid is not a running fake-gcs-server; nothing to stop"
-  fi
+  stop_pid "$pid" fake-gcs-server fake-gcs-server
   local logf=${CKPT_TEST_GCS_LOG:-}
   if [ -n "$logf" ] && [ -f "$logf" ]; then rm -f "$logf"; fi
   echo "unset CKPT_TEST_GCS_ENDPOINT CKPT_TEST_GCS_PID CKPT_TEST_GCS_LOG"
 }
 
-run() {
-  [ $# -gt 0 ] || { log "run: missing command"; exit 2; }
-  eval "$(start)"
-  trap 'stop >/dev/null' EXIT
-  local rc=0
-  "$@" || rc=$?
-  exit "$rc"
-}
-
-case "${1:-}" in
-  start) start ;;
-  stop) shift; stop "$@" ;;
-  build) build ;;
-  run) shift; run "$@" ;;
-  *) echo "usage: $0 start | stop [pid] | build | run CMD [ARGS...]" >&2; exit 2 ;;
-esac
+main "$@"

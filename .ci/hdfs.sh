@@ -13,14 +13,14 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+NAME=hdfs.sh
 DIR=$ROOT/.ci/hdfs
-
-log() { echo "hdfs.sh: $*" >&2; }
+. "$ROOT/.ci/lib.sh"
 
 build() {
   [ -f "$DIR/classes/MiniHdfs.class" ] && [ -d "$DIR/lib" ] && return 0
-  command -v mvn >/dev/null || { log "mvn is required (apt-get install maven)"; exit 1; }
-  command -v javac >/dev/null || { log "javac is required (apt-get install openjdk-17-jdk-headless)"; exit 1; }
+  need mvn "apt-get install maven"
+  need javac "apt-get install openjdk-17-jdk-headless"
   log "fetching Hadoop 3.4.2 jars into $DIR/lib (about 1.5 minutes cold) and compiling MiniHdfs"
   (cd "$DIR" && mvn -B -q dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime >&2)
   mkdir -p "$DIR/classes"
@@ -28,7 +28,7 @@ build() {
 }
 
 start() {
-  command -v curl >/dev/null || { log "curl is required"; exit 1; }
+  need curl
   build
   local data
   data=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-hdfs.XXXXXX")
@@ -38,6 +38,7 @@ start() {
   java -Xmx512m -XX:TieredStopAtLevel=1 --add-opens java.base/java.lang=ALL-UNNAMED \
     -Dckpt.minihdfs=1 -cp "$DIR/classes:$DIR/lib/*" MiniHdfs "$data/dfs" </dev/null >"$data/hdfs.log" 2>&1 &
   local pid=$!
+  # MiniHdfs picks free ports and prints "READY <http> <rpc>" once both answer.
   local ready=""
   for _ in $(seq 600); do
     if ! kill -0 "$pid" 2>/dev/null; then
@@ -54,13 +55,7 @@ start() {
   fi
   local http rpc
   read -r _ http rpc <<<"$ready"
-  local code
-  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$http/webhdfs/v1/?op=GETFILESTATUS&user.name=ckpt" || true)
-  if [ "$code" != 200 ]; then
-    log "WebHDFS on port $http answers HTTP $code; log in $data/hdfs.log"
-    kill "$pid" 2>/dev/null || true
-    exit 1
-  fi
+  wait_http "$pid" "$data/hdfs.log" "http://127.0.0.1:$http/webhdfs/v1/?op=GETFILESTATUS&user.name=ckpt" 200 1 "WebHDFS on port $http"
   log "MiniHdfs pid $pid ready: WebHDFS http://127.0.0.1:$http, RPC hdfs://127.0.0.1:$rpc (data $data)"
   echo "export CKPT_TEST_WEBHDFS_ENDPOINT=http://127.0.0.1:$http CKPT_TEST_HDFS_NAMENODE=hdfs://127.0.0.1:$rpc CKPT_TEST_HDFS_PID=$pid CKPT_TEST_HDFS_DATA=$data"
 }
@@ -68,32 +63,10 @@ start() {
 stop() {
   local pid=${1:-${CKPT_TEST_HDFS_PID:-}}
   if [ -z "$pid" ]; then log "stop: no pid (set CKPT_TEST_HDFS_PID, e.g. via eval \"\$(.ci/hdfs.sh start)\", or pass it)"; exit 1; fi
-  # Only ever kill our own cluster, even if the pid was recycled.
-  if ps -p "$pid" -o args= 2>/dev/null | grep -q -- '-Dckpt.minihdfs=1'; then
-    kill "$pid"
-    for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-    log "stopped MiniHdfs pid $pid"
-  else
-    log "pid $pid is not a running MiniHdfs; nothing to stop"
-  fi
+  stop_pid "$pid" -Dckpt.minihdfs=1 MiniHdfs
   local data=${CKPT_TEST_HDFS_DATA:-}
   if [ -n "$data" ] && [ -f "$data/hdfs.log" ]; then rm -rf "$data"; fi
   echo "unset CKPT_TEST_WEBHDFS_ENDPOINT CKPT_TEST_HDFS_NAMENODE CKPT_TEST_HDFS_PID CKPT_TEST_HDFS_DATA"
 }
 
-run() {
-  [ $# -gt 0 ] || { log "run: missing command"; exit 2; }
-  eval "$(start)"
-  trap 'stop >/dev/null' EXIT
-  local rc=0
-  "$@" || rc=$?
-  exit "$rc"
-}
-
-case "${1:-}" in
-  start) start ;;
-  stop) shift; stop "$@" ;;
-  build) build ;;
-  run) shift; run "$@" ;;
-  *) echo "usage: $0 start | stop [pid] | build | run CMD [ARGS...]" >&2; exit 2 ;;
-esac
+main "$@"

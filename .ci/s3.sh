@@ -14,14 +14,12 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+NAME=s3.sh
 BIN=$ROOT/.ci/bin/versitygw
 VERSION=v1.8.0
 ACCESS=ckptkey
 SECRET=ckptsecret123
-
-log() { echo "s3.sh: $*" >&2; }
-
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+. "$ROOT/.ci/lib.sh"
 
 build() {
   [ -x "$BIN" ] && return 0
@@ -31,35 +29,18 @@ build() {
 }
 
 start() {
-  command -v curl >/dev/null || { log "curl is required"; exit 1; }
+  need curl
   build
-  local port=${CKPT_S3_PORT:-7070} tries=0
-  while port_busy "$port"; do
-    tries=$((tries + 1))
-    [ "$tries" -lt 100 ] || { log "no free port from ${CKPT_S3_PORT:-7070}"; exit 1; }
-    port=$((port + 1))
-  done
-  local data=${CKPT_S3_DATA:-}
+  local port data
+  port=$(free_port "${CKPT_S3_PORT:-7070}")
+  data=${CKPT_S3_DATA:-}
   if [ -z "$data" ]; then data=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-s3.XXXXXX"); fi
   mkdir -p "$data/data"
   # Detached from our stdout: $(...) in the caller waits for every writer to exit.
   "$BIN" --access "$ACCESS" --secret "$SECRET" --port "127.0.0.1:$port" --quiet \
     posix "$data/data" </dev/null >"$data/versitygw.log" 2>&1 &
   local pid=$!
-  local code=000
-  for _ in $(seq 200); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      log "versitygw exited during start-up; log:"; cat "$data/versitygw.log" >&2; exit 1
-    fi
-    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/" || true)
-    [ "$code" = 403 ] && break
-    sleep 0.05
-  done
-  if [ "$code" != 403 ]; then
-    log "versitygw on port $port not ready after 10s (last HTTP status $code); log in $data/versitygw.log"
-    kill "$pid" 2>/dev/null || true
-    exit 1
-  fi
+  wait_http "$pid" "$data/versitygw.log" "http://127.0.0.1:$port/" 403 200 "versitygw on port $port"
   log "versitygw pid $pid ready on http://127.0.0.1:$port (data $data)"
   echo "export CKPT_TEST_S3_ENDPOINT=http://127.0.0.1:$port CKPT_TEST_S3_ACCESS_KEY=$ACCESS CKPT_TEST_S3_SECRET_KEY=$SECRET CKPT_TEST_S3_PID=$pid CKPT_TEST_S3_DATA=$data"
 }
@@ -67,14 +48,7 @@ start() {
 stop() {
   local pid=${1:-${CKPT_TEST_S3_PID:-}}
   if [ -z "$pid" ]; then log "stop: no pid (set CKPT_TEST_S3_PID, e.g. via eval \"\$(.ci/s3.sh start)\", or pass it)"; exit 1; fi
-  # Only ever kill our own server, even if the pid was recycled.
-  if [ "$(ps -p "$pid" -o comm= 2>/dev/null || true)" = versitygw ]; then
-    kill "$pid"
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-    log "stopped versitygw pid $pid"
-  else
-    log "pid $pid is not a running versitygw; nothing to stop"
-  fi
+  stop_pid "$pid" versitygw versitygw
   local data=${CKPT_TEST_S3_DATA:-}
   if [ -n "$data" ] && [ -z "${CKPT_S3_DATA:-}" ] && [ -f "$data/versitygw.log" ]; then
     rm -rf "$data"
@@ -82,19 +56,4 @@ stop() {
   echo "unset CKPT_TEST_S3_ENDPOINT CKPT_TEST_S3_ACCESS_KEY CKPT_TEST_S3_SECRET_KEY CKPT_TEST_S3_PID CKPT_TEST_S3_DATA"
 }
 
-run() {
-  [ $# -gt 0 ] || { log "run: missing command"; exit 2; }
-  eval "$(start)"
-  trap 'stop >/dev/null' EXIT
-  local rc=0
-  "$@" || rc=$?
-  exit "$rc"
-}
-
-case "${1:-}" in
-  start) start ;;
-  stop) shift; stop "$@" ;;
-  build) build ;;
-  run) shift; run "$@" ;;
-  *) echo "usage: $0 start | stop [pid] | build | run CMD [ARGS...]" >&2; exit 2 ;;
-esac
+main "$@"
