@@ -3,7 +3,6 @@ package recovery_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -147,103 +146,27 @@ func TestOptionsValidation(t *testing.T) {
 	}
 }
 
-// randomCheckpoint draws offsets and commits id sets with gaps, and now and
-// then corrupts the latest files.
-type randomCase struct {
-	offsets, commits        []int64
-	corruptL, corruptC      bool
-	corruptPrev, noMetadata bool
-}
-
-func (c randomCase) String() string {
-	return fmt.Sprintf("offsets=%v commits=%v corruptL=%v corruptC=%v corruptPrev=%v noMetadata=%v",
-		c.offsets, c.commits, c.corruptL, c.corruptC, c.corruptPrev, c.noMetadata)
-}
-
-func drawIDs(r *rand.Rand, n int, max int64) []int64 {
-	set := map[int64]bool{}
-	for i := 0; i < n; i++ {
-		set[r.Int63n(max+1)] = true
-	}
-	out := make([]int64, 0, len(set))
-	for id := range set {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func drawCase(r *rand.Rand) randomCase {
-	var c randomCase
-	top := int64(r.Intn(12))
-	switch r.Intn(4) {
-	case 0: // contiguous, commits trailing by 0, 1 or more
-		for id := int64(0); id <= top; id++ {
-			c.offsets = append(c.offsets, id)
-		}
-		ctop := top - int64(r.Intn(4))
-		for id := int64(0); id <= ctop; id++ {
-			c.commits = append(c.commits, id)
-		}
-	default: // arbitrary sets with gaps
-		c.offsets = drawIDs(r, r.Intn(8), top)
-		c.commits = drawIDs(r, r.Intn(8), top+int64(r.Intn(3)))
-	}
-	c.corruptL = r.Intn(8) == 0
-	c.corruptC = r.Intn(8) == 0
-	c.corruptPrev = r.Intn(10) == 0
-	c.noMetadata = r.Intn(15) == 0
-	return c
-}
-
-func (c randomCase) build() *scenario.Builder {
-	b := scenario.NewBuilder("random")
-	if !c.noMetadata {
-		b.Metadata()
-	}
-	b.KafkaInitial(0, scenario.KafkaOffsets("t", 0, 0))
-	for _, id := range c.offsets {
-		b.Offsets(id, scenario.Kafka("t", id, 2))
-	}
-	for _, id := range c.commits {
-		b.Commit(id)
-	}
-	if n := len(c.offsets); n > 0 {
-		L := c.offsets[n-1]
-		if c.corruptL {
-			b.Raw(fmt.Sprintf("offsets/%d", L), "")
-		}
-		if c.corruptPrev && L > 0 && slices.Contains(c.offsets, L-1) {
-			b.Raw(fmt.Sprintf("offsets/%d", L-1), "v1")
-		}
-	}
-	if n := len(c.commits); n > 0 && c.corruptC {
-		b.Raw(fmt.Sprintf("commits/%d", c.commits[n-1]), "")
-	}
-	return b
-}
-
 // expectSync computes, independently of the planner and in a few lines,
 // whether Spark 3.5's sync engine starts, and where.
-func expectSync(c randomCase) (fails bool, next int64, rerun bool) {
-	if len(c.offsets) == 0 {
-		if len(c.commits) > 0 {
+func expectSync(c scenario.Random) (fails bool, next int64, rerun bool) {
+	if len(c.Offsets) == 0 {
+		if len(c.Commits) > 0 {
 			return true, 0, false // batch 0 runs, then conflicts with commits/<first>
 		}
 		return false, 0, false
 	}
-	L := c.offsets[len(c.offsets)-1]
-	if c.corruptL {
+	L := c.Offsets[len(c.Offsets)-1]
+	if c.CorruptLatest {
 		return true, -1, false
 	}
-	if L > 0 && (!slices.Contains(c.offsets, L-1) || c.corruptPrev) {
+	if L > 0 && (!slices.Contains(c.Offsets, L-1) || c.CorruptPrevious) {
 		return true, -1, false
 	}
-	if len(c.commits) == 0 {
+	if len(c.Commits) == 0 {
 		return false, L, true
 	}
-	C := c.commits[len(c.commits)-1]
-	if c.corruptC {
+	C := c.Commits[len(c.Commits)-1]
+	if c.CorruptCommit {
 		return true, -1, false
 	}
 	switch {
@@ -262,9 +185,9 @@ func TestPlanProperties(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewSource(20240601))
 	for i := 0; i < 2000; i++ {
-		c := drawCase(r)
+		c := scenario.DrawRandom(r)
 		mem := storage.NewMem()
-		if err := c.build().WriteTo(ctx, mem); err != nil {
+		if err := c.Build("random").WriteTo(ctx, mem); err != nil {
 			t.Fatal(err)
 		}
 		cp, err := checkpoint.Load(ctx, mem)
@@ -287,9 +210,9 @@ func TestPlanProperties(t *testing.T) {
 		}
 		// Async never needs offsets/L-1: it fails only on unreadable files or
 		// a commit conflict, so it fails whenever sync fails for other reasons.
-		if len(c.offsets) > 0 && !c.corruptL && !c.corruptC && !c.corruptPrev {
-			L := c.offsets[len(c.offsets)-1]
-			if async.Failed() != (len(c.commits) > 0 && c.commits[len(c.commits)-1] > L) {
+		if len(c.Offsets) > 0 && !c.CorruptLatest && !c.CorruptCommit && !c.CorruptPrevious {
+			L := c.Offsets[len(c.Offsets)-1]
+			if async.Failed() != (len(c.Commits) > 0 && c.Commits[len(c.Commits)-1] > L) {
 				t.Fatalf("%v: async %s", c, async.Verdict())
 			}
 			if prev, ok := cp.Offsets.Prev(L); (async.PreviousBatch != nil) != (ok && L > 0) || (ok && L > 0 && *async.PreviousBatch != prev) {
@@ -306,7 +229,7 @@ func TestPlanProperties(t *testing.T) {
 	}
 }
 
-func checkInvariants(t *testing.T, ctx context.Context, c randomCase, cp *checkpoint.Checkpoint, res *recovery.Result) {
+func checkInvariants(t *testing.T, ctx context.Context, c scenario.Random, cp *checkpoint.Checkpoint, res *recovery.Result) {
 	t.Helper()
 	L, hasL := cp.Offsets.Latest()
 	C, hasC := cp.Commits.Latest()

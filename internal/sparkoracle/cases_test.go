@@ -70,9 +70,9 @@ func generatedCases(n int) []oracleCase {
 	r := rand.New(rand.NewSource(genSeed))
 	out := make([]oracleCase, 0, n)
 	for i := 0; i < n; i++ {
-		rc := drawCase(r)
+		rc := scenario.DrawRandom(r)
 		name := fmt.Sprintf("gen-%03d", i)
-		b := rc.build(name)
+		b := rc.Build(name)
 		out = append(out, oracleCase{name: name, mode: "sync", checkpoint: fmt.Sprintf("generated:%d:%d", genSeed, i),
 			sink: "console", trigger: "availableNow", options: rateLimit(b.Files()), build: b})
 	}
@@ -307,75 +307,4 @@ func (c oracleCase) layout(t testing.TB, dir string) (ck, out string) {
 		}
 	}
 	return ck, out
-}
-
-// The random checkpoints of internal/recovery's TestPlanProperties (a copy of its generator: that
-// one lives in a test file).
-type randomCase struct {
-	offsets, commits        []int64
-	corruptL, corruptC      bool
-	corruptPrev, noMetadata bool
-}
-
-func drawIDs(r *rand.Rand, n int, max int64) []int64 {
-	set := map[int64]bool{}
-	for i := 0; i < n; i++ {
-		set[r.Int63n(max+1)] = true
-	}
-	out := make([]int64, 0, len(set))
-	for id := range set {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func drawCase(r *rand.Rand) randomCase {
-	var c randomCase
-	top := int64(r.Intn(12))
-	switch r.Intn(4) {
-	case 0:
-		for id := int64(0); id <= top; id++ {
-			c.offsets = append(c.offsets, id)
-		}
-		ctop := top - int64(r.Intn(4))
-		for id := int64(0); id <= ctop; id++ {
-			c.commits = append(c.commits, id)
-		}
-	default:
-		c.offsets = drawIDs(r, r.Intn(8), top)
-		c.commits = drawIDs(r, r.Intn(8), top+int64(r.Intn(3)))
-	}
-	c.corruptL = r.Intn(8) == 0
-	c.corruptC = r.Intn(8) == 0
-	c.corruptPrev = r.Intn(10) == 0
-	c.noMetadata = r.Intn(15) == 0
-	return c
-}
-
-func (c randomCase) build(name string) *scenario.Builder {
-	b := scenario.NewBuilder(name)
-	if !c.noMetadata {
-		b.Metadata()
-	}
-	b.KafkaInitial(0, scenario.KafkaOffsets("t", 0, 0))
-	for _, id := range c.offsets {
-		b.Offsets(id, scenario.Kafka("t", id, 2))
-	}
-	for _, id := range c.commits {
-		b.Commit(id)
-	}
-	if n := len(c.offsets); n > 0 {
-		L := c.offsets[n-1]
-		if c.corruptL {
-			b.Raw(fmt.Sprintf("offsets/%d", L), "")
-		}
-		if c.corruptPrev && L > 0 && slices.Contains(c.offsets, L-1) {
-			b.Raw(fmt.Sprintf("offsets/%d", L-1), "v1")
-		}
-	}
-	if n := len(c.commits); n > 0 && c.corruptC {
-		b.Raw(fmt.Sprintf("commits/%d", c.commits[n-1]), "")
-	}
-	return b
 }
