@@ -396,11 +396,11 @@ func checkOutput(t *testing.T, got []string, want map[string]int) {
 	}
 }
 
-// checkSparkOrder checks that every offsets file Spark wrote in batches reproduces, byte for
-// byte, from its offsets in the order ckpt writes for rel's line (logformat's Scala 2.12 or 2.13
+// checkSparkOrder checks that every offsets file of batches (Spark's, or ckpt run's, which must
+// write the same) reproduces, byte for byte, from its offsets in the order ckpt writes for rel's line (logformat's Scala 2.12 or 2.13
 // HashMap order), and with update saves the last one in
 // testdata/spark-written/<rel>/kafka-offset-order/ (the engine's TestKafkaOffsetOrderMatchesSpark).
-func checkSparkOrder(t *testing.T, ck, rel string, batches []Batch, update bool) {
+func checkSparkOrder(t *testing.T, ck, rel, who string, batches []Batch, update bool) {
 	t.Helper()
 	for _, b := range batches {
 		name := filepath.Join(ck, "offsets", fmt.Sprint(b.ID))
@@ -414,7 +414,7 @@ func checkSparkOrder(t *testing.T, ck, rel string, batches []Batch, update bool)
 			want = logformat.NewKafkaOffsetsScala213(k.Map())
 		}
 		if want.JSON() != text {
-			t.Errorf("Spark %s wrote offsets/%d as %s, ckpt's order for %s is %s", rel, b.ID, text, Line(rel), want.JSON())
+			t.Errorf("%s (Spark %s) wrote offsets/%d as %s, ckpt's order for %s is %s", who, rel, b.ID, text, Line(rel), want.JSON())
 		}
 	}
 	if update && len(batches) > 0 {
@@ -490,13 +490,15 @@ func handOverKafka(t *testing.T, h *harness, rel string, update bool) {
 	if len(s1.batches) == 0 || s1.batches[0].ID != 2 {
 		t.Fatalf("Spark continued with batches %v, want 2 first", s1.batches)
 	}
-	checkSparkOrder(t, ck, rel, s1.batches, update)
+	checkSparkOrder(t, ck, rel, "Spark", s1.batches, update)
+	checkSparkOrder(t, ck, rel, "ckpt run --spark-version", first, false)
 
 	more(3)
 	pred, _ := replayPrediction(t, ck, rel, "sync")
 	start := predictedStart(t, ck, pred)
 	second := run("p2")
 	checkRestart(t, rel, restart{who: "ckpt run", pred: pred, start: start, batches: second})
+	checkSparkOrder(t, ck, rel, "ckpt run after Spark", second, false)
 
 	s2 := spark("handover-kafka-last")
 	checkRestart(t, rel, s2)
