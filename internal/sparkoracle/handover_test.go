@@ -582,10 +582,12 @@ func ends(topic string, next []int) map[string]map[string]int64 {
 	return map[string]map[string]int64{topic: m}
 }
 
-// Async progress tracking commits offsets and commits only every interval, so a restart (of
+// Async progress tracking persists offsets and commits only every interval, so a restart (of
 // either engine) goes back to the last persisted commit and re-reads what the run before it had
-// already written: the Kafka sink's at-least-once, exactly predicted.
-const asyncInterval = "300"
+// already written: the Kafka sink's at-least-once, exactly predicted. ckpt runs at 300 ms with a
+// 100 ms trigger, Spark at its default 1000 ms with a 300 ms trigger: both leave gaps in the logs
+// that the other engine's restart must read.
+const ckptAsyncInterval, sparkAsyncInterval = "300", "1000"
 
 // handOverAsync: `ckpt run` with asynchronous progress tracking (Kafka sink, interval 300 ms)
 // runs until caught up and stops; Spark's async engine continues; `ckpt run` async continues;
@@ -613,7 +615,7 @@ func handOverAsync(t *testing.T, h *harness, rel string) {
 		produce(t, b.Addr(), "in", next, n)
 	}
 	async := []string{"--trigger", "100ms", "--sink-option", "asyncProgressTrackingEnabled=true",
-		"--sink-option", "asyncProgressTrackingCheckpointIntervalMs=" + asyncInterval}
+		"--sink-option", "asyncProgressTrackingCheckpointIntervalMs=" + ckptAsyncInterval}
 	var steps []string
 	ckptStep := func(name string, prev []Batch, extra ...string) []Batch {
 		var pred Prediction
@@ -636,7 +638,7 @@ func handOverAsync(t *testing.T, h *harness, rel string) {
 		start := predictedStart(t, ck, pred)
 		r := h.run(map[string]any{"name": name, "checkpoint": ck, "output": filepath.Join(dir, "unused"), "bootstrap": b.Addr(),
 			"sink": "kafka", "trigger": "processingTime=300", "options": map[string]string{"subscribe": "in", "maxOffsetsPerTrigger": "10",
-				"sink.topic": "out", "sink.asyncProgressTrackingEnabled": "true", "sink.asyncProgressTrackingCheckpointIntervalMs": asyncInterval}})
+				"sink.topic": "out", "sink.asyncProgressTrackingEnabled": "true", "sink.asyncProgressTrackingCheckpointIntervalMs": sparkAsyncInterval}})
 		if r.Outcome != "ok" {
 			t.Fatalf("Spark %s: %s %s %v", name, r.Outcome, deref(r.Error), r.DriverLog)
 		}
