@@ -120,6 +120,7 @@ func (e *Engine) construct(ctx context.Context, triggerTime time.Time) (*pending
 	for _, w := range warnings {
 		e.logf("WARN %s", w)
 	}
+	end, latest = e.ordered(end), e.ordered(latest)
 	if len(end.Topics) == 0 || equalOffsets(start, end) {
 		return nil, nil
 	}

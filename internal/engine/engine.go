@@ -74,8 +74,10 @@ type Engine struct {
 	lw    LogWriter
 
 	queryID, runID string
-	newMetadata    bool
-	conf           []logformat.KV
+	// scala213: write Kafka offsets in Scala 2.13's key order (Options.SparkVersion).
+	scala213    bool
+	newMetadata bool
+	conf        []logformat.KV
 
 	// position: the next batch and its start offsets (nil: the source's initial offsets).
 	nextBatch int64
@@ -115,7 +117,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		opts.Query.Trigger.Kind == query.TriggerOnce || opts.Query.Trigger.Kind == query.TriggerAvailableNow) {
 		return nil, errors.New("engine: AsyncSwitchOff needs a query without async progress tracking, a processing-time trigger and a sink other than the file sink")
 	}
-	e := &Engine{opts: opts, q: opts.Query, clock: opts.Clock, runID: opts.RunID}
+	if err := checkOrderVersion(opts.SparkVersion); err != nil {
+		return nil, err
+	}
+	e := &Engine{opts: opts, q: opts.Query, clock: opts.Clock, runID: opts.RunID, scala213: scala213(opts.SparkVersion)}
 	if e.runID == "" {
 		e.runID = uuid.NewString()
 	}

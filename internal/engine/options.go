@@ -107,6 +107,12 @@ type Options struct {
 	// interval of 0 and continues as the normal engine once 2 batches have persisted their
 	// offsets and commits. The query must not enable async progress tracking itself.
 	AsyncSwitchOff bool
+	// SparkVersion is the Spark release (a recovery.SparkVersions line) that will read the
+	// checkpoint; it decides only the key order of the Kafka offset JSON the engine writes
+	// (offsets/, sources/0/0, progress): 3.x Scala 2.12's HashMap order, 4.0 and later Scala 2.13's
+	// (order.go). Restart rules stay Spark 3.5's. Default "": the order of the checkpoint's latest
+	// offsets file where it tells one from the other, else 3.5's.
+	SparkVersion string
 }
 
 func (o *Options) defaults() {

@@ -116,6 +116,14 @@ func (e *Engine) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if e.opts.SparkVersion == "" && end != nil {
+		// Keep writing the order the checkpoint was last written in (by Spark or by a run with
+		// SparkVersion set), so that the release reading it sees no change.
+		if is213, known := orderOf(*end); known && is213 != e.scala213 {
+			e.scala213 = is213
+			e.logf("Writing Kafka offsets in Scala %s's key order, as offsets/%d has them", map[bool]string{true: "2.13", false: "2.12"}[is213], latest)
+		}
+	}
 	if plan.RerunBatch != nil {
 		l := *plan.RerunBatch
 		b := &pendingBatch{id: l, rerun: true, timestampMs: plan.BatchTimestampMs}
@@ -216,6 +224,7 @@ func (e *Engine) initialOffsets(ctx context.Context) (logformat.KafkaOffsets, er
 	if err != nil {
 		return logformat.KafkaOffsets{}, err
 	}
+	o = e.ordered(o)
 	if err := store.WriteFile(ctx, initialOffsetsPath, logformat.MarshalKafkaInitialOffsets(o)); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return logformat.KafkaOffsets{}, errors.New(recovery.ConcurrentUse(checkpoint.DirSources + "/0"))

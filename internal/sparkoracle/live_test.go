@@ -192,7 +192,9 @@ func runRelease(t *testing.T, rel string, cases []oracleCase, update bool) {
 	t.Logf("Spark %s: %d cases in one JVM in %s", rel, len(cases), time.Since(start).Round(time.Second))
 	if os.Getenv("CKPT_SPARK_HANDOVER") != "0" {
 		start = time.Now()
-		t.Run("hand-over", func(t *testing.T) { handOver(t, h) })
+		t.Run("hand-over", func(t *testing.T) { handOver(t, h, rel) })
+		t.Run("hand-over-kafka", func(t *testing.T) { handOverKafka(t, h, rel, update) })
+		t.Run("hand-over-async", func(t *testing.T) { handOverAsync(t, h, rel) })
 		t.Run("written", func(t *testing.T) { writeCheckpoints(t, h, rel, update) })
 		t.Logf("Spark %s: hand-over and written checkpoints in %s", rel, time.Since(start).Round(time.Second))
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/kafka"
 	"github.com/ckpt-dev/ckpt/internal/liveness"
 	"github.com/ckpt-dev/ckpt/internal/query"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -57,6 +58,10 @@ type Options struct {
 	Duration    time.Duration
 	// AsyncSwitchOff performs Spark's procedure for switching async progress tracking off.
 	AsyncSwitchOff bool
+	// SparkVersion is --spark-version: the Spark release that will read the checkpoint, for the
+	// key order of the Kafka offsets written (engine.Options.SparkVersion). Default "": the
+	// checkpoint's own order, else Spark 3.5's.
+	SparkVersion string
 
 	// Demo is --demo: run on an embedded broker with a generated topic (internal/demo).
 	Demo          bool
@@ -120,6 +125,8 @@ timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --
 	f.StringVar(&o.FailAt, "fail-at", "", "crash drill: exit abruptly at batch=N,phase=after-offsets|mid-sink|before-commit")
 	f.IntVar(&o.MaxBatches, "max-batches", 0, "stop after this many batches (0: no limit)")
 	f.BoolVar(&o.AsyncSwitchOff, "async-switch-off", false, "switch async progress tracking off safely: run with it at interval 0 for 2 batches (Spark's procedure), then continue without it")
+	f.StringVar(&o.SparkVersion, "spark-version", "", "Spark release that will read the checkpoint (3.5, 4.0, 4.1, …): Kafka offsets are written in its key order, which Spark compares as text (default: the checkpoint's order, else 3.5's)")
+	_ = cmd.RegisterFlagCompletionFunc("spark-version", cobra.FixedCompletions(recovery.SparkVersions, cobra.ShellCompDirectiveNoFileComp))
 	f.DurationVar(&o.Duration, "duration", 0, "stop gracefully after this long (0: no limit)")
 	f.BoolVar(&o.Demo, "demo", false, "start an embedded Kafka broker with a generated topic and run a query on it")
 	f.IntVar(&o.DemoRate, "demo-rate", demo.Rate, "records per second the --demo generator writes")
@@ -268,7 +275,7 @@ func run(ctx context.Context, o *Options) error {
 	opts := engine.Options{
 		Query: r, Store: store, Log: &prefixWriter{w: stderr, status: status}, Console: console, OnProgress: onProgress, Metrics: metrics,
 		StopTimeout: o.StopTimeout, MaxBatches: o.MaxBatches, FailAt: failAt, OpenStore: o.OpenStore,
-		AsyncSwitchOff: o.AsyncSwitchOff,
+		AsyncSwitchOff: o.AsyncSwitchOff, SparkVersion: o.SparkVersion,
 	}
 	eng, err := engine.New(ctx, opts)
 	if err != nil {
@@ -309,6 +316,11 @@ func validate(q *query.Query, o *Options) (*query.Resolved, error) {
 	r, err := q.Validate()
 	if err != nil {
 		return nil, exitcode.UsageError(err)
+	}
+	if o.SparkVersion != "" {
+		if err := recovery.ValidateSparkVersion(o.SparkVersion); err != nil {
+			return nil, exitcode.UsageError(fmt.Errorf("--spark-version: %v", err))
+		}
 	}
 	if o.AsyncSwitchOff {
 		if err := query.CheckSwitchOff(r); err != nil {
