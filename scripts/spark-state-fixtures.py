@@ -141,6 +141,41 @@ def dump(spark, ckpt, oracle):
                         f.write(l + "\n")
 
 
+def is_rocksdb(ckpt):
+    for root, _, files in os.walk(os.path.join(ckpt, "state")):
+        if any(f.endswith(".zip") for f in files):
+            return True
+    return False
+
+
+def dump_versions(spark, ckpt, oracle):
+    """RocksDB stores: Spark's reading of every committed batch (batchId=b reads state version
+    b+1) to oracle/versions/<operator>-<store>.batch<b>.jsonl, so that every version a store
+    holds, in SST files or changelogs, is compared."""
+    if not is_rocksdb(ckpt):
+        return
+    out = os.path.join(oracle, "versions")
+    os.makedirs(out, exist_ok=True)
+    meta = os.path.join(ckpt, "state")
+    batches = sorted(int(n) for n in os.listdir(os.path.join(ckpt, "commits")) if n.isdigit())
+    for op in sorted(os.listdir(meta)):
+        if not op.isdigit():
+            continue
+        for b in batches:
+            name = "%s-default.batch%d" % (op, b)
+            try:
+                df = (spark.read.format("statestore").option("operatorId", int(op))
+                      .option("batchId", b).load(ckpt))
+                lines = sorted(df.toJSON().collect())
+            except Exception as e:
+                with open(os.path.join(out, name + ".error.txt"), "w") as f:
+                    f.write("batchId %d on Spark %s failed:\n%s\n" % (b, RELEASE, str(e).splitlines()[0][:2000]))
+                continue
+            with open(os.path.join(out, name + ".jsonl"), "w") as f:
+                for l in lines:
+                    f.write(l + "\n")
+
+
 def run_case(out, name):
     kind, conf = CASES[name]
     base = os.path.join(out, name)
@@ -176,6 +211,7 @@ def run_case(out, name):
         if MAJOR >= 4:
             try:
                 dump(spark, ckpt, os.path.join(base, "oracle"))
+                dump_versions(spark, ckpt, os.path.join(base, "oracle"))
             except Exception as e:  # Spark's reader fails on some checkpoints: keep its error
                 shutil.rmtree(os.path.join(base, "oracle"), ignore_errors=True)
                 os.makedirs(os.path.join(base, "oracle"))
@@ -197,6 +233,7 @@ def dump_only(case_dir):
              .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     try:
         dump(spark, os.path.join(case_dir, "checkpoint"), os.path.join(case_dir, "oracle"))
+        dump_versions(spark, os.path.join(case_dir, "checkpoint"), os.path.join(case_dir, "oracle"))
         with open(os.path.join(case_dir, "oracle", "reader.txt"), "w") as f:
             f.write("read by Spark %s\n" % RELEASE)
     finally:
@@ -207,6 +244,17 @@ def main():
     if sys.argv[1] == "--dump":
         for d in sys.argv[2:]:
             dump_only(d)
+        return
+    if sys.argv[1] == "--versions":
+        # Only the per-version readings of existing RocksDB fixtures (oracle/versions/).
+        spark = (SparkSession.builder.master("local[1]").appName("versions")
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+        try:
+            for d in sys.argv[2:]:
+                dump_versions(spark, os.path.join(d, "checkpoint"), os.path.join(d, "oracle"))
+        finally:
+            spark.stop()
         return
     out = os.path.join(sys.argv[1], RELEASE)
     names = sys.argv[2:]

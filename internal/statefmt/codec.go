@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
@@ -393,4 +394,42 @@ func lzfDecode(in, out []byte, size int) ([]byte, error) {
 		return nil, errLZF
 	}
 	return out, nil
+}
+
+var (
+	blockZstdOnce sync.Once
+	blockZstd     *zstd.Decoder
+	blockZstdErr  error
+)
+
+// DecompressBlock decompresses one raw block of codec (lz4, snappy or zstd, without Spark's
+// stream framing: RocksDB's SST blocks) into dst, whose length is the uncompressed size when
+// known (lz4 needs it; 0 lets snappy and zstd tell). It returns the uncompressed bytes.
+func DecompressBlock(codec string, dst, src []byte) ([]byte, error) {
+	switch codec {
+	case CodecLZ4:
+		n, err := lz4.UncompressBlock(src, dst)
+		if err != nil {
+			return nil, err
+		}
+		return dst[:n], nil
+	case CodecSnappy:
+		n, err := snappy.DecodedLen(src)
+		if err != nil {
+			return nil, err
+		}
+		if cap(dst) < n {
+			dst = make([]byte, n)
+		}
+		return snappy.Decode(dst[:n], src)
+	case CodecZstd:
+		blockZstdOnce.Do(func() {
+			blockZstd, blockZstdErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+		})
+		if blockZstdErr != nil {
+			return nil, blockZstdErr
+		}
+		return blockZstd.DecodeAll(src, dst[:0])
+	}
+	return nil, fmt.Errorf("no raw block decoder for codec %q", codec)
 }
