@@ -180,3 +180,6 @@ func (it *Iter) nextDataHandle() (Handle, bool, error) {
 		it.inPart = true
 	}
 }
+
+// Table is the table the iterator walks.
+func (it *Iter) Table() *Table { return it.t }
