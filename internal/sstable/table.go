@@ -230,7 +230,7 @@ func (t *Table) verify(h Handle, name string, raw, trailer []byte) error {
 		got += b ^ (uint32(h.Offset) + uint32(h.Offset>>32))
 	}
 	if want := binary.LittleEndian.Uint32(trailer[1:]); got != want {
-		return errf(t.File, int64(h.Offset+h.Size+1), name, fmt.Sprintf("the block checksum 0x%08x", want), "0x%08x (the block is corrupt)", got)
+		return errf(t.File, int64(h.Offset), name, fmt.Sprintf("the block checksum 0x%08x (stored at offset %d)", want, h.Offset+h.Size+1), "0x%08x (the block is corrupt)", got)
 	}
 	return nil
 }
