@@ -85,7 +85,14 @@ func TestFixtureSSTs(t *testing.T) {
 // TestCorruptFixture: a flipped byte in a data block, a wrong magic, a truncated file each
 // give an *Error naming the file, the offset and the block.
 func TestCorruptFixture(t *testing.T) {
-	f := fixtureSSTs(t)[0]
+	files := fixtureSSTs(t)
+	// The first is Spark 3.5's (crc32c), the last Spark 4.1's (XXH3).
+	for _, f := range []string{files[0], files[len(files)-1]} {
+		corrupt(t, f)
+	}
+}
+
+func corrupt(t *testing.T, f string) {
 	good, err := os.ReadFile(f)
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +291,9 @@ func TestBuiltTables(t *testing.T) {
 	}
 }
 
-func itoa(n uint64) string { return string(binary.AppendUvarint(nil, 0)[:0]) + strings.TrimSpace(strings.Repeat(" ", 0)) + fmtUint(n) }
+func itoa(n uint64) string {
+	return string(binary.AppendUvarint(nil, 0)[:0]) + strings.TrimSpace(strings.Repeat(" ", 0)) + fmtUint(n)
+}
 
 func fmtUint(n uint64) string {
 	if n < 10 {

@@ -218,14 +218,19 @@ func (t *Table) block(h Handle, name string, buf *[]byte) ([]byte, error) {
 	return out, nil
 }
 
-// verify checks a block's checksum. Only crc32c (Spark's setting, and format version 0's) is
-// computed; the xxhash family is not checked.
+// verify checks a block's checksum: crc32c (RocksDB JNI 8, Spark 3.5) or XXH3 (JNI 9, Spark
+// 4); the older xxHash32 and xxHash64 settings are not checked.
 func (t *Table) verify(h Handle, name string, raw, trailer []byte) error {
-	if t.Footer.Checksum != ChecksumCRC32C {
+	var got uint32
+	switch t.Footer.Checksum {
+	case ChecksumCRC32C:
+		got = maskCRC(crc32.Update(crc32.Checksum(raw, crc32c), crc32c, trailer[:1]))
+	case ChecksumXXH3:
+		// The hash of the block, then the compression type byte mixed in by a multiply.
+		got = uint32(xxh3(raw)) ^ uint32(trailer[0])*0x6b9083d9
+	default:
 		return nil
 	}
-	c := crc32.Update(crc32.Checksum(raw, crc32c), crc32c, trailer[:1])
-	got := maskCRC(c)
 	if b := t.Footer.BaseContextChecksum; b != 0 {
 		got += b ^ (uint32(h.Offset) + uint32(h.Offset>>32))
 	}
