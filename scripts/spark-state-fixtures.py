@@ -252,7 +252,16 @@ def main():
                  .config("spark.sql.session.timeZone", "UTC").getOrCreate())
         try:
             for d in sys.argv[2:]:
+                # The reader loads versions with the session's store conf (changelog
+                # checkpointing is not in the offset log): the case's conf.
+                with open(os.path.join(d, "conf.json")) as f:
+                    conf = json.load(f)["conf"]
+                for k, v in conf.items():
+                    spark.conf.set(k, v)
+                shutil.rmtree(os.path.join(d, "oracle", "versions"), ignore_errors=True)
                 dump_versions(spark, os.path.join(d, "checkpoint"), os.path.join(d, "oracle"))
+                for k in conf:
+                    spark.conf.unset(k)
         finally:
             spark.stop()
         return

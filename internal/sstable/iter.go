@@ -61,6 +61,7 @@ func (t *Table) Iter() *Iter {
 	p := t.Properties
 	if p.NumRangeDeletions > 0 {
 		it.err = errf(t.File, -1, "properties block", "no range deletions (ckpt does not read RocksDB's range tombstones)", "%d", p.NumRangeDeletions)
+		it.err.(*Error).Err = ErrUnsupported
 		return it
 	}
 	b, err := t.block(t.Footer.Index, "index block", nil)
@@ -97,7 +98,9 @@ func (it *Iter) Next() bool {
 			switch it.Kind {
 			case KindValue, KindDeletion, KindSingleDeletion:
 			case KindMerge:
-				it.err = errf(it.t.File, it.data.entryOffset(), it.data.name, "a value or a deletion (ckpt does not apply RocksDB merge operands: transformWithState list state)", "a merge operand")
+				e := errf(it.t.File, it.data.entryOffset(), it.data.name, "a value or a deletion (ckpt does not apply RocksDB merge operands: transformWithState list state)", "a merge operand")
+				e.Err = ErrUnsupported
+				it.err = e
 				return false
 			default:
 				it.err = errf(it.t.File, it.data.entryOffset(), it.data.name, "a value or a deletion", "%s", it.Kind)

@@ -11,6 +11,7 @@ package sstable
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"strconv"
@@ -162,6 +163,11 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// ErrUnsupported is wrapped by the errors of a well-formed table that holds what ckpt does not
+// read (merge operands, range deletions, a compression without a decompressor): the file is
+// not corrupt.
+var ErrUnsupported = errors.New("not read by ckpt")
 
 func errf(file string, off int64, block, expected, gotFormat string, args ...any) *Error {
 	return &Error{File: file, Offset: off, Block: block, Expected: expected, Got: fmt.Sprintf(gotFormat, args...)}

@@ -185,7 +185,7 @@ func (t *Table) block(h Handle, name string, buf *[]byte) ([]byte, error) {
 		return raw, nil
 	}
 	if t.opts.Decompress == nil {
-		return nil, errf(t.File, int64(h.Offset), name, "an uncompressed block (no decompressor given)", "%s", typ)
+		return nil, &Error{File: t.File, Offset: int64(h.Offset), Block: name, Expected: "an uncompressed block (no decompressor given)", Got: typ.String(), Err: ErrUnsupported}
 	}
 	src, size := raw, 0
 	if t.Footer.FormatVersion >= 2 && typ != SnappyCompression && typ != XpressCompression {

@@ -20,7 +20,24 @@ func sstDecompress(c sstable.Compression, dst, src []byte) ([]byte, error) {
 	case sstable.ZSTDCompression:
 		return statefmt.DecompressBlock(statefmt.CodecZstd, dst, src)
 	}
-	return nil, fmt.Errorf("ckpt does not decompress %s blocks (lz4, snappy and zstd are read)", c)
+	return nil, fmt.Errorf("%w: ckpt does not decompress %s blocks (lz4, snappy and zstd are read)", sstable.ErrUnsupported, c)
+}
+
+// CheckSST reads a whole SST file as the state reader does: footer, metaindex, properties,
+// index and every block with its checksum. A file that is well formed but holds what ckpt
+// does not read (merge operands, range deletions, another compression) passes.
+func CheckSST(path string, data []byte) error {
+	t, err := OpenSST(path, data)
+	if err == nil {
+		it := t.Iter()
+		for it.Next() {
+		}
+		err = it.Err()
+	}
+	if errors.Is(err, sstable.ErrUnsupported) {
+		return nil
+	}
+	return err
 }
 
 // OpenSST parses one SST file of a RocksDB store (the statefmt codecs decompress its blocks).
