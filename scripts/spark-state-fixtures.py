@@ -2,6 +2,8 @@
 """Write the state-store fixtures of testdata/spark-state/<release>/<case>/ with real Spark.
 
 Usage: python spark-state-fixtures.py OUTDIR [CASE...]
+       python spark-state-fixtures.py --dump CASEDIR...      (Spark 3.5 fixtures: read by 4.0)
+       python spark-state-fixtures.py --versions CASEDIR...  (RocksDB: oracle/versions/ only)
 (run with the python of a venv holding pyspark; the release is pyspark's version).
 
 Each case runs one stateful query on a file source, five micro-batches (one input file each,

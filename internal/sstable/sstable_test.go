@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
+	"github.com/pierrec/lz4/v4"
 )
 
 // decompress is the state reader's decompressor: statefmt's raw block codecs.
@@ -326,4 +328,44 @@ func FuzzSSTable(f *testing.F) {
 			t.Fatalf("not an *Error: %v", err)
 		}
 	})
+}
+
+// lz4Block compresses as RocksDB's LZ4 blocks are (a raw lz4 block).
+func lz4Block(src []byte) []byte {
+	dst := make([]byte, lz4.CompressBlockBound(len(src)))
+	n, err := lz4.CompressBlock(src, dst, nil)
+	if err != nil || n == 0 {
+		return nil
+	}
+	return dst[:n]
+}
+
+// TestWriter: what Writer builds (many lz4 blocks) reads back entry for entry.
+func TestWriter(t *testing.T) {
+	w := &Writer{Compression: LZ4Compression, Compress: lz4Block, BlockSize: 512}
+	var want []string
+	for i := 0; i < 3000; i++ {
+		k := fmt.Sprintf("key-%06d", i)
+		v := strings.Repeat(fmt.Sprint(i%7), 20+i%50)
+		kind := KindValue
+		if i%10 == 3 {
+			kind, v = KindDeletion, ""
+		}
+		w.Add([]byte(k), uint64(10_000-i), kind, []byte(v))
+		want = append(want, k+"/"+kind.String()+"/"+v)
+	}
+	tb, es, err := readAll(t, "w.sst", w.Finish())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.Properties.NumDataBlocks < 50 {
+		t.Errorf("%d data blocks", tb.Properties.NumDataBlocks)
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, e.key+"/"+e.kind.String()+"/"+e.value)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("read %d entries, wrote %d", len(got), len(want))
+	}
 }
