@@ -61,6 +61,11 @@ func (r *Reader) sstRows(ctx context.Context, p *Partition, zip File, fn func(ke
 	if len(cp.LogFiles) > 0 {
 		return fmt.Errorf("%s lists %d RocksDB WAL files (%s): ckpt reads state from SST files and changelogs, not from RocksDB's write-ahead log", zip.Path, len(cp.LogFiles), cp.LogFiles[0].DFSName())
 	}
+	if len(r.op.SchemaV3Files) > 0 {
+		// transformWithState keeps several state variables in one RocksDB instance (column
+		// families, virtual ones from Spark 4.0: a key prefix): not one schema's rows.
+		return fmt.Errorf("%s: operator %d is a transformWithState operator (state schema v3); ckpt does not read its column families from SST files", zip.Path, r.op.ID)
+	}
 	its := make([]*sstable.Iter, 0, len(cp.SSTFiles))
 	for _, f := range cp.SSTFiles {
 		path := p.Dir + "/SSTs/" + f.DFSName()
@@ -71,6 +76,9 @@ func (r *Reader) sstRows(ctx context.Context, p *Partition, zip File, fn func(ke
 		t, err := OpenSST(path, b)
 		if err != nil {
 			return err
+		}
+		if cf := t.Properties.ColumnFamily; cf != "" && cf != "default" {
+			return fmt.Errorf("%s: an SST of RocksDB column family %q; ckpt reads the default column family only", path, cf)
 		}
 		it := t.Iter()
 		if it.Next() {
