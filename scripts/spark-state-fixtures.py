@@ -252,6 +252,9 @@ def main():
         spark = (SparkSession.builder.master("local[1]").appName("versions")
                  .config("spark.ui.enabled", "false")
                  .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+        # Spark 4.1's reader asks the state store coordinator, which starts with the session's
+        # streaming query manager: touch it (a session that ran a query has it).
+        spark.streams.active
         try:
             for d in sys.argv[2:]:
                 # The reader loads versions with the session's store conf (changelog

@@ -191,7 +191,9 @@ func (t *Table) block(h Handle, name string, buf *[]byte) ([]byte, error) {
 	if t.Footer.FormatVersion >= 2 && typ != SnappyCompression && typ != XpressCompression {
 		// compress_format_version 2: the uncompressed size, a varint32, before the payload.
 		v, n := binary.Uvarint(raw)
-		if n <= 0 || n > 5 || v > 1<<31 {
+		// A bound on the expansion keeps a damaged size from allocating gigabytes: real
+		// blocks are kilobytes, and no codec here expands a block more than 256 times beyond 1 MiB.
+		if n <= 0 || n > 5 || v > max(1<<20, 256*uint64(len(raw))) {
 			return nil, errf(t.File, int64(h.Offset), name, "the varint32 uncompressed size of a "+typ.String()+" block", "%x", raw[:min(len(raw), 5)])
 		}
 		src, size = raw[n:], int(v)

@@ -418,16 +418,27 @@ func DecompressBlock(codec string, dst, src []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A snappy element of 1 to 5 bytes yields at most 64: a larger length is damage, and
+		// must not allocate gigabytes.
+		if n > 64*len(src)+64 {
+			return nil, fmt.Errorf("snappy block of %d bytes claims %d uncompressed", len(src), n)
+		}
 		if cap(dst) < n {
 			dst = make([]byte, n)
 		}
 		return snappy.Decode(dst[:n], src)
 	case CodecZstd:
 		blockZstdOnce.Do(func() {
-			blockZstd, blockZstdErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+			// DecodeAll grows dst at most to its capacity, and windows stay small: a damaged
+			// frame header must not allocate gigabytes.
+			blockZstd, blockZstdErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+				zstd.WithDecoderMaxMemory(256<<20), zstd.WithDecodeAllCapLimit(true))
 		})
 		if blockZstdErr != nil {
 			return nil, blockZstdErr
+		}
+		if len(dst) == 0 {
+			dst = make([]byte, 0, max(1<<20, 256*len(src)))
 		}
 		return blockZstd.DecodeAll(src, dst[:0])
 	}
