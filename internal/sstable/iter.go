@@ -90,7 +90,7 @@ func (it *Iter) Next() bool {
 		if it.inData && it.data.next() {
 			k := it.data.key
 			if len(k) < 8 {
-				it.err = errf(it.t.File, it.data.entryOffset(), it.data.name, "an internal key (a user key and an 8-byte sequence and type)", "%d bytes", len(k))
+				it.err = it.numbered(errf(it.t.File, it.data.entryOffset(), it.data.name, "an internal key (a user key and an 8-byte sequence and type)", "%d bytes", len(k)))
 				return false
 			}
 			tr := binary.LittleEndian.Uint64(k[len(k)-8:])
@@ -100,17 +100,17 @@ func (it *Iter) Next() bool {
 			case KindMerge:
 				e := errf(it.t.File, it.data.entryOffset(), it.data.name, "a value or a deletion (ckpt does not apply RocksDB merge operands: transformWithState list state)", "a merge operand")
 				e.Err = ErrUnsupported
-				it.err = e
+				it.err = it.numbered(e)
 				return false
 			default:
-				it.err = errf(it.t.File, it.data.entryOffset(), it.data.name, "a value or a deletion", "%s", it.Kind)
+				it.err = it.numbered(errf(it.t.File, it.data.entryOffset(), it.data.name, "a value or a deletion", "%s", it.Kind))
 				return false
 			}
 			it.entries++
 			return true
 		}
 		if it.data.err != nil {
-			it.err = it.data.err
+			it.err = it.numbered(it.data.err)
 			return false
 		}
 		h, ok, err := it.nextDataHandle()
@@ -127,19 +127,27 @@ func (it *Iter) Next() bool {
 			}
 			return false
 		}
-		name := "data block " + strconv.Itoa(it.blocks)
+		// The block's number goes into its errors only (no string built per block).
 		it.blocks++
-		b, err := it.t.block(h, name, &it.buf)
+		b, err := it.t.block(h, "data block", &it.buf)
 		if err != nil {
-			it.err = err
+			it.err = it.numbered(err)
 			return false
 		}
-		if err := it.data.reset(it.t.File, b, int64(h.Offset), name, false, false); err != nil {
-			it.err = err
+		if err := it.data.reset(it.t.File, b, int64(h.Offset), "data block", false, false); err != nil {
+			it.err = it.numbered(err)
 			return false
 		}
 		it.inData = true
 	}
+}
+
+// numbered names the current data block by its number in err.
+func (it *Iter) numbered(err error) error {
+	if e, ok := err.(*Error); ok && e.Block == "data block" {
+		e.Block = "data block " + strconv.Itoa(it.blocks-1)
+	}
+	return err
 }
 
 // nextDataHandle is the next data block's handle from the index.
