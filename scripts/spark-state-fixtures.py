@@ -50,6 +50,12 @@ if MAJOR >= 4:
     CASES["agg-rocksdb-v2"] = ("agg", {
         "spark.sql.streaming.stateStore.providerClass": ROCKS,
         "spark.sql.streaming.stateStore.checkpointFormatVersion": "2"})
+    # RocksDB's newest table format (footer without the index handle, context checksums)
+    # and zstd blocks, as a user may set them; SST files only.
+    CASES["agg-rocksdb-fv6-zstd"] = ("agg", {
+        "spark.sql.streaming.stateStore.providerClass": ROCKS,
+        "spark.sql.streaming.stateStore.rocksdb.formatVersion": "6",
+        "spark.sql.streaming.stateStore.rocksdb.compression": "zstd"})
     CASES["agg-rocksdb-changelog-v2"] = ("agg", {
         "spark.sql.streaming.stateStore.providerClass": ROCKS,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",

@@ -53,9 +53,10 @@ func readAll(t *testing.T, name string, data []byte) (*Table, []entry, error) {
 	return tb, out, it.Err()
 }
 
-// TestFixtureSSTs reads every SST file Spark wrote: the footer is format version 5 with crc32c
-// and crc32c (RocksDB JNI 8, Spark 3.5) or XXH3 (JNI 9, Spark 4), every block's checksum holds, the entries are as many as the
-// properties say and in RocksDB's order (user key ascending, newest first), and each key and
+// TestFixtureSSTs reads every SST file Spark wrote: the footer is format version 5 (Spark's
+// default; 6 in the -fv6- case) with crc32c (RocksDB JNI 8, Spark 3.5, snappy blocks) or XXH3
+// (JNI 9, Spark 4, lz4 or zstd blocks), every block's checksum holds, the entries are as many as
+// the properties say and in RocksDB's order (user key ascending, newest first), and each key and
 // value is Spark's encoding (a version byte 0, then an UnsafeRow of 8-byte words).
 func TestFixtureSSTs(t *testing.T) {
 	for _, f := range fixtureSSTs(t) {
@@ -67,8 +68,12 @@ func TestFixtureSSTs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
-		if tb.Footer.FormatVersion != 5 || (tb.Footer.Checksum != ChecksumCRC32C && tb.Footer.Checksum != ChecksumXXH3) {
+		v6 := strings.Contains(f, "-fv6-")
+		if (tb.Footer.FormatVersion == 6) != v6 || (!v6 && tb.Footer.FormatVersion != 5) || (tb.Footer.Checksum != ChecksumCRC32C && tb.Footer.Checksum != ChecksumXXH3) {
 			t.Errorf("%s: footer %+v", f, tb.Footer)
+		}
+		if v6 && (tb.Footer.BaseContextChecksum == 0 || tb.Properties.Compression != "ZSTD") {
+			t.Errorf("%s: format 6 footer %+v, compression %s: want context checksums and zstd", f, tb.Footer, tb.Properties.Compression)
 		}
 		if uint64(len(es)) != tb.Properties.NumEntries || len(es) == 0 {
 			t.Errorf("%s: %d entries, properties say %d", f, len(es), tb.Properties.NumEntries)
@@ -307,8 +312,15 @@ func fmtUint(n uint64) string {
 // FuzzSSTable: any bytes give a table or an *Error, never a panic or a runaway allocation;
 // the seeds are Spark's own SST files.
 func FuzzSSTable(f *testing.F) {
+	// One file per fixture: snappy and crc32c (Spark 3.5), lz4 and XXH3 (Spark 4), format 6.
 	files, _ := filepath.Glob("../../testdata/spark-state/*/*rocksdb*/checkpoint/state/0/0/SSTs/*.sst")
-	for _, p := range files[:min(len(files), 6)] {
+	seen := map[string]bool{}
+	for _, p := range files {
+		dir := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(p)))))
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
