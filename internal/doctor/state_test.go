@@ -272,9 +272,17 @@ func TestStateSSTCorrupt(t *testing.T) {
 			}
 		})
 	}
-	// Spark's own files pass.
-	if f := findCode(runDoctor(t, copyFixture(t, "4.1.4/agg-rocksdb"), Options{Deep: true}), CodeStateFileCorrupt); f != nil {
-		t.Fatalf("a good fixture: %+v", f)
+	// Spark's own files pass: every RocksDB fixture (crc32c and snappy, XXH3 and lz4, format 6
+	// and zstd).
+	dirs, _ := filepath.Glob("../../testdata/spark-state/*/*rocksdb*")
+	if len(dirs) < 10 {
+		t.Fatalf("RocksDB fixtures: %v", dirs)
+	}
+	for _, d := range dirs {
+		rel, _ := filepath.Rel("../../testdata/spark-state", d)
+		if f := findCode(runDoctor(t, copyFixture(t, rel), Options{Deep: true}), CodeStateFileCorrupt); f != nil {
+			t.Fatalf("%s: %+v", rel, f)
+		}
 	}
 }
 
