@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -141,7 +142,6 @@ type builder struct {
 	twoLevel      bool
 	hashIndex     bool
 	indexInterval int
-	props         map[string][]byte
 }
 
 type kv struct{ k, v string }
@@ -284,7 +284,7 @@ func TestBuiltTables(t *testing.T) {
 		}
 		var got []string
 		for _, e := range es {
-			got = append(got, e.key+"/"+itoa(e.seq)+"/"+e.kind.String()+"/"+e.value)
+			got = append(got, e.key+"/"+strconv.FormatUint(e.seq, 10)+"/"+e.kind.String()+"/"+e.value)
 		}
 		if g := strings.Join(got, " "); g != want {
 			t.Errorf("%+v:\n got %s\nwant %s", w, g, want)
@@ -296,17 +296,6 @@ func TestBuiltTables(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "merge operand") {
 		t.Errorf("merge: %v", err)
 	}
-}
-
-func itoa(n uint64) string {
-	return string(binary.AppendUvarint(nil, 0)[:0]) + strings.TrimSpace(strings.Repeat(" ", 0)) + fmtUint(n)
-}
-
-func fmtUint(n uint64) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return fmtUint(n/10) + string(rune('0'+n%10))
 }
 
 // FuzzSSTable: any bytes give a table or an *Error, never a panic or a runaway allocation;
