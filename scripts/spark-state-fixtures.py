@@ -2,6 +2,8 @@
 """Write the state-store fixtures of testdata/spark-state/<release>/<case>/ with real Spark.
 
 Usage: python spark-state-fixtures.py OUTDIR [CASE...]
+       python spark-state-fixtures.py --dump CASEDIR...      (Spark 3.5 fixtures: read by 4.0)
+       python spark-state-fixtures.py --versions CASEDIR...  (RocksDB: oracle/versions/ only)
 (run with the python of a venv holding pyspark; the release is pyspark's version).
 
 Each case runs one stateful query on a file source, five micro-batches (one input file each,
@@ -48,6 +50,12 @@ if MAJOR >= 4:
     CASES["agg-rocksdb-v2"] = ("agg", {
         "spark.sql.streaming.stateStore.providerClass": ROCKS,
         "spark.sql.streaming.stateStore.checkpointFormatVersion": "2"})
+    # RocksDB's newest table format (footer without the index handle, context checksums)
+    # and zstd blocks, as a user may set them; SST files only.
+    CASES["agg-rocksdb-fv6-zstd"] = ("agg", {
+        "spark.sql.streaming.stateStore.providerClass": ROCKS,
+        "spark.sql.streaming.stateStore.rocksdb.formatVersion": "6",
+        "spark.sql.streaming.stateStore.rocksdb.compression": "zstd"})
     CASES["agg-rocksdb-changelog-v2"] = ("agg", {
         "spark.sql.streaming.stateStore.providerClass": ROCKS,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
@@ -141,6 +149,41 @@ def dump(spark, ckpt, oracle):
                         f.write(l + "\n")
 
 
+def is_rocksdb(ckpt):
+    for root, _, files in os.walk(os.path.join(ckpt, "state")):
+        if any(f.endswith(".zip") for f in files):
+            return True
+    return False
+
+
+def dump_versions(spark, ckpt, oracle):
+    """RocksDB stores: Spark's reading of every committed batch (batchId=b reads state version
+    b+1) to oracle/versions/<operator>-<store>.batch<b>.jsonl, so that every version a store
+    holds, in SST files or changelogs, is compared."""
+    if not is_rocksdb(ckpt):
+        return
+    out = os.path.join(oracle, "versions")
+    os.makedirs(out, exist_ok=True)
+    meta = os.path.join(ckpt, "state")
+    batches = sorted(int(n) for n in os.listdir(os.path.join(ckpt, "commits")) if n.isdigit())
+    for op in sorted(os.listdir(meta)):
+        if not op.isdigit():
+            continue
+        for b in batches:
+            name = "%s-default.batch%d" % (op, b)
+            try:
+                df = (spark.read.format("statestore").option("operatorId", int(op))
+                      .option("batchId", b).load(ckpt))
+                lines = sorted(df.toJSON().collect())
+            except Exception as e:
+                with open(os.path.join(out, name + ".error.txt"), "w") as f:
+                    f.write("batchId %d on Spark %s failed:\n%s\n" % (b, RELEASE, str(e).splitlines()[0][:2000]))
+                continue
+            with open(os.path.join(out, name + ".jsonl"), "w") as f:
+                for l in lines:
+                    f.write(l + "\n")
+
+
 def run_case(out, name):
     kind, conf = CASES[name]
     base = os.path.join(out, name)
@@ -176,6 +219,7 @@ def run_case(out, name):
         if MAJOR >= 4:
             try:
                 dump(spark, ckpt, os.path.join(base, "oracle"))
+                dump_versions(spark, ckpt, os.path.join(base, "oracle"))
             except Exception as e:  # Spark's reader fails on some checkpoints: keep its error
                 shutil.rmtree(os.path.join(base, "oracle"), ignore_errors=True)
                 os.makedirs(os.path.join(base, "oracle"))
@@ -197,6 +241,7 @@ def dump_only(case_dir):
              .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     try:
         dump(spark, os.path.join(case_dir, "checkpoint"), os.path.join(case_dir, "oracle"))
+        dump_versions(spark, os.path.join(case_dir, "checkpoint"), os.path.join(case_dir, "oracle"))
         with open(os.path.join(case_dir, "oracle", "reader.txt"), "w") as f:
             f.write("read by Spark %s\n" % RELEASE)
     finally:
@@ -207,6 +252,29 @@ def main():
     if sys.argv[1] == "--dump":
         for d in sys.argv[2:]:
             dump_only(d)
+        return
+    if sys.argv[1] == "--versions":
+        # Only the per-version readings of existing RocksDB fixtures (oracle/versions/).
+        spark = (SparkSession.builder.master("local[1]").appName("versions")
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+        # Spark 4.1's reader asks the state store coordinator, which starts with the session's
+        # streaming query manager: touch it (a session that ran a query has it).
+        spark.streams.active
+        try:
+            for d in sys.argv[2:]:
+                # The reader loads versions with the session's store conf (changelog
+                # checkpointing is not in the offset log): the case's conf.
+                with open(os.path.join(d, "conf.json")) as f:
+                    conf = json.load(f)["conf"]
+                for k, v in conf.items():
+                    spark.conf.set(k, v)
+                shutil.rmtree(os.path.join(d, "oracle", "versions"), ignore_errors=True)
+                dump_versions(spark, os.path.join(d, "checkpoint"), os.path.join(d, "oracle"))
+                for k in conf:
+                    spark.conf.unset(k)
+        finally:
+            spark.stop()
         return
     out = os.path.join(sys.argv[1], RELEASE)
     names = sys.argv[2:]

@@ -408,6 +408,24 @@ func (r *runner) stateSSTs(op *state.Operator, st *state.Store, p *state.Partiti
 		}
 	}
 	if len(missing) == 0 {
+		// Every SST is there: read them as RocksDB opens them (footer and magic, index,
+		// block checksums).
+		for _, s := range cp.SSTFiles {
+			path := p.Dir + "/SSTs/" + s.DFSName()
+			b, err := r.cp.Store.ReadFile(r.ctx, path)
+			if err != nil {
+				return err
+			}
+			if err := state.CheckSST(path, b); err != nil {
+				spark := "org.rocksdb.RocksDBException: Corruption: ... (RocksDB rejects " + r.cp.SparkPath(path) + ": bad table magic number or block checksum mismatch)"
+				f := r.stateFinding(CodeStateFileCorrupt, Error, path, nil, fmt.Sprintf("operator %d store %s partition %d: %s (listed by %s) does not decode: %v", op.ID, st.Name, p.ID, path, zip.Path, err))
+				f.SparkError = &spark
+				b := zip.Version - 1
+				f.Batch = &b
+				r.add(f)
+				return nil
+			}
+		}
 		return nil
 	}
 	list, more := capList(missing)

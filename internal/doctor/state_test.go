@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/statefmt"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -228,6 +229,60 @@ func TestRocksDBSSTMissing(t *testing.T) {
 	f := findCode(rep, CodeRocksDBSSTMissing)
 	if f == nil || !strings.HasPrefix(f.Path, "state/0/0/SSTs/") || !strings.Contains(*f.SparkError, "FileNotFoundException") {
 		t.Fatalf("want rocksdb-sst-missing, got %+v", rep.Findings)
+	}
+}
+
+// TestStateSSTCorrupt: with --deep, an SST file the restart's zip lists whose footer magic
+// is wrong, or whose data block has a flipped byte, is state-file-corrupt naming the file.
+func TestStateSSTCorrupt(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func([]byte)
+		want string
+	}{
+		{"magic", func(b []byte) { b[len(b)-2] ^= 0xff }, "expected the block-based table magic"},
+		{"block", func(b []byte) { b[5] ^= 0x10 }, "expected the block checksum"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyFixture(t, "4.1.4/agg-rocksdb")
+			data, err := os.ReadFile(filepath.Join(dir, "state/0/1/5.zip"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp, err := statefmt.ParseRocksDBZip("5.zip", data)
+			if err != nil || len(cp.SSTFiles) == 0 {
+				t.Fatalf("fixture: %v", err)
+			}
+			p := filepath.Join(dir, "state/0/1/SSTs", cp.SSTFiles[0].DFSName())
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.edit(b)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if codes := stateCodesIn(runDoctor(t, dir, Options{})); len(codes) != 0 {
+				t.Fatalf("the default run read SSTs: %v", codes)
+			}
+			rep := runDoctor(t, dir, Options{Deep: true})
+			f := findCode(rep, CodeStateFileCorrupt)
+			if f == nil || f.Path != "state/0/1/SSTs/"+cp.SSTFiles[0].DFSName() || !strings.Contains(f.Message, c.want) || !strings.Contains(*f.SparkError, "RocksDBException") {
+				t.Fatalf("want state-file-corrupt naming the SST, got %+v", rep.Findings)
+			}
+		})
+	}
+	// Spark's own files pass: every RocksDB fixture (crc32c and snappy, XXH3 and lz4, format 6
+	// and zstd).
+	dirs, _ := filepath.Glob("../../testdata/spark-state/*/*rocksdb*")
+	if len(dirs) < 10 {
+		t.Fatalf("RocksDB fixtures: %v", dirs)
+	}
+	for _, d := range dirs {
+		rel, _ := filepath.Rel("../../testdata/spark-state", d)
+		if f := findCode(runDoctor(t, copyFixture(t, rel), Options{Deep: true}), CodeStateFileCorrupt); f != nil {
+			t.Fatalf("%s: %+v", rel, f)
+		}
 	}
 }
 

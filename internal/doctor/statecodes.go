@@ -42,11 +42,12 @@ sources, which must still hold their data. Starting on a new checkpoint loses th
 		ID:         CodeStateFileCorrupt,
 		Title:      "A state file the restart reads is damaged",
 		Severities: []Severity{Error},
-		Summary:    "A delta, snapshot or changelog file of the restart's chain does not decode: bad codec framing, a bad record size, or no end marker (found with --deep).",
+		Summary:    "A delta, snapshot, changelog or RocksDB SST file of the restart's chain does not decode: bad codec framing, a bad record size, no end marker, a bad SST footer magic or block checksum (found with --deep).",
 		Explanation: `State files are written through Spark's compression codec (lz4 by default) as length-prefixed
 UnsafeRow pairs ending with -1. A file truncated by a full disk or a partial copy, or with flipped
-bytes, fails the load of that partition on every retry. Only ` + "`--deep`" + ` reads the files; the
-default run stays within the listing.`,
+bytes, fails the load of that partition on every retry. A RocksDB version's SST files are checked
+as RocksDB opens them: the footer's magic number, the index, and every block's checksum (crc32c or
+XXH3). Only ` + "`--deep`" + ` reads the files; the default run stays within the listing.`,
 		SparkError: "Depends on the damage, for example (Spark 4.0):\n\n```\n" +
 			"org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_KEY_SIZE] An error occurred during loading state. Error reading delta file file:/ckpt/state/0/1/5.delta of HDFSStateStoreProvider[id = (op=0,part=1),dir = file:/ckpt/state/0/1]: key size cannot be -7. SQLSTATE: 58030\n" +
 			"java.io.EOFException\n" +

@@ -1,10 +1,12 @@
 package state
 
 import (
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,8 +25,10 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/sstable"
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/pierrec/lz4/v4"
 )
 
 // The 1 GB state partition of the read benchmarks: the aggregation checkpoint real Spark 4.0
@@ -423,4 +428,128 @@ func sampleHeap(peak *atomic.Uint64) (stop func()) {
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// writeBenchSST makes a RocksDB store of n rows for version 5: the aggregation checkpoint
+// Spark 4.1.4 wrote without changelogs (testdata/spark-state/4.1.4/agg-rocksdb), with
+// partition 0's 5.zip listing two SST files as Spark's RocksDB leaves them after a few
+// batches: a large one with every key (lz4 blocks of 4 KiB) and a newer small one with 1%
+// of the keys updated and 0.2% deleted (higher sequence numbers). It returns the rows.
+func writeBenchSST(dir string, n int64) (int64, error) {
+	src := "../../testdata/spark-state/4.1.4/agg-rocksdb/checkpoint"
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		dst := filepath.Join(dir, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		if r := filepath.ToSlash(rel); strings.HasPrefix(r, "state/0/0/") && !strings.Contains(r, "_metadata") {
+			return nil // replaced below
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		return 0, err
+	}
+	// A real value row as the template: the first entry of one of Spark's SST files.
+	ssts, _ := filepath.Glob(filepath.Join(src, "state/0/0/SSTs/*.sst"))
+	if len(ssts) == 0 {
+		return 0, fmt.Errorf("no SST files under %s", src)
+	}
+	data, err := os.ReadFile(ssts[0])
+	if err != nil {
+		return 0, err
+	}
+	t, err := OpenSST(ssts[0], data)
+	if err != nil {
+		return 0, err
+	}
+	it := t.Iter()
+	if !it.Next() {
+		return 0, fmt.Errorf("%s: no entries: %v", ssts[0], it.Err())
+	}
+	tmpl := bytes.Clone(it.Value[1:])
+
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = append([]byte{0}, benchKey(nil, int64(i))...)
+	}
+	order := make([]int64, n)
+	for i := range order {
+		order[i] = int64(i)
+	}
+	slices.SortFunc(order, func(a, b int64) int { return bytes.Compare(keys[a], keys[b]) })
+	lz := func(b []byte) []byte {
+		dst := make([]byte, lz4.CompressBlockBound(len(b)))
+		m, err := lz4.CompressBlock(b, dst, nil)
+		if err != nil || m == 0 {
+			return nil
+		}
+		return dst[:m]
+	}
+	var val []byte
+	big := &sstable.Writer{Compression: sstable.LZ4Compression, Compress: lz}
+	small := &sstable.Writer{Compression: sstable.LZ4Compression, Compress: lz}
+	rows := n
+	for _, i := range order {
+		val = append(append(val[:0], 0), benchValue(nil, tmpl, i, 3)...)
+		big.Add(keys[i], uint64(i+1), sstable.KindValue, val)
+		switch {
+		case i%500 == 7:
+			small.Add(keys[i], uint64(n+i+1), sstable.KindDeletion, nil)
+			rows--
+		case i%100 == 3:
+			val = append(append(val[:0], 0), benchValue(nil, tmpl, i, 5)...)
+			small.Add(keys[i], uint64(n+i+1), sstable.KindValue, val)
+		}
+	}
+	part := filepath.Join(dir, "state/0/0")
+	if err := os.MkdirAll(filepath.Join(part, "SSTs"), 0o755); err != nil {
+		return 0, err
+	}
+	var files []statefmt.RocksDBFile
+	for i, w := range []*sstable.Writer{big, small} {
+		b := w.Finish()
+		name := fmt.Sprintf("%06d-bench.sst", 100+i)
+		if err := os.WriteFile(filepath.Join(part, "SSTs", name), b, 0o644); err != nil {
+			return 0, err
+		}
+		files = append(files, statefmt.RocksDBFile{LocalFileName: fmt.Sprintf("%06d.sst", 100+i), DFSSSTFileName: name, SizeBytes: int64(len(b))})
+	}
+	meta, err := json.Marshal(map[string]any{"sstFiles": files, "numKeys": rows})
+	if err != nil {
+		return 0, err
+	}
+	var zb bytes.Buffer
+	zw := zip.NewWriter(&zb)
+	w, err := zw.Create("metadata")
+	if err != nil {
+		return 0, err
+	}
+	if _, err := w.Write(append([]byte("v1\n"), meta...)); err != nil {
+		return 0, err
+	}
+	if err := zw.Close(); err != nil {
+		return 0, err
+	}
+	return rows, os.WriteFile(filepath.Join(part, "5.zip"), zb.Bytes(), 0o644)
+}
+
+// BenchmarkReadSST reads version 5 of a RocksDB partition held only in SST files (300,000
+// rows, 2 files, lz4), merged and rendered as JSON like BenchmarkRead32MB: compare the two in
+// one run.
+func BenchmarkReadSST(b *testing.B) {
+	root := b.TempDir()
+	want, err := writeBenchSST(filepath.Join(root, "checkpoint"), 300_000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchRead(b, root, want)
 }

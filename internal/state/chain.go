@@ -105,25 +105,6 @@ func ChainFor(p *Partition, provider string, v int64, ids IDs) (*Chain, error) {
 	return c, nil
 }
 
-// ReplayChain is a chain that starts empty at version 0 with only deltas or changelogs, which
-// ckpt can replay without reading RocksDB SST files; ok false when some version in 1..v has no
-// such file.
-func ReplayChain(p *Partition, provider string, v int64, ids IDs) (*Chain, bool) {
-	kind := KindDelta
-	if provider == ProviderRocksDB {
-		kind = KindChangelog
-	}
-	c := &Chain{Version: v, Steps: []File{}}
-	for n := int64(1); n <= v; n++ {
-		f := pick(p.Files, n, kind, ids)
-		if f == nil {
-			return nil, false
-		}
-		c.Steps = append(c.Steps, *f)
-	}
-	return c, true
-}
-
 func fileName(dir string, v int64, kind string, ids IDs) string {
 	if ids != nil {
 		if id, ok := ids(v); ok {

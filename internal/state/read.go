@@ -80,10 +80,6 @@ type ReadOptions struct {
 	Codec string
 }
 
-// ErrNeedSST is returned for a RocksDB version that only SST files hold (no changelog chain
-// from version 1): ckpt does not read RocksDB's SST format.
-var ErrNeedSST = errors.New("this RocksDB version is held only in SST files (no changelog chain from version 1); ckpt reads RocksDB state through changelogs: use --changes for one version, or enable changelog checkpointing")
-
 // Reader reads rows of one store.
 type Reader struct {
 	st     storage.Store
@@ -250,13 +246,6 @@ func (r *Reader) partition(ctx context.Context, p *Partition, emit func(*Row) er
 	if err != nil {
 		return err
 	}
-	if rocks && chain.Base != nil {
-		c, ok := ReplayChain(p, r.store.Provider, r.Version, ids)
-		if !ok {
-			return fmt.Errorf("%s version %d: %w", p.Dir, r.Version, ErrNeedSST)
-		}
-		chain = c
-	}
 	// The deltas after the base are held in memory (latest wins, nil for a delete); the base,
 	// usually the bulk, streams past them.
 	pending := map[string][]byte{}
@@ -280,18 +269,25 @@ func (r *Reader) partition(ctx context.Context, p *Partition, emit func(*Row) er
 		for k := range pending {
 			filter.add(k)
 		}
-		err := r.records(ctx, *chain.Base, func(rec statefmt.Record) error {
-			if filter.mayHave(rec.Key) {
-				if _, ok := pending[string(rec.Key)]; ok {
+		each := func(key, value []byte) error {
+			if filter.mayHave(key) {
+				if _, ok := pending[string(key)]; ok {
 					return nil
 				}
 			}
-			ok, err := r.decode(row, rec.Key, rec.Value, false)
+			ok, err := r.decode(row, key, value, false)
 			if err != nil || !ok {
 				return err
 			}
 			return emit(row)
-		})
+		}
+		var err error
+		if chain.Base.Kind == KindZip {
+			// A RocksDB version: the live entries of the SST files its zip lists.
+			err = r.sstRows(ctx, p, *chain.Base, each)
+		} else {
+			err = r.records(ctx, *chain.Base, func(rec statefmt.Record) error { return each(rec.Key, rec.Value) })
+		}
 		if err != nil {
 			return err
 		}

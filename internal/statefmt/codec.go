@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
@@ -393,4 +394,53 @@ func lzfDecode(in, out []byte, size int) ([]byte, error) {
 		return nil, errLZF
 	}
 	return out, nil
+}
+
+var (
+	blockZstdOnce sync.Once
+	blockZstd     *zstd.Decoder
+	blockZstdErr  error
+)
+
+// DecompressBlock decompresses one raw block of codec (lz4, snappy or zstd, without Spark's
+// stream framing: RocksDB's SST blocks) into dst, whose length is the uncompressed size when
+// known (lz4 needs it; 0 lets snappy and zstd tell). It returns the uncompressed bytes.
+func DecompressBlock(codec string, dst, src []byte) ([]byte, error) {
+	switch codec {
+	case CodecLZ4:
+		n, err := lz4.UncompressBlock(src, dst)
+		if err != nil {
+			return nil, err
+		}
+		return dst[:n], nil
+	case CodecSnappy:
+		n, err := snappy.DecodedLen(src)
+		if err != nil {
+			return nil, err
+		}
+		// A snappy element of 1 to 5 bytes yields at most 64: a larger length is damage, and
+		// must not allocate gigabytes.
+		if n > 64*len(src)+64 {
+			return nil, fmt.Errorf("snappy block of %d bytes claims %d uncompressed", len(src), n)
+		}
+		if cap(dst) < n {
+			dst = make([]byte, n)
+		}
+		return snappy.Decode(dst[:n], src)
+	case CodecZstd:
+		blockZstdOnce.Do(func() {
+			// DecodeAll grows dst at most to its capacity, and windows stay small: a damaged
+			// frame header must not allocate gigabytes.
+			blockZstd, blockZstdErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+				zstd.WithDecoderMaxMemory(256<<20), zstd.WithDecodeAllCapLimit(true))
+		})
+		if blockZstdErr != nil {
+			return nil, blockZstdErr
+		}
+		if len(dst) == 0 {
+			dst = make([]byte, 0, max(1<<20, 256*len(src)))
+		}
+		return blockZstd.DecodeAll(src, dst[:0])
+	}
+	return nil, fmt.Errorf("no raw block decoder for codec %q", codec)
 }

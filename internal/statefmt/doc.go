@@ -2,7 +2,8 @@
 // N.delta and N.snapshot files and the RocksDB store's N.changelog files (both a stream of
 // length-prefixed UnsafeRow key/value records inside Spark's compression codec framing),
 // UnsafeRow values driven by the state schema, the state schema files, and the RocksDB
-// checkpoint zip's metadata (its SST file list).
+// checkpoint zip's metadata (its SST file list). DecompressBlock decompresses the raw lz4, snappy
+// and zstd blocks of RocksDB's SST files (package sstable parses the table format itself).
 //
 // Like logformat it does no I/O of its own: readers take an io.Reader (so a large state file
 // streams) or bytes. Unlike logformat it is not standard library only: the lz4, zstd and snappy

@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -316,5 +317,29 @@ func TestLZFDecode(t *testing.T) {
 	}
 	if _, err := lzfDecode(in[:5], nil, 9); err == nil {
 		t.Fatal("truncated block accepted")
+	}
+}
+
+// TestAppendFloatIntegral: integral values below 1e7 render as strconv's 'f' with one decimal
+// (Java's 3.0), through the integer fast path.
+func TestAppendFloatIntegral(t *testing.T) {
+	vals := []float64{0, math.Copysign(0, -1), 1, -1, 9999999, -9999999, 1234567, 42, -42}
+	for i := 0; i < 100000; i++ {
+		vals = append(vals, float64(i*97-4_000_000))
+	}
+	for _, v := range vals {
+		for _, bits := range []int{32, 64} {
+			x := v
+			if bits == 32 {
+				x = float64(float32(v))
+			}
+			if x != math.Trunc(x) || math.Abs(x) >= 1e7 {
+				continue
+			}
+			got := string(appendFloat(nil, x, bits))
+			if want := strconv.FormatFloat(x, 'f', 1, bits); got != want {
+				t.Fatalf("%v (%d bits): %s, want %s", x, bits, got, want)
+			}
+		}
 	}
 }

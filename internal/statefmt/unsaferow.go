@@ -319,7 +319,12 @@ func appendFloat(dst []byte, f float64, bitSize int) []byte {
 		return append(dst, `"-Infinity"`...)
 	}
 	if f == math.Trunc(f) && math.Abs(f) < 1e7 {
-		return strconv.AppendFloat(dst, f, 'f', 1, bitSize) // Java prints 3.0
+		// Java prints 3.0: the integer and ".0" (what AppendFloat 'f' 1 writes, without its
+		// float machinery); -0.0 keeps its sign.
+		if f == 0 && math.Signbit(f) {
+			return append(dst, "-0.0"...)
+		}
+		return append(strconv.AppendInt(dst, int64(f), 10), '.', '0')
 	}
 	return strconv.AppendFloat(dst, f, 'g', -1, bitSize)
 }

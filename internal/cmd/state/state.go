@@ -104,9 +104,10 @@ The version read is the latest committed batch's (version = batch id + 1) unless
 says otherwise. --changes reads only that version's delta or changelog: what that batch
 changed (change_type update or delete), like Spark's readChangeFeed.
 
-HDFS-backed stores are read from N.snapshot and N.delta files. RocksDB stores are read from
-their changelogs (changelog checkpointing): a version held only in SST files cannot be read
-yet, --changes still can. Output: a table, or JSON lines (-o json) with key, value and
+HDFS-backed stores are read from N.snapshot and N.delta files. RocksDB stores are read as
+Spark loads them: the SST files the newest N.zip at or below the version lists (ckpt reads
+RocksDB's table format itself, merging the files: the newest entry of a key wins), then the
+changelogs after it. --changes needs the version's changelog. Output: a table, or JSON lines (-o json) with key, value and
 partition_id (and batch_id, change_type with --changes).`,
 		Example: `  ckpt state read ./ckpt --operator 0
   ckpt state read ./ckpt --operator 0 --partition 3 --key userId=42 -o json

@@ -1,0 +1,400 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+)
+
+// Options tune Open.
+type Options struct {
+	// Decompress decompresses compressed blocks. Default nil: a compressed block is an error
+	// naming its compression.
+	Decompress Decompressor
+}
+
+// Properties are the table properties ckpt uses (the "rocksdb.properties" meta block).
+type Properties struct {
+	NumEntries        uint64 `json:"numEntries"`
+	NumDeletions      uint64 `json:"numDeletions"`
+	NumMergeOperands  uint64 `json:"numMergeOperands"`
+	NumRangeDeletions uint64 `json:"numRangeDeletions"`
+	NumDataBlocks     uint64 `json:"numDataBlocks"`
+	Comparator        string `json:"comparator"`
+	MergeOperator     string `json:"mergeOperator"`
+	Compression       string `json:"compression"`
+	ColumnFamily      string `json:"columnFamily"`
+	// IndexType is BlockBasedTableOptions.index_type: 0 binary search, 1 hash search,
+	// 2 two-level (partitioned), 3 binary search with the first key.
+	IndexType uint32 `json:"indexType"`
+	// IndexValueIsDeltaEncoded: index entries after a restart point hold only a size delta.
+	IndexValueIsDeltaEncoded bool `json:"indexValueIsDeltaEncoded"`
+	// found is whether the table had a properties block.
+	found bool
+}
+
+// Index types.
+const (
+	IndexBinarySearch          = 0
+	IndexHashSearch            = 1
+	IndexTwoLevel              = 2
+	IndexBinarySearchWithFirst = 3
+)
+
+// Table is one SST file held in memory.
+type Table struct {
+	// File is the name errors give.
+	File       string
+	Footer     Footer
+	Properties Properties
+	// MetaBlocks are the metaindex's entries: meta block name → handle.
+	MetaBlocks map[string]Handle
+	data       []byte
+	opts       Options
+}
+
+// Open parses the footer, the metaindex and the properties of the table in data. The table
+// keeps data (its blocks are read from it as the iterator goes).
+func Open(file string, data []byte, opts Options) (*Table, error) {
+	tail := data[max(0, len(data)-FooterLen):]
+	f, err := ParseFooter(file, tail, int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	t := &Table{File: file, Footer: f, data: data, opts: opts, MetaBlocks: map[string]Handle{}}
+	meta, err := t.block(f.MetaIndex, "metaindex block", nil)
+	if err != nil {
+		return nil, err
+	}
+	it, err := newBlockIter(file, meta, int64(f.MetaIndex.Offset), "metaindex block", false, false)
+	if err != nil {
+		return nil, err
+	}
+	for it.next() {
+		h, _, ok := decodeHandle(it.value)
+		if !ok {
+			return nil, errf(file, it.entryOffset(), "metaindex block", "a block handle for meta block "+strconv.Quote(string(it.key)), "bad varints")
+		}
+		t.MetaBlocks[string(it.key)] = h
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	if f.FormatVersion >= 6 {
+		h, ok := t.MetaBlocks["rocksdb.index"]
+		if !ok {
+			return nil, errf(file, int64(f.MetaIndex.Offset), "metaindex block", `a "rocksdb.index" entry (format version 6+ keeps the index handle there)`, "none")
+		}
+		t.Footer.Index = h
+	}
+	ph, ok := t.MetaBlocks["rocksdb.properties"]
+	if !ok {
+		ph, ok = t.MetaBlocks["rocksdb.stats"]
+	}
+	if ok {
+		if err := t.readProperties(ph); err != nil {
+			return nil, err
+		}
+	}
+	if t.Properties.Comparator != "" && t.Properties.Comparator != "leveldb.BytewiseComparator" {
+		return nil, errf(file, -1, "properties block", "keys ordered by leveldb.BytewiseComparator (Spark's)", "%s", t.Properties.Comparator)
+	}
+	if t.Properties.IndexType == IndexHashSearch {
+		// The hash index is an extra meta block beside a binary search index: reading in order
+		// needs only the latter.
+		t.Properties.IndexType = IndexBinarySearch
+	}
+	if t.Properties.IndexType > IndexBinarySearchWithFirst {
+		return nil, errf(file, -1, "properties block", "an index type 0-3", "%d", t.Properties.IndexType)
+	}
+	return t, nil
+}
+
+func (t *Table) readProperties(h Handle) error {
+	b, err := t.block(h, "properties block", nil)
+	if err != nil {
+		return err
+	}
+	it, err := newBlockIter(t.File, b, int64(h.Offset), "properties block", false, false)
+	if err != nil {
+		return err
+	}
+	p := &t.Properties
+	p.found = true
+	for it.next() {
+		num := func(dst *uint64) error {
+			v, n := binary.Uvarint(it.value)
+			if n <= 0 {
+				return errf(t.File, it.entryOffset(), "properties block", "a varint for property "+string(it.key), "%x", it.value)
+			}
+			*dst = v
+			return nil
+		}
+		var err error
+		var flag uint64
+		switch string(it.key) {
+		case "rocksdb.num.entries":
+			err = num(&p.NumEntries)
+		case "rocksdb.deleted.keys":
+			err = num(&p.NumDeletions)
+		case "rocksdb.merge.operands":
+			err = num(&p.NumMergeOperands)
+		case "rocksdb.num.range-deletions":
+			err = num(&p.NumRangeDeletions)
+		case "rocksdb.num.data.blocks":
+			err = num(&p.NumDataBlocks)
+		case "rocksdb.comparator":
+			p.Comparator = string(it.value)
+		case "rocksdb.merge.operator":
+			p.MergeOperator = string(it.value)
+		case "rocksdb.compression":
+			p.Compression = string(it.value)
+		case "rocksdb.column.family.name":
+			p.ColumnFamily = string(it.value)
+		case "rocksdb.block.based.table.index.type":
+			if len(it.value) != 4 {
+				return errf(t.File, it.entryOffset(), "properties block", "a 4-byte index type", "%d bytes", len(it.value))
+			}
+			p.IndexType = binary.LittleEndian.Uint32(it.value)
+		case "rocksdb.index.value.is.delta.encoded":
+			err = num(&flag)
+			p.IndexValueIsDeltaEncoded = flag != 0
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return it.err
+}
+
+// block returns the uncompressed contents of the block at h, checking its trailer; *buf (when
+// buf is not nil) holds a decompressed block, reused when large enough.
+func (t *Table) block(h Handle, name string, buf *[]byte) ([]byte, error) {
+	end := uint64(len(t.data) - t.Footer.Len)
+	if h.Offset > end || h.Size > end-h.Offset || end-h.Offset-h.Size < trailerLen {
+		return nil, errf(t.File, int64(h.Offset), name, "a block within the file", "size %d at offset %d of a %d-byte file", h.Size, h.Offset, len(t.data))
+	}
+	raw := t.data[h.Offset : h.Offset+h.Size]
+	trailer := t.data[h.Offset+h.Size : h.Offset+h.Size+trailerLen]
+	typ := Compression(trailer[0])
+	if err := t.verify(h, name, raw, trailer); err != nil {
+		return nil, err
+	}
+	if typ == NoCompression {
+		return raw, nil
+	}
+	if t.opts.Decompress == nil {
+		return nil, &Error{File: t.File, Offset: int64(h.Offset), Block: name, Expected: "an uncompressed block (no decompressor given)", Got: typ.String(), Err: ErrUnsupported}
+	}
+	src, size := raw, 0
+	if t.Footer.FormatVersion >= 2 && typ != SnappyCompression && typ != XpressCompression {
+		// compress_format_version 2: the uncompressed size, a varint32, before the payload.
+		v, n := binary.Uvarint(raw)
+		// A bound on the expansion keeps a damaged size from allocating gigabytes: real
+		// blocks are kilobytes, and no codec here expands a block more than 256 times beyond 1 MiB.
+		if n <= 0 || n > 5 || v > max(1<<20, 256*uint64(len(raw))) {
+			return nil, errf(t.File, int64(h.Offset), name, "the varint32 uncompressed size of a "+typ.String()+" block", "%x", raw[:min(len(raw), 5)])
+		}
+		src, size = raw[n:], int(v)
+	} else if t.Footer.FormatVersion < 2 && typ != SnappyCompression {
+		return nil, errf(t.File, int64(h.Offset), name, "snappy or format version 2+ compression framing", "%s in format version %d", typ, t.Footer.FormatVersion)
+	}
+	var dst []byte
+	if buf != nil {
+		dst = *buf
+	}
+	if cap(dst) < size {
+		dst = make([]byte, size)
+	}
+	out, err := t.opts.Decompress(typ, dst[:size], src)
+	if err != nil {
+		return nil, &Error{File: t.File, Offset: int64(h.Offset), Block: name, Expected: "a valid " + typ.String() + " block", Err: err}
+	}
+	if size > 0 && len(out) != size {
+		return nil, errf(t.File, int64(h.Offset), name, fmt.Sprintf("%d bytes after %s decompression", size, typ), "%d", len(out))
+	}
+	if buf != nil {
+		*buf = out
+	}
+	return out, nil
+}
+
+// verify checks a block's checksum: crc32c (RocksDB JNI 8, Spark 3.5) or XXH3 (JNI 9, Spark
+// 4); the older xxHash32 and xxHash64 settings are not checked.
+func (t *Table) verify(h Handle, name string, raw, trailer []byte) error {
+	var got uint32
+	switch t.Footer.Checksum {
+	case ChecksumCRC32C:
+		got = maskCRC(crc32.Update(crc32.Checksum(raw, crc32c), crc32c, trailer[:1]))
+	case ChecksumXXH3:
+		// The hash of the block, then the compression type byte mixed in by a multiply.
+		got = uint32(xxh3(raw)) ^ uint32(trailer[0])*0x6b9083d9
+	default:
+		return nil
+	}
+	if b := t.Footer.BaseContextChecksum; b != 0 {
+		got += b ^ (uint32(h.Offset) + uint32(h.Offset>>32))
+	}
+	if want := binary.LittleEndian.Uint32(trailer[1:]); got != want {
+		return errf(t.File, int64(h.Offset), name, fmt.Sprintf("the block checksum 0x%08x (stored at offset %d)", want, h.Offset+h.Size+1), "0x%08x (the block is corrupt)", got)
+	}
+	return nil
+}
+
+// block is the entries and restart array of one block.
+type blockIter struct {
+	file, name string
+	base       int64  // file offset of the block (of its uncompressed bytes, when compressed: the block's)
+	data       []byte // the entries
+	restarts   []byte // uint32 offsets
+	pos        int    // offset of the next entry
+	cur        int    // offset of the current entry
+	nextRst    int    // index of the next restart point
+	key, value []byte
+	// deltaHandles: an index block whose values are block handles, delta-encoded after
+	// restart points and without a value length (format version 4+).
+	deltaHandles bool
+	firstKey     bool // index values carry the block's first key (index type 3)
+	handle       Handle
+	err          error
+}
+
+func newBlockIter(file string, b []byte, base int64, name string, deltaHandles, firstKey bool) (*blockIter, error) {
+	it := &blockIter{}
+	if err := it.reset(file, b, base, name, deltaHandles, firstKey); err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+func (it *blockIter) reset(file string, b []byte, base int64, name string, deltaHandles, firstKey bool) error {
+	*it = blockIter{file: file, name: name, base: base, key: it.key[:0], deltaHandles: deltaHandles, firstKey: firstKey}
+	if len(b) < 4 {
+		return errf(file, base, name, "a block of at least 4 bytes (its restart count)", "%d bytes", len(b))
+	}
+	n := len(b) - 4
+	packed := binary.LittleEndian.Uint32(b[n:])
+	num := uint64(packed)
+	if packed>>31 == 1 && len(b) <= 1<<16 {
+		// A data block hash index (kDataBlockBinaryAndHash): buckets and their count sit
+		// between the restart array and the packed count.
+		num = uint64(packed & 0x7fffffff)
+		if n < 2 {
+			return errf(file, base, name, "a data block hash index", "%d bytes", len(b))
+		}
+		buckets := int(binary.LittleEndian.Uint16(b[n-2:]))
+		if buckets+2 > n {
+			return errf(file, base, name, "a data block hash index within the block", "%d buckets in %d bytes", buckets, len(b))
+		}
+		n -= 2 + buckets
+	}
+	if num == 0 || num*4 > uint64(n) {
+		return errf(file, base, name, "1 or more restart points within the block", "%d restarts in %d bytes", num, len(b))
+	}
+	n -= int(num) * 4
+	it.data, it.restarts = b[:n], b[n:n+int(num)*4]
+	return nil
+}
+
+func (it *blockIter) entryOffset() int64 { return it.base + int64(it.cur) }
+
+func (it *blockIter) fail(expected, gotFormat string, args ...any) bool {
+	it.err = errf(it.file, it.entryOffset(), it.name, expected, gotFormat, args...)
+	it.data = nil
+	return false
+}
+
+// next moves to the next entry; false at the end or on an error (it.err).
+func (it *blockIter) next() bool {
+	if it.pos >= len(it.data) {
+		return false
+	}
+	p := it.pos
+	it.cur = p
+	restart := false
+	if it.nextRst < len(it.restarts)/4 && int(binary.LittleEndian.Uint32(it.restarts[it.nextRst*4:])) == p {
+		restart = true
+		it.nextRst++
+	}
+	d := it.data
+	var shared, unshared, vlen uint64
+	if p+3 <= len(d) && d[p]|d[p+1]|d[p+2] < 0x80 && !it.deltaHandles {
+		// The common case: three one-byte varints.
+		shared, unshared, vlen = uint64(d[p]), uint64(d[p+1]), uint64(d[p+2])
+		p += 3
+	} else {
+		var n int
+		if shared, n = binary.Uvarint(d[p:]); n <= 0 {
+			return it.fail("an entry's shared key length", "a bad varint")
+		}
+		p += n
+		if unshared, n = binary.Uvarint(d[p:]); n <= 0 {
+			return it.fail("an entry's key length", "a bad varint")
+		}
+		p += n
+		if !it.deltaHandles {
+			if vlen, n = binary.Uvarint(d[p:]); n <= 0 {
+				return it.fail("an entry's value length", "a bad varint")
+			}
+			p += n
+		}
+	}
+	if shared > uint64(len(it.key)) || (restart && shared != 0) {
+		return it.fail("a shared key prefix within the previous key", "%d shared bytes of a %d-byte key", shared, len(it.key))
+	}
+	if unshared > uint64(len(d)-p) {
+		return it.fail("a key within the block", "%d bytes at %d of %d", unshared, p, len(d))
+	}
+	it.key = append(it.key[:shared], d[p:p+int(unshared)]...)
+	p += int(unshared)
+	if !it.deltaHandles {
+		if vlen > uint64(len(d)-p) {
+			return it.fail("a value within the block", "%d bytes at %d of %d", vlen, p, len(d))
+		}
+		it.value = d[p : p+int(vlen)]
+		it.pos = p + int(vlen)
+		return true
+	}
+	start := p
+	if restart || it.pos == 0 {
+		h, n, ok := decodeHandle(d[p:])
+		if !ok {
+			return it.fail("a block handle", "bad varints")
+		}
+		it.handle = h
+		p += n
+	} else {
+		z, n := binary.Uvarint(d[p:])
+		if n <= 0 {
+			return it.fail("a block size delta", "a bad varint")
+		}
+		delta := int64(z>>1) ^ -int64(z&1)
+		prev := it.handle
+		size := int64(prev.Size) + delta
+		if size < 0 {
+			return it.fail("a block size delta", "size %d", size)
+		}
+		it.handle = Handle{Offset: prev.Offset + prev.Size + trailerLen, Size: uint64(size)}
+		p += n
+	}
+	if it.firstKey {
+		l, n := binary.Uvarint(d[p:])
+		if n <= 0 || l > uint64(len(d)-p-n) {
+			return it.fail("a block's first key", "a bad length")
+		}
+		p += n + int(l)
+	}
+	it.value = d[start:p]
+	it.pos = p
+	return true
+}
+
+// indexHandle decodes the current index entry's block handle.
+func (it *blockIter) indexHandle() (Handle, bool) {
+	if it.deltaHandles {
+		return it.handle, true
+	}
+	h, _, ok := decodeHandle(it.value)
+	return h, ok
+}

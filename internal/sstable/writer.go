@@ -1,0 +1,145 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// Writer builds a table as Spark's RocksDB settings do (format version 5, crc32c, a binary
+// search index with delta-encoded handles, a properties block), for tests and benchmarks:
+// ckpt never writes state. Add keys in RocksDB's order (user key ascending, then newer
+// sequence numbers first).
+type Writer struct {
+	// Compression is the compression type recorded for compressed blocks; Compress, when not
+	// nil, compresses a block's bytes (a block is stored uncompressed when it does not shrink).
+	Compression Compression
+	Compress    func(src []byte) []byte
+	// BlockSize is the data block size to reach before a block is cut. Default 4096.
+	BlockSize int
+
+	out      []byte
+	block    []byte
+	restarts []uint32
+	n        int // entries in the current block
+	last     []byte
+	index    [][2][]byte // last key of a block, encoded handle
+	entries  uint64
+	blocks   uint64
+}
+
+const writerRestartInterval = 16
+
+// Add appends one entry.
+func (w *Writer) Add(userKey []byte, seq uint64, kind Kind, value []byte) {
+	key := binary.LittleEndian.AppendUint64(append([]byte(nil), userKey...), seq<<8|uint64(kind))
+	shared := 0
+	if w.n%writerRestartInterval == 0 {
+		w.restarts = append(w.restarts, uint32(len(w.block)))
+	} else {
+		for shared < len(key) && shared < len(w.last) && key[shared] == w.last[shared] {
+			shared++
+		}
+	}
+	w.block = binary.AppendUvarint(w.block, uint64(shared))
+	w.block = binary.AppendUvarint(w.block, uint64(len(key)-shared))
+	w.block = binary.AppendUvarint(w.block, uint64(len(value)))
+	w.block = append(append(w.block, key[shared:]...), value...)
+	w.last = key
+	w.n++
+	w.entries++
+	size := w.BlockSize
+	if size <= 0 {
+		size = 4096
+	}
+	if len(w.block) >= size {
+		w.flush()
+	}
+}
+
+func (w *Writer) flush() {
+	if w.n == 0 {
+		return
+	}
+	h := w.writeBlock(w.finishBlock(w.block, w.restarts), true)
+	w.index = append(w.index, [2][]byte{bytes.Clone(w.last), h})
+	w.blocks++
+	w.block, w.restarts, w.n = w.block[:0], w.restarts[:0], 0
+}
+
+func (w *Writer) finishBlock(b []byte, restarts []uint32) []byte {
+	for _, r := range restarts {
+		b = binary.LittleEndian.AppendUint32(b, r)
+	}
+	return binary.LittleEndian.AppendUint32(b, uint32(len(restarts)))
+}
+
+// writeBlock appends a block and its trailer and returns its encoded handle.
+func (w *Writer) writeBlock(b []byte, compress bool) []byte {
+	typ := NoCompression
+	if compress && w.Compress != nil {
+		c := w.Compress(b)
+		if c != nil && len(c) < len(b)-len(b)/8 {
+			framed := b
+			if w.Compression != SnappyCompression {
+				framed = append(binary.AppendUvarint(nil, uint64(len(b))), c...)
+			} else {
+				framed = c
+			}
+			b, typ = framed, w.Compression
+		}
+	}
+	h := binary.AppendUvarint(binary.AppendUvarint(nil, uint64(len(w.out))), uint64(len(b)))
+	w.out = append(w.out, b...)
+	w.out = append(w.out, byte(typ))
+	c := crc32.Update(crc32.Checksum(b, crc32c), crc32c, []byte{byte(typ)})
+	w.out = binary.LittleEndian.AppendUint32(w.out, maskCRC(c))
+	return h
+}
+
+// simpleBlock encodes key-value pairs with a restart point at every entry.
+func (w *Writer) simpleBlock(kvs [][2][]byte) []byte {
+	var b []byte
+	var rs []uint32
+	for _, kv := range kvs {
+		rs = append(rs, uint32(len(b)))
+		b = binary.AppendUvarint(b, 0)
+		b = binary.AppendUvarint(b, uint64(len(kv[0])))
+		b = binary.AppendUvarint(b, uint64(len(kv[1])))
+		b = append(append(b, kv[0]...), kv[1]...)
+	}
+	return w.finishBlock(b, rs)
+}
+
+// Finish writes the index, properties, metaindex and footer and returns the table.
+func (w *Writer) Finish() []byte {
+	w.flush()
+	// The index: every entry a restart point (RocksDB's index_block_restart_interval 1), so
+	// each value is a full handle without a value length.
+	var ib []byte
+	var rs []uint32
+	for _, e := range w.index {
+		rs = append(rs, uint32(len(ib)))
+		ib = binary.AppendUvarint(ib, 0)
+		ib = binary.AppendUvarint(ib, uint64(len(e[0])))
+		ib = append(append(ib, e[0]...), e[1]...)
+	}
+	index := w.writeBlock(w.finishBlock(ib, rs), false)
+	uv := func(v uint64) []byte { return binary.AppendUvarint(nil, v) }
+	props := w.writeBlock(w.simpleBlock([][2][]byte{
+		{[]byte("rocksdb.block.based.table.index.type"), binary.LittleEndian.AppendUint32(nil, IndexBinarySearch)},
+		{[]byte("rocksdb.comparator"), []byte("leveldb.BytewiseComparator")},
+		{[]byte("rocksdb.compression"), []byte(w.Compression.String())},
+		{[]byte("rocksdb.index.value.is.delta.encoded"), uv(1)},
+		{[]byte("rocksdb.num.data.blocks"), uv(w.blocks)},
+		{[]byte("rocksdb.num.entries"), uv(w.entries)},
+	}), false)
+	meta := w.writeBlock(w.simpleBlock([][2][]byte{{[]byte("rocksdb.properties"), props}}), false)
+	f := []byte{byte(ChecksumCRC32C)}
+	hs := append(append([]byte(nil), meta...), index...)
+	f = append(f, hs...)
+	f = append(f, make([]byte, 2*maxHandleLen-len(hs))...)
+	f = binary.LittleEndian.AppendUint32(f, 5)
+	f = binary.LittleEndian.AppendUint64(f, Magic)
+	return append(w.out, f...)
+}

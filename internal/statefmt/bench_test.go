@@ -1,0 +1,57 @@
+package statefmt
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+// BenchmarkAppendRowJSON renders the key and value rows of the aggregation Spark 4.0.2 wrote
+// (testdata/spark-state/4.0.2/agg-hdfs: strings, ints, longs, doubles, a timestamp, a date, a
+// decimal, booleans), the per-row work of `ckpt state read -o json` after decompression.
+func BenchmarkAppendRowJSON(b *testing.B) {
+	dir := "../../testdata/spark-state/4.0.2/agg-hdfs/checkpoint/state/0/0/"
+	sdata, err := os.ReadFile(dir + "_metadata/schema")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := ParseSchema("schema", sdata)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fam := s.Family(DefaultColumnFamily)
+	data, err := os.ReadFile(dir + "3.snapshot")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dr, err := Decompress("3.snapshot", CodecLZ4, bytes.NewReader(data))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rr := NewRecordReader("3.snapshot", Snapshot, dr)
+	var keys, values [][]byte
+	for {
+		rec, err := rr.Next()
+		if err != nil {
+			break
+		}
+		keys = append(keys, bytes.Clone(rec.Key))
+		values = append(values, bytes.Clone(rec.Value[:len(rec.Value)/8*8]))
+	}
+	if len(keys) == 0 {
+		b.Fatal("no rows")
+	}
+	var out []byte
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		j := i % len(keys)
+		out, err = AppendRowJSON(out[:0], keys[j], fam.Key)
+		if err == nil {
+			out, err = AppendRowJSON(out, values[j], fam.Value)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
