@@ -44,6 +44,8 @@ go test -race -count=1 -timeout 20m -skip '^TestSparkLive$' ./...
 # Real Spark restarts the scenario cases, one JVM per release (CKPT_SPARK_VERSIONS, default every
 # pinned release; installed by scripts/spark.sh, which .ci/run calls). Without Spark installed the
 # test skips, except in CI where it fails. The generated cases: scripts/spark-suite.sh.
+# The same JVMs then run the repair cases (internal/sparkoracle/repair_test.go): the whole matrix
+# of repairs, offsets resets and rewinds on 3.5.7, a small set on the other releases.
 # The releases are installed here too (cached: nearly free when .ci/run or an earlier run did it),
 # so that this command alone runs the live suite rather than skipping it.
 bash scripts/spark.sh install

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/scenario"
@@ -110,6 +112,10 @@ func repairCases(t testing.TB) []repairCase {
 	layouts = append(layouts, layout{"async-crash-0-3-7-12", asyncCrash()})
 	var out []repairCase
 	for _, l := range layouts {
+		if procedureOffered(t, l.b) {
+			out = append(out, repairCase{name: "repair/" + l.name + "/spark-procedure", kind: "procedure", build: l.b,
+				args: []string{"--strategy", string(repair.StrategySparkProcedure)}})
+		}
 		for _, st := range repairStrategies(t, l.b) {
 			args := []string{}
 			name := "single"
@@ -172,6 +178,22 @@ func repairStrategies(t testing.TB, b *scenario.Builder) []repair.Strategy {
 	return out
 }
 
+// procedureOffered says whether ckpt repair offers spark-procedure (feasible) for the checkpoint.
+func procedureOffered(t testing.TB, b *scenario.Builder) bool {
+	t.Helper()
+	m := storage.NewMem()
+	if err := b.WriteTo(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	p, err := repair.NewPlan(context.Background(), m, repair.Options{Planner: recovery.Options{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(p.Choices, func(c repair.Choice) bool {
+		return c.Strategy == repair.StrategySparkProcedure && c.Feasible
+	})
+}
+
 // casesFor picks the cases of a release: all on fullRepairRelease (or CKPT_SPARK_REPAIRS=all),
 // the small set elsewhere; CKPT_SPARK_REPAIR_FILTER=REGEXP keeps the matching names.
 func casesFor(t testing.TB, rel string) []repairCase {
@@ -211,6 +233,8 @@ type RepairGolden struct {
 	// countOutput), for the cases with a file sink output from batch 0; spark.read fails when
 	// _spark_metadata misses a batch.
 	Read *ReadBack `json:"read,omitempty"`
+	// Then is spark-procedure's last step: the sync restart after the async one.
+	Then *Result `json:"then,omitempty"`
 }
 
 // ReadBack is what spark.read found in the output: rows and distinct records, or its error.
@@ -269,7 +293,7 @@ func prepare(t testing.TB, rc repairCase, rel, dir string) *prepared {
 		t.Fatal(err)
 	}
 	topics := topicData(files)
-	b := startBroker(t, topics, false)
+	b := startBroker(t, topics, rc.kind == "procedure")
 	p := &prepared{ck: ck, out: out, bootstrap: b.Addr(), close: b.Close}
 	v := &p.view
 	v.end = map[string]int64{}
@@ -300,7 +324,7 @@ func prepare(t testing.TB, rc repairCase, rel, dir string) *prepared {
 	norm := map[string]string{ck: "<checkpoint>", out: "<output>", b.Addr(): "<broker>"}
 	var args []string
 	switch rc.kind {
-	case "repair":
+	case "repair", "procedure":
 		args = append([]string{"repair", ck}, rc.args...)
 	case "offsets":
 		args = append([]string{"offsets", "reset", ck}, rc.args...)
@@ -311,7 +335,10 @@ func prepare(t testing.TB, rc repairCase, rel, dir string) *prepared {
 	if rc.output && !rc.noSink {
 		args = append(args, "--sink", out)
 	}
-	args = append(args, "--spark-version", Line(rel), "--execute", "--yes", "--active-window", "0", "-o", "json")
+	args = append(args, "--spark-version", Line(rel), "--active-window", "0", "-o", "json")
+	if rc.kind != "procedure" { // spark-procedure changes no file: its steps are Spark's runs
+		args = append(args, "--execute", "--yes")
+	}
 	for _, a := range args {
 		v.command = append(v.command, Normalize(a, norm))
 	}
@@ -336,7 +363,7 @@ func prepare(t testing.TB, rc repairCase, rel, dir string) *prepared {
 		t.Fatalf("ckpt %s -o json: %v\n%s", rc.kind, err, stdout)
 	}
 	switch rc.kind {
-	case "repair":
+	case "repair", "procedure":
 		v.reread, v.lost = deref64(doc.Replay.ReplayedRecords), deref64(doc.Replay.LostRecords)
 	case "offsets":
 		for _, pt := range doc.Partitions {
@@ -349,6 +376,9 @@ func prepare(t testing.TB, rc repairCase, rel, dir string) *prepared {
 
 	// ckpt's prediction of the restart on the changed checkpoint.
 	rargs := []string{"replay", ck, "--spark-version", Line(rel), "-o", "json", "--allow-empty"}
+	if rc.kind == "procedure" {
+		rargs = append(rargs, "--mode", "async") // step 1 of the procedure
+	}
 	if rc.output {
 		rargs = append(rargs, "--sink", out)
 	}
@@ -677,6 +707,9 @@ func checkRepair(g RepairGolden, v ckptView) []Divergence {
 	if g.Spark.Outcome != "ok" || v.prediction.Outcome != "resume" {
 		return out // no output to count
 	}
+	if g.Then != nil && g.Then.Outcome != "ok" {
+		add("then", g.Then.Outcome+": "+deref(g.Then.Error), "the sync restart after the procedure resumes")
+	}
 	if len(g.Spark.Batches) == 0 || len(g.Spark.Batches[0].Sources) == 0 {
 		add("batches", "none", "a batch from "+fmtPositions(v.start))
 		return out
@@ -807,9 +840,13 @@ func runRepairs(t *testing.T, h *harness, rel string, update bool) {
 			// look for the sink log entries of batches that never wrote to it.
 			opts["spark.sql.streaming.fileSink.log.compactInterval"] = "1000000"
 		}
+		norm := map[string]string{p.ck: "<checkpoint>", p.out: "<output>", p.bootstrap: "<broker>"}
+		if rc.kind == "procedure" {
+			runProcedure(t, h, rc, rel, p, opts, norm, storedBy, update, known)
+			continue
+		}
 		r := h.run(map[string]any{"name": rc.name, "checkpoint": p.ck, "output": p.out, "bootstrap": p.bootstrap,
 			"sink": "file", "trigger": "availableNow", "options": opts, "timeoutMs": 120000})
-		norm := map[string]string{p.ck: "<checkpoint>", p.out: "<output>", p.bootstrap: "<broker>"}
 		var read *ReadBack
 		if rc.output && r.Outcome == "ok" {
 			// spark.read of the output (through _spark_metadata), after a restart with no new data.
@@ -825,31 +862,18 @@ func runRepairs(t *testing.T, h *harness, rel string, update bool) {
 		r = normalizeResult(t, r, norm)
 		g := RepairGolden{Case: rc.name, Release: rel, Command: p.view.command, Spark: r,
 			Records: observedRecords(counts, p.view.end, p.view.origDelivered, !rc.output), Read: read}
-		for _, d := range checkRepair(g, p.view) {
-			if _, ok := known[d.Key()]; !ok {
-				t.Errorf("Spark %s disagrees with ckpt after %s: %s", rel, strings.Join(p.view.command, " "), d.Line())
-			}
-		}
-		if update {
-			storedBy[rc.name] = g
-			continue
-		}
-		old, ok := storedBy[rc.name]
-		if !ok {
-			t.Errorf("%s on Spark %s: no golden in %s (UPDATE_SPARK=1 writes it)", rc.name, rel, path)
-			continue
-		}
-		if diff := sparkDiff(old.Spark, r); diff != "" {
-			t.Errorf("%s on Spark %s: Spark no longer does what the golden says (%s)", rc.name, rel, diff)
-		}
-		if !sameRecords(old.Records, g.Records) {
-			t.Errorf("%s on Spark %s: the output's records changed: golden %v, now %v", rc.name, rel, old.Records, g.Records)
-		}
+		settle(t, g, p.view, storedBy, update, known)
 	}
 	if update {
 		out := repairGoldenFile{Release: rel}
+		live := map[string]bool{}
+		for _, c := range repairCases(t) {
+			live[c.name] = true
+		}
 		for _, k := range sortedKeys(storedBy) {
-			out.Cases = append(out.Cases, storedBy[k])
+			if live[k] { // a case ckpt no longer offers leaves the file
+				out.Cases = append(out.Cases, storedBy[k])
+			}
 		}
 		writeJSON(t, path, out)
 	}
@@ -958,6 +982,101 @@ func TestRepairGoldens(t *testing.T) {
 	for k, d := range known {
 		if !seen[k] {
 			t.Errorf("divergence no longer observed (remove it from %s, or UPDATE_DIVERGENCES=1): %s", repairDivergencesFile, d.Line())
+		}
+	}
+}
+
+// settle checks one observation against ckpt's view and, unless updating, against its golden.
+func settle(t *testing.T, g RepairGolden, v ckptView, storedBy map[string]RepairGolden, update bool, known map[string]Divergence) {
+	t.Helper()
+	for _, d := range checkRepair(g, v) {
+		if _, ok := known[d.Key()]; !ok {
+			t.Errorf("Spark %s disagrees with ckpt after %s: %s", g.Release, strings.Join(v.command, " "), d.Line())
+		}
+	}
+	if update {
+		storedBy[g.Case] = g
+		return
+	}
+	old, ok := storedBy[g.Case]
+	if !ok {
+		t.Errorf("%s on Spark %s: no golden in %s (UPDATE_SPARK=1 writes it)", g.Case, g.Release, repairGoldenPath(g.Release))
+		return
+	}
+	if diff := sparkDiff(old.Spark, g.Spark); diff != "" {
+		t.Errorf("%s on Spark %s: Spark no longer does what the golden says (%s)", g.Case, g.Release, diff)
+	}
+	if (old.Then == nil) != (g.Then == nil) || old.Then != nil && sparkDiff(*old.Then, *g.Then) != "" {
+		t.Errorf("%s on Spark %s: the restart after the procedure changed: golden %+v, now %+v", g.Case, g.Release, old.Then, g.Then)
+	}
+	if !sameRecords(old.Records, g.Records) {
+		t.Errorf("%s on Spark %s: the output's records changed: golden %v, now %v", g.Case, g.Release, old.Records, g.Records)
+	}
+}
+
+// runProcedure carries out spark-procedure with Spark: a restart with async progress tracking
+// (checkpoint interval 0) into the Kafka sink, which must run as `ckpt replay --mode async`
+// predicts and at least two micro-batches; then the sync restart the procedure promises, which
+// must not fail. The records are counted in the sink's topic (values name their input record).
+func runProcedure(t *testing.T, h *harness, rc repairCase, rel string, p *prepared, opts map[string]string, norm map[string]string,
+	storedBy map[string]RepairGolden, update bool, known map[string]Divergence) {
+	async := map[string]string{"sink.asyncProgressTrackingEnabled": "true", "sink.asyncProgressTrackingCheckpointIntervalMs": "0",
+		"sink.topic": "ckpt-oracle-out"}
+	for k, v := range opts {
+		async[k] = v
+	}
+	r := h.run(map[string]any{"name": rc.name, "checkpoint": p.ck, "output": p.out, "bootstrap": p.bootstrap,
+		"sink": "kafka", "trigger": "processingTime=500", "options": async, "timeoutMs": 120000})
+	var then *Result
+	if r.Outcome == "ok" {
+		sync := map[string]string{"sink.topic": "ckpt-oracle-out"}
+		for k, v := range opts {
+			sync[k] = v
+		}
+		tr := h.run(map[string]any{"name": rc.name + "/sync", "checkpoint": p.ck, "output": p.out, "bootstrap": p.bootstrap,
+			"sink": "kafka", "trigger": "availableNow", "options": sync, "timeoutMs": 120000})
+		tr = normalizeResult(t, tr, norm)
+		then = &tr
+	}
+	counts := consumeRecords(t, p.bootstrap, "ckpt-oracle-out")
+	p.close()
+	r = normalizeResult(t, r, norm)
+	g := RepairGolden{Case: rc.name, Release: rel, Command: p.view.command, Spark: r, Then: then,
+		Records: observedRecords(counts, p.view.end, p.view.origDelivered, true)}
+	settle(t, g, p.view, storedBy, update, known)
+}
+
+// consumeRecords reads every record of topic and counts the input records their values name
+// ("<topic>-<partition>-<offset>").
+func consumeRecords(t testing.TB, addr, topic string) map[string]map[int64]int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	counts := map[string]map[int64]int64{}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			v := string(r.Value)
+			i := strings.LastIndex(v, "-")
+			o, err := strconv.ParseInt(v[i+1:], 10, 64)
+			if err != nil {
+				t.Fatalf("%s: record value %q names no input record", topic, v)
+			}
+			tp := v[:i]
+			if counts[tp] == nil {
+				counts[tp] = map[int64]int64{}
+			}
+			counts[tp][o]++
+		})
+		if n == 0 {
+			return counts
 		}
 	}
 }
