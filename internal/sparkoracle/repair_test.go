@@ -31,7 +31,8 @@ import (
 )
 
 // fullRepairRelease runs every repair case; the other releases run the cases marked small (the
-// live step's time budget). CKPT_SPARK_REPAIRS=all runs every case on every release, =0 none.
+// live step's time budget). CKPT_SPARK_REPAIRS=all runs every case on every release, =small only
+// the small set everywhere (scripts/test.sh, CI), =0 none.
 const fullRepairRelease = "3.5.7"
 
 const repairDivergencesFile = goldenDir + "/repair-divergences.json"
@@ -87,11 +88,10 @@ func stdKafka(b *scenario.Builder, offsets, commits []int64) {
 	}
 }
 
-// smallRepairs are the cases every release runs.
+// smallRepairs are the cases every release runs (and all that scripts/test.sh runs live).
 var smallRepairs = []string{
-	"repair/async-crash-0-3-7-12/copy-committed", "repair/async-trap-0-3-7/copy-previous",
-	"repair/missing-previous-offsets/delete", "repair/corrupt-latest-offsets-empty/single",
-	"offsets/shift-by--7", "offsets/to-latest", "rewind/to-batch-2",
+	"repair/async-crash-0-3-7-12/copy-committed", "repair/async-crash-0-3-7-12/spark-procedure",
+	"repair/missing-previous-offsets/delete", "offsets/shift-by--7", "rewind/to-batch-2",
 }
 
 // repairCases lists every case: for each Kafka-only scenario that ckpt repair changes (and the
@@ -197,7 +197,8 @@ func procedureOffered(t testing.TB, b *scenario.Builder) bool {
 // casesFor picks the cases of a release: all on fullRepairRelease (or CKPT_SPARK_REPAIRS=all),
 // the small set elsewhere; CKPT_SPARK_REPAIR_FILTER=REGEXP keeps the matching names.
 func casesFor(t testing.TB, rel string) []repairCase {
-	all := os.Getenv("CKPT_SPARK_REPAIRS") == "all" || rel == fullRepairRelease
+	mode := os.Getenv("CKPT_SPARK_REPAIRS")
+	all := mode == "all" || rel == fullRepairRelease && mode != "small"
 	re := regexp.MustCompile("")
 	if f := os.Getenv("CKPT_SPARK_REPAIR_FILTER"); f != "" {
 		var err error
@@ -335,10 +336,11 @@ func prepare(t testing.TB, rc repairCase, rel, dir string) *prepared {
 	if rc.output && !rc.noSink {
 		args = append(args, "--sink", out)
 	}
-	args = append(args, "--spark-version", Line(rel), "--active-window", "0", "-o", "json")
+	args = append(args, "--spark-version", Line(rel))
 	if rc.kind != "procedure" { // spark-procedure changes no file: its steps are Spark's runs
 		args = append(args, "--execute", "--yes")
 	}
+	args = append(args, "--active-window", "0", "-o", "json")
 	for _, a := range args {
 		v.command = append(v.command, Normalize(a, norm))
 	}
