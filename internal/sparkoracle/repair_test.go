@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,8 +276,8 @@ type prepared struct {
 	close     func()
 }
 
-// prepare lays out the case in dir, fills a broker, runs the ckpt command with --execute and
-// replays the result.
+// prepare lays out the case in dir, fills a broker, runs the ckpt command (with --execute, but
+// for spark-procedure, which changes no file) and replays the result.
 func prepare(t testing.TB, rc repairCase, rel, dir string) *prepared {
 	t.Helper()
 	files := rc.build.Files()
@@ -295,7 +296,10 @@ func prepare(t testing.TB, rc repairCase, rel, dir string) *prepared {
 	}
 	topics := topicData(files)
 	b := startBroker(t, topics, rc.kind == "procedure")
-	p := &prepared{ck: ck, out: out, bootstrap: b.Addr(), close: b.Close}
+	var once sync.Once
+	closeBroker := func() { once.Do(b.Close) }
+	t.Cleanup(closeBroker) // also when a step below fails the test
+	p := &prepared{ck: ck, out: out, bootstrap: b.Addr(), close: closeBroker}
 	v := &p.view
 	v.end = map[string]int64{}
 	for topic, parts := range topics {
