@@ -1,8 +1,9 @@
 package sparkoracle
 
 // Repairs checked by Spark: every repair ckpt offers on the scenario corpus (every strategy),
-// `ckpt offsets reset` and `ckpt rewind --sink`, each applied to a checkpoint whose records sit in
-// an embedded broker, then restarted by real Spark into the file sink. The output is read back
+// `ckpt offsets reset --sink` and `ckpt rewind --sink`, each applied to a checkpoint whose records
+// sit in an embedded broker, then restarted by real Spark into the file sink (spark-procedure:
+// carried out by Spark with async progress tracking into the Kafka sink). The output is read back
 // through _spark_metadata and every input record is counted: what Spark read, where it started,
 // and which records come out twice or never must be what ckpt predicted (docs/spark-oracle.md,
 // "Repairs checked by Spark").
@@ -44,13 +45,14 @@ const afterChange = 3
 // repairCase is one change ckpt makes to a checkpoint, followed by a Spark restart.
 type repairCase struct {
 	name string // "repair/<scenario>/<strategy>", "offsets/<target>", "rewind/<target>"
-	kind string // repair, offsets or rewind
+	kind string // repair, procedure (repair's spark-procedure), offsets or rewind
 	// build lays out the checkpoint before the change.
 	build *scenario.Builder
 	// args follow `ckpt <command> CHECKPOINT` (--execute, --yes and the broker are added).
 	args []string
 	// output lays out a file sink output holding every committed batch (a _spark_metadata entry
-	// and a JSON file of its records each): the change and the replay get --sink. Without it the
+	// and a JSON file of its records each): the change (unless noSink) and the replay get --sink,
+	// and Spark's spark.read reads the output back after the restart. Without it the
 	// output starts empty and the committed records count as delivered by a sink that is not
 	// idempotent (what a repair plan's replayed records mean).
 	output bool
