@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Spark oracle suite alone: every case (scenarios and the generated checkpoints) restarted by
-# real Spark, checked against the goldens, then the goldens against `ckpt replay`.
+# real Spark, checked against the goldens, then the goldens against `ckpt replay`; and the repair
+# cases (the whole matrix on 3.5.7, CKPT_SPARK_REPAIRS=all for every release).
 #
 #   scripts/spark-suite.sh                # every pinned release (or $CKPT_SPARK_VERSIONS)
 #   scripts/spark-suite.sh 3.5            # one release
