@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Spark oracle suite alone: every case (scenarios and the generated checkpoints) restarted by
-# real Spark, checked against the goldens, then the goldens against `ckpt replay`.
+# real Spark, checked against the goldens, then the goldens against `ckpt replay`; and the repair
+# cases (the whole matrix on 3.5.7, CKPT_SPARK_REPAIRS=all for every release).
 #
 #   scripts/spark-suite.sh                # every pinned release (or $CKPT_SPARK_VERSIONS)
 #   scripts/spark-suite.sh 3.5            # one release
@@ -19,4 +20,4 @@ bash scripts/spark.sh install ${CKPT_SPARK_VERSIONS:-}
 export CKPT_SPARK_CASES=${CKPT_SPARK_CASES:-all}
 if [ $update = 1 ]; then export UPDATE_SPARK=1; fi
 go test -count=1 -timeout 180m -v -run '^TestSparkLive$' ./internal/sparkoracle | grep -v '^=== RUN'
-go test -count=1 -run '^(TestGoldens|TestCompatibilityDoc)$' ./internal/sparkoracle
+go test -count=1 -run '^(TestGoldens|TestRepairGoldens|TestCompatibilityDoc)$' ./internal/sparkoracle

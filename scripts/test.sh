@@ -44,12 +44,15 @@ go test -race -count=1 -timeout 20m -skip '^TestSparkLive$' ./...
 # Real Spark restarts the scenario cases, one JVM per release (CKPT_SPARK_VERSIONS, default every
 # pinned release; installed by scripts/spark.sh, which .ci/run calls). Without Spark installed the
 # test skips, except in CI where it fails. The generated cases: scripts/spark-suite.sh.
+# The same JVMs then run the small set of repair cases (internal/sparkoracle/repair_test.go,
+# CKPT_SPARK_REPAIRS=small); TestRepairGoldens, in the Go suite, checks ckpt against every stored
+# repair golden, and scripts/spark-suite.sh runs the whole matrix live.
 # The releases are installed here too (cached: nearly free when .ci/run or an earlier run did it),
 # so that this command alone runs the live suite rather than skipping it.
 bash scripts/spark.sh install
 spark_start=$(date +%s)
 spark_log=$(mktemp)
-if ! CKPT_SPARK_CASES=scenarios go test -count=1 -timeout 60m -v -run '^TestSparkLive$' ./internal/sparkoracle >"$spark_log" 2>&1; then
+if ! CKPT_SPARK_CASES=scenarios CKPT_SPARK_REPAIRS=small go test -count=1 -timeout 60m -v -run '^TestSparkLive$' ./internal/sparkoracle >"$spark_log" 2>&1; then
   grep -v '^=== RUN' "$spark_log" | tail -200; exit 1
 fi
 grep -v '^=== RUN' "$spark_log"; rm -f "$spark_log"

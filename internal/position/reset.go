@@ -34,6 +34,9 @@ type ResetOptions struct {
 	Now time.Time
 	// Planner is the restart to predict.
 	Planner recovery.Options
+	// Sink is the query's file sink output directory (--sink), nil without one: the reset then
+	// also writes the sink log entry of the batch it writes (sinkreset.go).
+	Sink storage.Store
 }
 
 // Row is one partition of a reset plan.
@@ -76,6 +79,8 @@ type ResetPlan struct {
 	// leaves it.
 	Before *recovery.Result `json:"before"`
 	After  *recovery.Result `json:"after"`
+	// Sink is the file sink half (--sink), applied after the checkpoint's.
+	Sink *SinkReset `json:"sink,omitempty"`
 	// Refused says why the reset may not be applied, "" when it may.
 	Refused  string   `json:"refused,omitempty"`
 	Warnings []string `json:"warnings"`
@@ -239,6 +244,10 @@ func PlanReset(ctx context.Context, s storage.Store, opts ResetOptions) (*ResetP
 	commit := repair.Action{Op: repair.OpCopy, Path: fmt.Sprintf("%s/%d", checkpoint.DirCommits, L1), From: cp.Commits.Path(L),
 		Reason: fmt.Sprintf("commit of batch %d, a copy of commits/%d (same watermark): batch %d is never run", L1, L, L1)}
 	p.Actions, p.After, p.Refused, err = finish(ctx, s, []repair.Action{offs, commit}, opts.Planner, L1+1)
+	if err != nil || p.Refused != "" || opts.Sink == nil {
+		return p, err
+	}
+	p.Sink, p.Refused, err = planSinkReset(ctx, opts.Sink, L1)
 	return p, err
 }
 

@@ -60,6 +60,9 @@ func checkAction(s storage.Store, a Action) error {
 	if (a.Op == OpWrite || a.Op == OpReplace) && IsSinkLogFile(a.Path) && strings.HasSuffix(a.Path, ".compact") {
 		return confineSinkLog(s, a.Path) // `ckpt sink repair` writes a rebuilt compaction file
 	}
+	if a.Op == OpWrite && IsSinkLogFile(a.Path) && !strings.HasSuffix(a.Path, ".crc") {
+		return confineSinkLog(s, a.Path) // `ckpt offsets reset --sink` writes the skipped batch's entry
+	}
 	if err := Confine(s, a.Path); err != nil {
 		return err
 	}

@@ -187,6 +187,11 @@ func refusal(c *candidate, opts Options, after *recovery.Result, procedure bool)
 	if after.Failed() && c.choice {
 		return "the restart would still fail: " + firstLine(after.ErrorText())
 	}
+	if !after.Failed() && after.NextBatch < 0 && c.choice {
+		// The batch id after Long.MaxValue wraps: Spark 3.5.7 fails the restart with "More than
+		// Int.MaxValue elements." (docs/spark-oracle.md, repairs checked by Spark).
+		return fmt.Sprintf("the restart's next batch id would pass %d (Long.MaxValue) and wrap to %d: Spark fails (\"More than Int.MaxValue elements.\")", int64(math.MaxInt64), after.NextBatch)
+	}
 	return ""
 }
 

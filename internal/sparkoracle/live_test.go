@@ -198,6 +198,9 @@ func runRelease(t *testing.T, rel string, cases []oracleCase, update bool) {
 		t.Run("written", func(t *testing.T) { writeCheckpoints(t, h, rel, update) })
 		t.Logf("Spark %s: hand-over and written checkpoints in %s", rel, time.Since(start).Round(time.Second))
 	}
+	if os.Getenv("CKPT_SPARK_REPAIRS") != "0" {
+		t.Run("repairs", func(t *testing.T) { runRepairs(t, h, rel, update) })
+	}
 }
 
 // sparkDiff compares what matters of two observations: outcome, error, error class, batches.

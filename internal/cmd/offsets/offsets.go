@@ -20,6 +20,8 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/position"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -54,6 +56,8 @@ type Options struct {
 	Output string
 	// Broker is --bootstrap-server and the Kafka client options (default: none).
 	Broker cli.BrokerFlags
+	// Sink is reset's --sink: the query's file sink output directory ("" = none).
+	Sink string
 }
 
 const longExport = `Print Spark's startingOffsets for starting a NEW checkpoint where this one stands: the end offsets
@@ -84,6 +88,11 @@ many records are skipped or read again (counted on the broker with --bootstrap-s
 
 By default it only prints the plan. --execute applies it like a repair: backup, journal,
 verification by the recovery planner, and 'ckpt repair undo <journal>' restores every byte.
+
+A query that writes to a file sink needs --sink DIR (its output directory): batch L+1 never runs,
+so the reset also writes its _spark_metadata entry, with no file, into a backup and journal of the
+sink's own. Without it the sink's log skips L+1, and every spark.read of the output and the sink's
+next compaction fail ("_spark_metadata/L+1 doesn't exist"; verified with real Spark).
 
 Refused: the latest batch uncommitted (the refusal names the command that settles it), the query
 alive, a stateful query (state/ not empty), a file source, offsets outside the broker's log
@@ -224,6 +233,7 @@ func newResetCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobr
 	fl.StringArrayVar(&topics, "topic", nil, "only these partitions: `TOPIC[:P,…]` (repeatable; default: every partition)")
 	fl.StringVar(&opts.Export, "export", "", "write the plan's new offsets to `FILE` as CSV topic,partition,offset")
 	fl.BoolVar(&opts.AllowOutOfRange, "allow-out-of-range", false, "write offsets outside the broker's log (default: refused)")
+	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): also write the log entry of the batch the reset writes")
 	opts.Apply.AddFlags(fl)
 	restart.AddFlags(cmd)
 	opts.Broker.AddFlags(fl)
@@ -318,9 +328,16 @@ func runReset(ctx context.Context, opts *Options, store storage.Store, broker po
 	if opts.Now != nil {
 		now = opts.Now()
 	}
-	p, err := position.PlanReset(ctx, store, position.ResetOptions{
+	ro := position.ResetOptions{
 		Target: opts.Target, Topics: opts.Topics, Broker: broker, AllowOutOfRange: opts.AllowOutOfRange, Now: now, Planner: opts.planner(),
-	})
+	}
+	if opts.Sink != "" {
+		var err error
+		if ro.Sink, err = openSink(ctx, opts); err != nil {
+			return err
+		}
+	}
+	p, err := position.PlanReset(ctx, store, ro)
 	if err != nil {
 		return err
 	}
@@ -354,11 +371,46 @@ func runReset(ctx context.Context, opts *Options, store storage.Store, broker po
 		}
 		return err
 	}
+	if p.Sink != nil {
+		// The checkpoint first: should the sink's half fail, the output's readers fail until it
+		// is written (ckpt offsets reset names the journal); the other order would make the
+		// sink skip batch L+1 as already committed if the checkpoint's half then failed.
+		flags := opts.Apply
+		flags.Yes, flags.ActiveWindow = true, 0 // asked once; the query's liveness was checked on the checkpoint
+		sj, err := change.Apply(ctx, env, &flags, ro.Sink, p.Sink.RepairPlan(), "")
+		if sj != nil {
+			doc.SinkJournal = &sj.Location
+		}
+		if err != nil {
+			if jsonOut {
+				_ = render.JSON(opts.IO.Out, doc)
+			}
+			return fmt.Errorf("the checkpoint is reset (journal %s), but the file sink's log misses batch %d: %w", j.Location, p.NewBatch, err)
+		}
+	}
 	if jsonOut {
 		return render.JSON(opts.IO.Out, doc)
 	}
 	change.PrintExecuted(r, p.After, j)
+	if doc.SinkJournal != nil {
+		r.Printf("File sink log: entry of batch %d written (no file)\n", p.NewBatch)
+		r.Printf("To revert the sink: ckpt repair undo %s\n", *doc.SinkJournal)
+	}
 	return nil
+}
+
+// openSink opens the file sink's output directory (--sink names it or its _spark_metadata).
+func openSink(ctx context.Context, opts *Options) (storage.Store, error) {
+	s, err := opts.OpenStore(ctx, sinklog.OutputDir(opts.Sink))
+	if err != nil {
+		return nil, fmt.Errorf("--sink: %w", err)
+	}
+	if es, err := s.List(ctx, repair.SinkLogDir); err != nil {
+		return nil, fmt.Errorf("--sink: %w", err)
+	} else if len(es) == 0 {
+		return nil, exitcode.UsageError(fmt.Errorf("--sink %s: no %s log there", opts.Sink, repair.SinkLogDir))
+	}
+	return s, nil
 }
 
 // resetDoc is the -o json form of a reset (docs/offsets.md).
@@ -367,6 +419,8 @@ type resetDoc struct {
 	Executed bool             `json:"executed"`
 	Journal  *string          `json:"journal"`
 	Verified *recovery.Result `json:"verified"`
+	// SinkJournal is the journal of the file sink's half (--sink).
+	SinkJournal *string `json:"sinkJournal,omitempty"`
 }
 
 func printReset(r *render.Renderer, p *position.ResetPlan) {
@@ -412,6 +466,10 @@ func printReset(r *render.Renderer, p *position.ResetPlan) {
 	default:
 		r.Printf("%s: write batch %d, so the query resumes at batch %d from the new offsets\n", r.Bold("Plan"), p.NewBatch, p.NewBatch+1)
 		change.PrintActions(r, p.Actions)
+		if p.Sink != nil {
+			r.Printf("%s: write the log entry of batch %d in %s (a journal of its own)\n", r.Bold("File sink"), p.NewBatch, p.Sink.Sink)
+			change.PrintActions(r, p.Sink.Actions)
+		}
 		r.Println()
 		r.KV([][2]string{{"Restart after the plan", strings.TrimPrefix(verdict(p.After), "Restart ")}})
 	}
