@@ -71,6 +71,8 @@ func (r *runner) failure() error {
 		r.latestNotReadable()
 	case recovery.ReasonKafkaRangeDataLoss:
 		// restart() reports it from the planner's ranges and error.
+	case recovery.ReasonNotEmptyOnStart, recovery.ReasonBatchPathTaken, recovery.ReasonSparkBug, recovery.ReasonKafkaPrefetchMismatch:
+		r.plannerFailure()
 	default:
 		return fmt.Errorf("doctor has no code for the predicted restart failure %q (reason %q; please report this)", exceptionLine(res), res.Reason)
 	}
