@@ -115,6 +115,7 @@ var Reasons = []string{
 	ReasonCorruptMetadata,
 	ReasonBatchSpanTooLarge,
 	ReasonEmptyOffsetsWithCommits,
+	ReasonNotEmptyOnStart,
 	ReasonCorruptLatestOffsets,
 	ReasonUnsupportedOffsetsVersion,
 	ReasonMissingPreviousOffsets,
@@ -126,13 +127,12 @@ var Reasons = []string{
 	ReasonCorruptInitialOffsets,
 	ReasonUnsupportedInitialOffsetsVersion,
 	ReasonInvalidSourceOffset,
+	ReasonKafkaPrefetchMismatch,
 	ReasonKafkaRangeDataLoss,
 	ReasonLatestNotReadable,
-	ReasonOrphanChecksum,
-	ReasonNotEmptyOnStart,
 	ReasonBatchPathTaken,
+	ReasonOrphanChecksum,
 	ReasonSparkBug,
-	ReasonKafkaPrefetchMismatch,
 }
 
 // Behaviour keys of restarts that succeed: two releases behave alike when

@@ -2,6 +2,8 @@ package recovery_test
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -338,4 +340,42 @@ func TestMissingInitialOffsetsWithBroker(t *testing.T) {
 	if res := mustPlan(t, cp, recovery.Options{SparkVersion: "3.5"}); res.Failed() {
 		t.Errorf("without the broker: %s", res.Verdict())
 	}
+}
+
+// FuzzSparkVersion: ValidateSparkVersion never panics, and a version it accepts plans: the
+// result names the line, or the patch release when one was given.
+func FuzzSparkVersion(f *testing.F) {
+	for _, s := range []string{"4.1", "4.1.1", "v3.5.7", "master", "4.1.-1", "9.9", "", "4..1", "4.1.99999999999999999999"} {
+		f.Add(s)
+	}
+	cp := memCheckpoint(&testing.T{}, map[string]string{"metadata": testMeta})
+	f.Fuzz(func(t *testing.T, s string) {
+		if recovery.ValidateSparkVersion(s) != nil || s == "" {
+			return
+		}
+		res, err := recovery.Plan(context.Background(), cp, recovery.Options{SparkVersion: s})
+		if err != nil {
+			var oe *recovery.OptionsError
+			if !errors.As(err, &oe) {
+				t.Fatalf("%q: %v", s, err)
+			}
+			return // a valid release without the sync engine (2.1)
+		}
+		norm := strings.TrimPrefix(strings.TrimSpace(strings.ToLower(s)), "v")
+		if norm == "master" {
+			return
+		}
+		// The same numbers ("2.1.01" is 2.1.1), and a patch shown only when one was given.
+		in, out := strings.Split(norm, "."), strings.Split(res.SparkVersion, ".")
+		if len(in) != len(out) {
+			t.Fatalf("%q planned as %q", s, res.SparkVersion)
+		}
+		for i := range in {
+			a, err1 := strconv.Atoi(in[i])
+			b, err2 := strconv.Atoi(out[i])
+			if err1 != nil || err2 != nil || a != b {
+				t.Fatalf("%q planned as %q", s, res.SparkVersion)
+			}
+		}
+	})
 }
