@@ -262,9 +262,11 @@ offsets (with their ` + "`.crc`" + ` files), after a backup with ` + "`--execute
 		Explanation: `Without offsets Spark believes the query is new: it starts at batch 0 from the sources'
 starting positions (Kafka: ` + "`startingOffsets`" + `, default ` + "`latest`" + `), so everything between the
 old position and now is either skipped or read again. Then, when it writes the commit of a batch id
-that already exists in ` + "`commits/`" + `, it stops with a concurrent-update error. Spark 4.2 refuses to
-start at all. The offsets were usually deleted by hand or by a storage lifecycle rule.`,
+that already exists in ` + "`commits/`" + `, it stops with a concurrent-update error. Spark 4.1 and later
+refuse to start at all. The offsets were usually deleted by hand or by a storage lifecycle rule.`,
 		SparkError: "Spark 4.2 and later, at start:\n\n```\njava.lang.AssertionError: assertion failed\n```\n\n" +
+			"Spark 4.1, at start:\n\n```\n[STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY] The checkpoint location file:/ckpt/commits should be empty on batch 0\n" +
+			"Please either use a new checkpoint location, or delete the existing data in the checkpoint location. SQLSTATE: 42K03\n```\n\n" +
 			"Spark 4.0 and older, when the first existing commit id is reached:\n\n```\n" +
 			"[CONCURRENT_STREAM_LOG_UPDATE] Concurrent update to the log. Multiple streaming jobs detected for N.\n```",
 		Fix: `Restore ` + "`offsets/`" + ` from a backup if there is one: the commits alone cannot say where the
