@@ -61,14 +61,21 @@ func (r *runner) leftovers() {
 	if !r.cp.HasMetadata() {
 		for _, e := range r.cp.Root {
 			if e.Path == ".metadata.crc" {
-				r.add(Finding{
+				f := Finding{
 					Code: CodeOrphanChecksum, Severity: Warning, Path: e.Path, Files: []string{},
 					Message:     ".metadata.crc exists without metadata, where Spark writes a new metadata file on start",
 					Explanation: orphanExplanation,
 					SparkError:  ptr(recovery.ExcConcurrentModification + ": " + recovery.ConcurrentUse("metadata")),
 					Fix:         "Remove the orphan checksum after a backup (`ckpt repair` without --execute shows the plan), and restore metadata (see missing-metadata).",
 					Commands:    []string{r.repairCmd()},
-				})
+				}
+				if r.res.Reason == recovery.ReasonOrphanChecksum && r.res.FailedFile == e.Path {
+					// The planner: the query fails when it is created, writing metadata.
+					f.Severity = Error
+					f.Message = ".metadata.crc exists without metadata: Spark writes a new metadata file when the query is created, and the write fails"
+					f.SparkError = sparkError(r.res, false)
+				}
+				r.add(f)
 			}
 		}
 	}
@@ -76,7 +83,8 @@ func (r *runner) leftovers() {
 
 const orphanExplanation = "Hadoop's local file system writes .N.crc beside each file and removes it with the file; an orphan appears when N was " +
 	"deleted by hand. When Spark writes N again the leftover checksum can make the rename into place fail, which Spark reports as two " +
-	"queries using the checkpoint even when there is only one (reported once in public, unverified in Spark's source)."
+	"queries using the checkpoint even when there is only one (seen with real Spark 3.5.7, 4.0.0 and 4.1.1: Hadoop's FileAlreadyExistsException " +
+	"\"Rename destination <.N.crc> already exists.\" under \"Multiple streaming queries are concurrently using <log>.\")."
 
 func baseName(e storage.Entry) string {
 	if i := strings.LastIndexByte(e.Path, '/'); i >= 0 {

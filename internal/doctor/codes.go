@@ -94,6 +94,10 @@ const (
 	CodeUncommittedBatch        = "uncommitted-batch"
 	CodeBatchSpanTooLarge       = "batch-span-too-large"
 	CodeLatestNotReadable       = "latest-not-readable"
+	CodeNotEmptyOnStart         = recovery.ReasonNotEmptyOnStart
+	CodeBatchPathTaken          = recovery.ReasonBatchPathTaken
+	CodeSparkBug                = recovery.ReasonSparkBug
+	CodeKafkaPrefetchMismatch   = recovery.ReasonKafkaPrefetchMismatch
 )
 
 // The codes of the broker checks (broker.go, with --bootstrap-server). They are
@@ -108,6 +112,58 @@ const (
 
 // Codes is the registry of every code doctor can report. docs/doctor.md is generated from it.
 var Codes = []Code{
+	{
+		ID:         CodeNotEmptyOnStart,
+		Title:      "A new query finds offsets/ or state/ not empty",
+		Severities: []Severity{Error},
+		Summary:    "`offsets/` holds no batch file, so the query starts at batch 0, but `offsets/` or `state/` holds other entries.",
+		Explanation: `Since 4.1.0 a query that starts at batch 0 first checks that ` + "`offsets/`, `state/` and `commits/`" + ` are
+missing or empty (` + "`spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart`" + `, default true), and stops
+naming the first that is not. On the local file system Hadoop's listing hides ` + "`.crc`" + ` files; temporary files,
+unknown names and directories count. Older releases start the query and ignore them.`,
+		SparkError: "Spark 4.1 and later:\n\n```\n[STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY] The checkpoint location file:/ckpt/offsets should be empty on batch 0\n" +
+			"Please either use a new checkpoint location, or delete the existing data in the checkpoint location. SQLSTATE: 42K03\n```",
+		Fix: `If the query is meant to start afresh, use a new checkpoint location or move the leftovers out of the
+directory; if offsets were lost, restore them from a backup instead.`,
+	},
+	{
+		ID:         CodeBatchPathTaken,
+		Title:      "A directory sits where the restart writes its next log file",
+		Severities: []Severity{Error},
+		Summary:    "`offsets/N` or `commits/N`, the file the restart writes next, is a directory.",
+		Explanation: `Spark 3.5 and later list files only, so the directory is not a batch; but before writing a log
+file ` + "`HDFSMetadataLog.add`" + ` checks that the path does not exist, finds the directory, and the engine reports a
+concurrent update. The directory was made by hand or by a copy tool.`,
+		SparkError: "```\norg.apache.spark.SparkException: [CONCURRENT_STREAM_LOG_UPDATE] Concurrent update to the log. Multiple streaming jobs detected for 8.\n" +
+			"Please make sure only one streaming job runs on a specific checkpoint location at a time. SQLSTATE: 40000\n```",
+		Fix: "Move the directory out of the log before restarting.",
+	},
+	{
+		ID:         CodeSparkBug,
+		Title:      "A bug of the Spark release stops the restart",
+		Severities: []Severity{Error},
+		Summary:    "The checkpoint is sound, but the Spark release predicted has a bug that makes this restart fail (SPARK-55271 in 4.1.0 and 4.1.1).",
+		Explanation: `SPARK-55271: in Spark 4.1.0 and 4.1.1 the Kafka source's progress metrics read the latest offsets
+that only a new batch fetches. When the restart's first batch re-runs a batch of the offset log, the
+batch runs, its output reaches the sink and (sync engine) its commit is written, and then progress
+reporting fails with a NullPointerException. It is a regression of SPARK-54027, fixed after 4.1.1.`,
+		SparkError: "Spark 4.1.0 and 4.1.1:\n\n```\njava.lang.NullPointerException: Cannot invoke \"scala.collection.IterableOps.map(scala.Function1)\" because the return value of \"scala.Option.get()\" is null\n```",
+		Fix: `Do not repair the checkpoint. Upgrade Spark past 4.1.1, or restart once more: the re-run batch is
+committed, so the next restart starts a new batch, which does not hit the bug.`,
+	},
+	{
+		ID:         CodeKafkaPrefetchMismatch,
+		Title:      "Spark 4.0.0 under availableNow meets other Kafka partitions than it fetched",
+		Severities: []Severity{Error},
+		Summary:    "Under Trigger.AvailableNow, the re-run's end offsets name other topic-partitions than the broker's latest offsets Spark 4.0.0 fetched at start.",
+		Explanation: `Spark 4.0.0 fetches the broker's latest offsets when an availableNow query starts and requires each
+batch's end offsets to cover the same topic-partitions. A re-run whose recorded offsets lack a partition
+(or name one the broker no longer has) fails this check before its data-loss check. 3.5.7 and 4.1.1
+fetch lazily and report the data loss instead.`,
+		SparkError: "```\norg.apache.spark.SparkException: Kafka data source in Trigger.AvailableNow should provide the same topic partitions in pre-fetched offset to end offset for each microbatch. " +
+			"The error could be transient - restart your query, and report if you still see the same issue.\ntopic-partitions for pre-fetched offset: Set(events-0, events-1, events-2), topic-partitions for end offset: Set(events-0, events-1).\n```",
+		Fix: "See kafka-range-data-loss: the recorded range is damaged; restore the offsets file or rewind the query past it (`ckpt rewind`).",
+	},
 	{
 		ID:         CodeLatestNotReadable,
 		Title:      "The newest batch of a log names no file Spark can open",
@@ -206,9 +262,11 @@ offsets (with their ` + "`.crc`" + ` files), after a backup with ` + "`--execute
 		Explanation: `Without offsets Spark believes the query is new: it starts at batch 0 from the sources'
 starting positions (Kafka: ` + "`startingOffsets`" + `, default ` + "`latest`" + `), so everything between the
 old position and now is either skipped or read again. Then, when it writes the commit of a batch id
-that already exists in ` + "`commits/`" + `, it stops with a concurrent-update error. Spark 4.2 refuses to
-start at all. The offsets were usually deleted by hand or by a storage lifecycle rule.`,
+that already exists in ` + "`commits/`" + `, it stops with a concurrent-update error. Spark 4.1 and later
+refuse to start at all. The offsets were usually deleted by hand or by a storage lifecycle rule.`,
 		SparkError: "Spark 4.2 and later, at start:\n\n```\njava.lang.AssertionError: assertion failed\n```\n\n" +
+			"Spark 4.1, at start:\n\n```\n[STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY] The checkpoint location file:/ckpt/commits should be empty on batch 0\n" +
+			"Please either use a new checkpoint location, or delete the existing data in the checkpoint location. SQLSTATE: 42K03\n```\n\n" +
 			"Spark 4.0 and older, when the first existing commit id is reached:\n\n```\n" +
 			"[CONCURRENT_STREAM_LOG_UPDATE] Concurrent update to the log. Multiple streaming jobs detected for N.\n```",
 		Fix: `Restore ` + "`offsets/`" + ` from a backup if there is one: the commits alone cannot say where the

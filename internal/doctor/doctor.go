@@ -31,6 +31,8 @@ type Options struct {
 	Mode                recovery.Mode
 	SparkVersion        string
 	CommitFormatVersion int
+	// Trigger is the query's trigger (recovery.Options.Trigger); "" (the default) is unknown.
+	Trigger string
 	// Sink is a file sink's output directory (holding _spark_metadata), or the _spark_metadata
 	// directory itself; nil skips the sink checks unless SinkLatest is set.
 	Sink storage.Store
@@ -86,6 +88,7 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 		Mode:                opts.Mode,
 		SparkVersion:        opts.SparkVersion,
 		CommitFormatVersion: opts.CommitFormatVersion,
+		Trigger:             opts.Trigger,
 		SinkLatest:          sinkLatest,
 		SinkKind:            opts.SinkKind,
 		Delta:               opts.Delta,

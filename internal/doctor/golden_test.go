@@ -28,7 +28,7 @@ type variant struct {
 
 // variants lists the configurations each scenario is diagnosed under: the default, async for
 // async-tagged scenarios, --deep for deep-tagged ones, and the planner variants the scenario
-// names ("sync@4.1", "sync@4.0/cf2").
+// names ("sync@4.1", "sync@4.0/cf2", "sync@4.0.0+availableNow": release and trigger).
 func variants(t *testing.T, s scenario.Scenario) []variant {
 	vs := []variant{{}}
 	for _, tag := range s.Tags {
@@ -43,8 +43,9 @@ func variants(t *testing.T, s scenario.Scenario) []variant {
 	}
 	for _, v := range s.Variants {
 		mode, rest, _ := strings.Cut(v, "@")
+		rest, trigger, _ := strings.Cut(rest, "+")
 		version, cf, _ := strings.Cut(rest, "/")
-		o := doctor.Options{Mode: recovery.Mode(mode), SparkVersion: version}
+		o := doctor.Options{Mode: recovery.Mode(mode), SparkVersion: version, Trigger: trigger}
 		if cf == "cf2" {
 			o.CommitFormatVersion = 2
 		}

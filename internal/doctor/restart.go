@@ -71,6 +71,8 @@ func (r *runner) failure() error {
 		r.latestNotReadable()
 	case recovery.ReasonKafkaRangeDataLoss:
 		// restart() reports it from the planner's ranges and error.
+	case recovery.ReasonNotEmptyOnStart, recovery.ReasonBatchPathTaken, recovery.ReasonSparkBug, recovery.ReasonKafkaPrefetchMismatch:
+		r.plannerFailure()
 	default:
 		return fmt.Errorf("doctor has no code for the predicted restart failure %q (reason %q; please report this)", exceptionLine(res), res.Reason)
 	}
@@ -368,7 +370,7 @@ func (r *runner) emptyOffsetsWithCommits(sev Severity) {
 		Message: fmt.Sprintf("offsets/ has no batch file but commits/ holds %d (%s): Spark starts the query as new", len(r.cp.Commits.IDs), ids(r.cp.Commits.IDs)),
 		Explanation: "Without offsets Spark believes the query is new: it starts at batch 0 from the sources' starting positions " +
 			"(Kafka: startingOffsets, default latest), skipping or re-reading everything since, and stops when it reaches a commit id " +
-			"that already exists. Spark 4.2 and later refuse to start at all.",
+			"that already exists. Spark 4.1 and later refuse to start at all (4.1: STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY; 4.2: an assertion).",
 		SparkError: sparkError(r.res, false),
 		Fix:        "Restore offsets/ from a backup: the commits alone cannot say where the sources were. Otherwise ckpt can move the commits aside so the query starts afresh, which is only right with deliberately chosen starting positions; `ckpt repair` without --execute shows the plan.",
 		Commands:   []string{r.repairCmd()},

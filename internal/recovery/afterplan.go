@@ -42,23 +42,57 @@ func (p *planner) leftovers() error {
 		if t.log.Has(t.id) {
 			continue
 		}
+		if dir, ok := p.numericDir(t.log, t.id); ok {
+			// HDFSMetadataLog.add: fileManager.exists(batchIdToPath(id)) is true for a
+			// directory, so add returns false and the engine reports a concurrent update.
+			p.warn("%s is a directory where the restart writes %s: Spark's listing skips it (files only), but the write finds the path taken and the query stops; remove the directory first",
+				dir, t.log.Path(t.id))
+			f := commitConflict(p.rel, p.cfg.mode, t.id)
+			if t.log == p.cp.Offsets {
+				f = offsetConflict(p.rel, p.cfg.mode, t.id)
+			} else {
+				p.running = true // the batch ran; its commit fails
+			}
+			return p.fail(ReasonBatchPathTaken, dir, f)
+		}
 		crc, ok := t.log.ChecksumFor(fmt.Sprint(t.id))
 		if !ok {
 			continue
 		}
-		p.warn("%s is the checksum of %s, which does not exist and which the restart writes: Hadoop's local file system renames the new file's checksum onto it and refuses (org.apache.hadoop.fs.FileAlreadyExistsException), so %s is left without its checksum and the query stops; delete the orphan .crc first",
-			crc.Path, t.log.Path(t.id), t.log.Path(t.id))
+		p.warn("%s is the checksum of %s, which does not exist and which the restart writes: Hadoop's local file system renames the new file's checksum onto it and refuses (org.apache.hadoop.fs.FileAlreadyExistsException: Rename destination %s already exists.), so %s is left without its checksum and the query stops; delete the orphan .crc first",
+			crc.Path, t.log.Path(t.id), p.cp.SparkPath(crc.Path), t.log.Path(t.id))
 		if t.log == p.cp.Commits {
 			p.running = true // the batch ran; its commit fails
 		}
-		exc := "org.apache.spark.SparkConcurrentModificationException"
-		if !p.rel.atLeast(3, 4) {
-			exc = "java.util.ConcurrentModificationException"
-		}
-		return p.fail(ReasonOrphanChecksum, crc.Path, sparkFailure{exc,
-			"Multiple streaming queries are concurrently using " + p.cp.SparkPath(t.log.Dir), true})
+		return p.fail(ReasonOrphanChecksum, crc.Path, concurrentUseFailure(p.rel, p.cp.SparkPath(t.log.Dir)))
 	}
 	return nil
+}
+
+// numericDir returns the directory entry of log named as batch id, when Spark's listing skips
+// directories (listsDirectories): the path the restart writes batch id to is taken.
+func (p *planner) numericDir(log *checkpoint.Log, id int64) (string, bool) {
+	if p.rel.listsDirectories() {
+		return "", false
+	}
+	want := log.Path(id)
+	for _, e := range log.Others {
+		if e.IsDir && e.Path == want {
+			return e.Path, true
+		}
+	}
+	return "", false
+}
+
+// concurrentUseFailure is HDFSMetadataLog.write's failure when the rename into place meets an
+// existing file (here: the orphan checksum of the new file): _LEGACY_ERROR_TEMP_2207 from 3.4,
+// a java.util.ConcurrentModificationException before. The root cause is Hadoop's
+// FileAlreadyExistsException ("Rename destination <.N.crc> already exists.").
+func concurrentUseFailure(r release, sparkPath string) sparkFailure {
+	if !r.atLeast(3, 4) {
+		return sparkFailure{"java.util.ConcurrentModificationException", "Multiple streaming queries are concurrently using " + sparkPath, true}
+	}
+	return sparkFailure{ExcConcurrentModification, ConcurrentUse(sparkPath), true}
 }
 
 // Sink kinds (Options.SinkKind).

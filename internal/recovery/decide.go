@@ -3,14 +3,22 @@
 package recovery
 
 import (
+	"fmt"
 	"math"
+	"path"
+	"slices"
 	"sort"
+	"strings"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
 // freshStart is the "no offsets" row: a new query at batch 0.
 func (p *planner) freshStart(usesCommits bool) error {
+	if err := p.verifyNewCheckpoint(); err != nil {
+		return err
+	}
 	r := p.res
 	r.NextBatch = 0
 	r.key = keyFresh
@@ -29,6 +37,96 @@ func (p *planner) freshStart(usesCommits bool) error {
 	r.key = keyFreshIgnored
 	p.warn("offsets/ is empty but commits/ holds batches up to %d: Spark %s ignores the failed commit writes, so commits/0..%d keep their old content", p.C, p.rel, p.C)
 	return p.sinkVerdict()
+}
+
+// verifyNewCheckpoint is 4.1's verifyNewCheckpointDirectory: a query with no offsets entry
+// starts at batch 0 only when offsets/, state/ and commits/ are missing or empty, checked in
+// that order.
+func (p *planner) verifyNewCheckpoint() error {
+	if !p.rel.verifiesNewCheckpoint() {
+		return nil
+	}
+	hidden := p.hidesChecksums()
+	for _, dir := range []string{checkpoint.DirOffsets, checkpoint.DirState, checkpoint.DirCommits} {
+		first, err := p.firstEntry(dir, hidden)
+		if err != nil {
+			return err
+		}
+		if first == "" {
+			continue
+		}
+		reason := ReasonNotEmptyOnStart
+		if dir == checkpoint.DirCommits && p.hasC {
+			reason = ReasonEmptyOffsetsWithCommits
+		}
+		p.warn("offsets/ holds no batch, so Spark %s starts a new query at batch 0, and first checks that offsets/, state/ and commits/ are empty: %s/ holds %s", p.cfg.exact(), dir, first)
+		return p.fail(reason, dir, sparkFailure{excLocationNotEmpty, condition(p.rel, "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY",
+			"The checkpoint location "+p.cp.SparkPath(dir)+" should be empty on batch 0\n"+
+				"Please either use a new checkpoint location, or delete the existing data in the checkpoint location.", "42K03"), true})
+	}
+	return nil
+}
+
+// excLocationNotEmpty is the class of STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY.
+const excLocationNotEmpty = "org.apache.spark.sql.execution.streaming.state.StateStoreCheckpointLocationNotEmpty"
+
+// hidesChecksums reports whether Spark's listing of the checkpoint leaves out Hadoop's .crc
+// files: on the local file system (and the in-memory store that stands for it in tests)
+// Hadoop's ChecksumFs filters them from every listing; elsewhere they are plain files.
+func (p *planner) hidesChecksums() bool {
+	return strings.HasPrefix(p.cp.SparkPath(""), "file:") || strings.HasPrefix(p.cp.Store.URI(), "mem:")
+}
+
+// firstEntry is the first entry (by name) Spark's listing of dir shows, "" when dir is missing
+// or empty. offsets/ and commits/ come from the checkpoint's listings; state/ is listed here,
+// once, when the root has it.
+func (p *planner) firstEntry(dir string, hideChecksums bool) (string, error) {
+	var paths []string
+	isChecksum := func(p string) bool {
+		name := path.Base(p)
+		return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".crc")
+	}
+	switch dir {
+	case checkpoint.DirOffsets, checkpoint.DirCommits:
+		lg := p.cp.Offsets
+		if dir == checkpoint.DirCommits {
+			lg = p.cp.Commits
+		}
+		if id, ok := lg.Earliest(); ok {
+			paths = append(paths, lg.FilePath(id))
+		}
+		for _, e := range slices.Concat(lg.Temps, lg.Others, lg.Checksums) {
+			if !hideChecksums || !isChecksum(e.Path) {
+				paths = append(paths, e.Path)
+			}
+		}
+	default:
+		found := false
+		for _, e := range p.cp.Root {
+			if e.Path == dir && e.IsDir {
+				found = true
+			}
+		}
+		if !found {
+			return "", nil
+		}
+		es, err := p.cp.Store.List(p.ctx, dir)
+		if err != nil {
+			return "", fmt.Errorf("list %s: %w", dir, err)
+		}
+		for _, e := range es {
+			if !hideChecksums || !isChecksum(e.Path) {
+				paths = append(paths, e.Path)
+			}
+		}
+	}
+	first := ""
+	for _, e := range paths {
+		if first == "" || e < first {
+			first = e
+		}
+	}
+	return first, nil
 }
 
 // resolveStart finds the offsets the re-run batch starts from.
@@ -367,7 +465,10 @@ func (p *planner) rerun() error {
 			return err
 		}
 	}
-	return p.afterPlan()
+	if err := p.afterPlan(); err != nil {
+		return err
+	}
+	return p.rerunBugs()
 }
 
 // startFor finds source i's start offset: by source id between two of

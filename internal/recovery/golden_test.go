@@ -20,11 +20,12 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ (
 // baseVariants are planned for every scenario.
 var baseVariants = []string{"sync", "async", "spark-2.1"}
 
-// variantOptions parses "mode[@version][/cfN]".
+// variantOptions parses "mode[@version][/cfN][+trigger]".
 func variantOptions(t *testing.T, v string) recovery.Options {
 	t.Helper()
 	var o recovery.Options
-	rest := v
+	rest, trigger, _ := strings.Cut(v, "+")
+	o.Trigger = trigger
 	if i := strings.Index(rest, "/cf"); i >= 0 {
 		switch rest[i+3:] {
 		case "1":
@@ -45,7 +46,7 @@ func variantOptions(t *testing.T, v string) recovery.Options {
 }
 
 func goldenName(v string) string {
-	return strings.NewReplacer("@", "-", "/", "-").Replace(v) + ".json"
+	return strings.NewReplacer("@", "-", "/", "-", "+", "-").Replace(v) + ".json"
 }
 
 func planScenario(t *testing.T, s scenario.Scenario, opts recovery.Options) *recovery.Result {

@@ -56,6 +56,12 @@ func (p *planner) kafkaRange(i int, start logformat.SourceOffset, hasStart bool,
 		ini, err := p.cp.ReadKafkaInitialOffsets(p.ctx, i)
 		var le *logformat.Error
 		switch {
+		case errors.Is(err, fs.ErrNotExist) && p.cfg.broker != nil:
+			// KafkaMicroBatchStream.getOrCreateInitialPartitionOffsets resolves startingOffsets
+			// on the broker again: with the default, "latest", the partitions' ends now.
+			from = p.brokerLatest(endOffs.Map())
+			fromWhat = "startingOffsets \"latest\" resolved on the broker again (" + rel + " is missing)"
+			p.warn("source %d starts from its initial offsets but %s is missing: Spark resolves startingOffsets again, which ckpt takes to be the default \"latest\": the broker's latest offsets now, so the re-run starts there", i, rel)
 		case errors.Is(err, fs.ErrNotExist):
 			p.warn("source %d starts from its initial offsets but %s is missing: Spark resolves startingOffsets again (default \"latest\"), which skips every record not yet read", i, rel)
 			fromWhat = "startingOffsets resolved again (" + rel + " is missing)"
@@ -74,6 +80,11 @@ func (p *planner) kafkaRange(i int, start logformat.SourceOffset, hasStart bool,
 		}
 	}
 	endMap := endOffs.Map()
+	if p.cfg.availableNowPrefetch() {
+		if err := p.prefetchCheck(i, from, endMap); err != nil {
+			return err
+		}
+	}
 	tps := make([]logformat.TopicPartition, 0, len(endMap))
 	for tp := range endMap {
 		tps = append(tps, tp)
@@ -123,6 +134,95 @@ func (p *planner) kafkaRange(i int, start logformat.SourceOffset, hasStart bool,
 	return p.kafkaDataLoss(i, gone, back)
 }
 
+// brokerLatest is the broker's latest offset of every partition of the topics of end
+// (Options.Broker): what startingOffsets "latest" resolves to.
+func (p *planner) brokerLatest(end map[logformat.TopicPartition]int64) map[logformat.TopicPartition]int64 {
+	out := map[logformat.TopicPartition]int64{}
+	seen := map[string]bool{}
+	for tp := range end {
+		if seen[tp.Topic] {
+			continue
+		}
+		seen[tp.Topic] = true
+		if bt := p.cfg.broker.Topic(tp.Topic); bt != nil {
+			for _, bp := range bt.Partitions {
+				out[logformat.TopicPartition{Topic: tp.Topic, Partition: bp.Partition}] = bp.End
+			}
+		}
+	}
+	return out
+}
+
+// prefetchCheck is 4.0.0's verifyEndOffsetForTriggerAvailableNow for the re-run of source i:
+// under Trigger.AvailableNow the source fetched the broker's latest offsets when the query
+// started, and planInputPartitions requires the batch's end offsets to name the same
+// topic-partitions (MISMATCHED_TOPIC_PARTITIONS_BETWEEN_END_OFFSET_AND_PREFETCHED), before it
+// looks for data loss in the range. The pre-fetched partitions are the broker's for the topics
+// of the range (Options.Broker); without the broker, ckpt takes them to be the partitions the
+// checkpoint records for the re-run (start and end offsets).
+func (p *planner) prefetchCheck(i int, from, end map[logformat.TopicPartition]int64) error {
+	topics := map[string]bool{}
+	pre := map[logformat.TopicPartition]bool{}
+	for tp := range end {
+		topics[tp.Topic] = true
+	}
+	for tp := range from {
+		topics[tp.Topic] = true
+	}
+	if b := p.cfg.broker; b != nil {
+		for t := range topics {
+			if bt := b.Topic(t); bt != nil {
+				for _, bp := range bt.Partitions {
+					pre[logformat.TopicPartition{Topic: t, Partition: bp.Partition}] = true
+				}
+			}
+		}
+	} else {
+		for tp := range end {
+			pre[tp] = true
+		}
+		for tp := range from {
+			pre[tp] = true
+		}
+	}
+	same := len(pre) == len(end)
+	for tp := range end {
+		if !pre[tp] {
+			same = false
+		}
+	}
+	if same {
+		return nil
+	}
+	names := func(tps []logformat.TopicPartition) string {
+		sortTPs(tps)
+		out := make([]string, len(tps))
+		for k, tp := range tps {
+			out[k] = dataloss.TP(tp.Topic, tp.Partition)
+		}
+		return dataloss.Set(out)
+	}
+	var preTPs, endTPs []logformat.TopicPartition
+	for tp := range pre {
+		preTPs = append(preTPs, tp)
+	}
+	for tp := range end {
+		endTPs = append(endTPs, tp)
+	}
+	where := "the partitions the checkpoint records for the re-run (no broker given)"
+	if p.cfg.broker != nil {
+		where = "the broker's partitions"
+	}
+	p.warn("source %d: Spark %s under Trigger.AvailableNow fetched the latest offsets of %s when the query started, and the re-run of batch %d ends at other topic-partitions (%s): it fails its pre-fetch check before the data-loss check of the range",
+		i, p.cfg.exact(), where, p.L, p.cp.Offsets.Path(p.L))
+	// A Scala Set prints in hash order past four elements.
+	return p.fail(ReasonKafkaPrefetchMismatch, p.cp.Offsets.Path(p.L), sparkFailure{excSpark,
+		"Kafka data source in Trigger.AvailableNow should provide the same topic partitions in pre-fetched offset to end offset for each microbatch. " +
+			"The error could be transient - restart your query, and report if you still see the same issue.\n" +
+			"topic-partitions for pre-fetched offset: " + names(preTPs) + ", topic-partitions for end offset: " + names(endTPs) + ".",
+		len(preTPs) <= 4 && len(endTPs) <= 4})
+}
+
 // kafkaDataLoss applies KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets to the re-run's
 // recorded range, which needs no broker: partitions of the start offsets missing from the end
 // offsets are reported first, then, partition by partition, an end below its start. With
@@ -157,7 +257,7 @@ func (p *planner) kafkaDataLoss(i int, gone []string, back []PartitionRange) err
 		msg3 = dataloss.OffsetChanged(tp, *b.Start, *b.End)
 		f = sparkFailure{dataloss.IllegalState, dataloss.Driver(msg3, true), len(back) == 1}
 		if p.rel.errorConditions() {
-			f = sparkFailure{dataloss.KafkaIllegalState, dataloss.PartitionOffsetChanged4(tp, *b.Start, *b.End), len(back) == 1}
+			f = sparkFailure{dataloss.KafkaIllegalState, dataloss.PartitionOffsetChanged4(tp, *b.Start, *b.End, p.rel.offsetChangedHint()), len(back) == 1}
 		}
 		p.warn("source %d: %s goes from offset %d back to %d in the re-run of batch %d: Spark reports data loss when it plans the batch",
 			i, tp, *b.Start, *b.End, p.L)

@@ -52,9 +52,10 @@ const ExcConcurrentModification = "org.apache.spark.SparkConcurrentModificationE
 
 // ConcurrentUse is Spark's message when a log file it is about to write already exists
 // (another query, or a leftover, holds the checkpoint): "Multiple streaming queries are
-// concurrently using <path>". The one home of that text.
+// concurrently using <path>." (_LEGACY_ERROR_TEMP_2207, Spark 3.4 and later; 3.3 and older
+// print it without the period). The one home of that text.
 func ConcurrentUse(sparkPath string) string {
-	return "Multiple streaming queries are concurrently using " + sparkPath
+	return "Multiple streaming queries are concurrently using " + sparkPath + "."
 }
 
 // tooNew is MetadataVersionUtil's "maximum supported version" error.
@@ -148,6 +149,17 @@ func commitConflict(r release, mode Mode, batch int64) sparkFailure {
 		return sparkFailure{excIllegalState, fmt.Sprintf("Concurrent update to the log. Multiple streaming jobs detected for %d", batch), true}
 	}
 	return sparkFailure{excAssertion, fmt.Sprintf("assertion failed: Concurrent update to the commit log. Multiple streaming jobs detected for %d", batch), true}
+}
+
+// offsetConflict is what Spark raises when offsetLog.add(batch) finds the path taken
+// (constructNextBatch): CONCURRENT_STREAM_LOG_UPDATE from 3.5, as for the commit log; before,
+// an assertion in the sync engine and AsyncOffsetSeqLog's IllegalStateException in 3.4's async
+// engine.
+func offsetConflict(r release, mode Mode, batch int64) sparkFailure {
+	if r.concurrentCondition() || mode == ModeAsync {
+		return commitConflict(r, mode, batch)
+	}
+	return sparkFailure{excAssertion, fmt.Sprintf("assertion failed: Concurrent update to the log. Multiple streaming jobs detected for %d", batch), true}
 }
 
 // missingMetadataFile is SPARK-55058's refusal (master). The template is

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 )
 
 // Mode names the micro-batch engine that restarts the query.
@@ -45,8 +47,18 @@ type Options struct {
 	// lines) or "master"; a patch release ("4.1.1") is accepted. Default
 	// "3.5". It decides
 	// which log versions are readable, the wording of errors, and how a
-	// missing metadata file is treated.
+	// missing metadata file is treated. Where patch releases of a line
+	// differ (Spark bugs: SPARK-55271 in 4.1.0 and 4.1.1), a line stands for
+	// the newest patch release ckpt models ("4.1" is 4.1.1); give the patch
+	// release to predict another ("4.1.0"). A patch release newer than
+	// those is predicted with the line's rules, without the bugs fixed
+	// after the newest one ckpt models.
 	SparkVersion string
+	// Trigger is the query's trigger, when the caller knows it:
+	// TriggerAvailableNow, TriggerOnce or TriggerProcessingTime. Default ""
+	// (unknown): the rules that depend on it (Spark 4.0.0's Kafka
+	// pre-fetch under availableNow) are not applied.
+	Trigger string
 	// CommitFormatVersion is spark.sql.streaming.stateStore.checkpointFormatVersion,
 	// which Spark 4.0 requires every commit file header to equal. Default 1.
 	CommitFormatVersion int
@@ -76,6 +88,14 @@ type Options struct {
 	FailOnDataLossFalse bool
 }
 
+// Triggers (Options.Trigger).
+const (
+	TriggerUnknown        = ""
+	TriggerAvailableNow   = "availableNow"
+	TriggerOnce           = "once"
+	TriggerProcessingTime = "processingTime"
+)
+
 // release is a Spark major.minor version, comparable as an integer.
 type release int
 
@@ -96,32 +116,71 @@ func (r release) atLeast(major, minor int) bool { return r >= mkRelease(major, m
 
 // parseRelease accepts "3.5", "3.5.1", "v3.5", "master".
 func parseRelease(s string) (release, error) {
+	r, _, err := parseVersion(s)
+	return r, err
+}
+
+// parseVersion is parseRelease that also returns the patch release: 1 for "4.1.1", -1 when
+// none is given ("4.1", "master").
+func parseVersion(s string) (release, int, error) {
 	s = strings.TrimPrefix(strings.TrimSpace(strings.ToLower(s)), "v")
 	if s == "master" {
-		return relMaster, nil
+		return relMaster, -1, nil
 	}
+	bad := fmt.Errorf("unknown Spark version %q: want one of %s (or master), or a patch release such as 4.1.1", s, strings.Join(SparkVersions, ", "))
 	parts := strings.Split(s, ".")
 	if len(parts) < 2 || len(parts) > 3 {
-		return 0, fmt.Errorf("unknown Spark version %q: want one of %s (or master)", s, strings.Join(SparkVersions, ", "))
+		return 0, 0, bad
 	}
 	major, err1 := strconv.Atoi(parts[0])
 	minor, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("unknown Spark version %q: want one of %s (or master)", s, strings.Join(SparkVersions, ", "))
+	if err1 != nil || err2 != nil || major < 0 || minor < 0 || minor > 99 {
+		return 0, 0, bad
+	}
+	patch := -1
+	if len(parts) == 3 {
+		n, err := strconv.Atoi(parts[2])
+		if err != nil || n < 0 {
+			return 0, 0, bad
+		}
+		patch = n
 	}
 	r := mkRelease(major, minor)
 	for _, v := range SparkVersions {
 		if v == r.String() {
-			return r, nil
+			return r, patch, nil
 		}
 	}
-	return 0, fmt.Errorf("unsupported Spark version %q: want one of %s (or master)", s, strings.Join(SparkVersions, ", "))
+	return 0, 0, fmt.Errorf("unsupported Spark version %q: want one of %s (or master)", s, strings.Join(SparkVersions, ", "))
+}
+
+// newestPatch is, for each line whose patch releases differ in what Plan models, the newest
+// patch release ckpt models: "--spark-version 4.1" means 4.1.1. Each was checked against the
+// real release (internal/sparkoracle). A line missing here behaves alike in all its patch
+// releases as far as Plan knows, and its patch number is not used.
+var newestPatch = map[release]int{
+	mkRelease(4, 0): 0, // 4.0.0: Trigger.AvailableNow pre-fetches the Kafka offsets (availableNowPrefetch)
+	mkRelease(4, 1): 1, // 4.1.1: SPARK-55271 (kafkaMetricsNPE)
+}
+
+// defaultPatch is the patch release a line without one stands for: newestPatch, or -1.
+func defaultPatch(r release) int {
+	if p, ok := newestPatch[r]; ok {
+		return p
+	}
+	return -1
 }
 
 // config is Options validated and with defaults applied.
 type config struct {
-	mode       Mode
-	rel        release
+	mode Mode
+	rel  release
+	// patch is the patch release (1 for 4.1.1): the one given, else defaultPatch; -1 when the
+	// line's patch releases do not differ in what Plan models. patchGiven says it was given.
+	patch      int
+	patchGiven bool
+	// trigger is Options.Trigger.
+	trigger    string
 	commitFmt  int
 	sinkLatest *int64
 	// querySources is Options.QuerySources (0 = unknown).
@@ -131,6 +190,24 @@ type config struct {
 	failOnDataLoss bool
 	sinkKind       string
 	delta          []DeltaTable
+}
+
+// version is the release as Result.SparkVersion shows it: the line ("4.1"), or the patch
+// release when one was given ("4.1.1").
+func (c config) version() string {
+	if c.patchGiven {
+		return fmt.Sprintf("%s.%d", c.rel, c.patch)
+	}
+	return c.rel.String()
+}
+
+// release is the exact release the prediction models, for messages: "4.1.1" where the patch
+// matters or was given, else the line.
+func (c config) exact() string {
+	if c.patch >= 0 {
+		return fmt.Sprintf("%s.%d", c.rel, c.patch)
+	}
+	return c.rel.String()
 }
 
 // OptionsError reports invalid Options (an unknown mode or release, or a
@@ -169,11 +246,20 @@ func (o Options) validate() (config, error) {
 			vs = "2.1"
 		}
 	}
-	rel, err := parseRelease(vs)
+	rel, patch, err := parseVersion(vs)
 	if err != nil {
 		return c, err
 	}
-	c.rel = rel
+	c.rel, c.patch, c.patchGiven = rel, patch, patch >= 0
+	if patch < 0 {
+		c.patch = defaultPatch(rel)
+	}
+	switch o.Trigger {
+	case TriggerUnknown, TriggerAvailableNow, TriggerOnce, TriggerProcessingTime:
+		c.trigger = o.Trigger
+	default:
+		return c, fmt.Errorf("unknown trigger %q: want %s, %s or %s", o.Trigger, TriggerAvailableNow, TriggerOnce, TriggerProcessingTime)
+	}
 	if c.mode == "" {
 		c.mode = ModeSync
 		if rel == mkRelease(2, 1) {
@@ -252,10 +338,28 @@ func (r release) concurrentCondition() bool { return r.atLeast(3, 5) }
 // checkpoint whose metadata file is gone while its logs have data.
 func (r release) missingMetadataFails() bool { return r.atLeast(4, 2) }
 
-// readsLogsUpFront: 4.2's initializeExecution reads the latest offsets
-// and commit entries before populateStartOffsets (to pick the offset log
-// format, SPARK-54583), and asserts that no commits exist without offsets.
-func (r release) readsLogsUpFront() bool { return r.atLeast(4, 2) }
+// readsLogsUpFront: from 4.1 initializeExecution reads the latest offsets
+// and commit entries (offsetLog.getLatest, commitLog.getLatest) before
+// populateStartOffsets, so a latest commit Spark cannot read fails the
+// restart before the previous offsets file is looked at (seen in 4.1.1's
+// bytecode and in the oracle: "Failed to read log file commits/N.
+// Incomplete log file in the offset commit log" where 4.0 says "batch N-1
+// doesn't exist").
+func (r release) readsLogsUpFront() bool { return r.atLeast(4, 1) }
+
+// assertsCommitsNeedOffsets: 4.2's initializeExecution (the offset log
+// format selection of SPARK-54583) asserts that no commit exists without an
+// offsets entry.
+func (r release) assertsCommitsNeedOffsets() bool { return r.atLeast(4, 2) }
+
+// verifiesNewCheckpoint: from 4.1.0 a query that starts at batch 0 (no
+// offsets entry) first checks that offsets/, state/ and commits/ are missing
+// or empty (verifyNewCheckpointDirectory, under
+// spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart, default true),
+// and fails with STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY naming the first
+// that is not. It lists with Hadoop's file system: on the local file system
+// ChecksumFs hides .crc files, so an orphan checksum alone does not count.
+func (r release) verifiesNewCheckpoint() bool { return r.atLeast(4, 1) }
 
 // listsContinuousRange: SPARK-40957 (3.4, the metadata cache) made
 // HDFSMetadataLog.listBatches return (min to max).toArray, every id between
@@ -265,8 +369,47 @@ func (r release) readsLogsUpFront() bool { return r.atLeast(4, 2) }
 func (r release) listsContinuousRange() bool { return r.atLeast(3, 4) }
 
 // listsDirectories: HDFSMetadataLog.listBatches keeps directories whose
-// name is a number up to 3.5; SPARK-46339 (4.0) keeps files only.
-func (r release) listsDirectories() bool { return !r.atLeast(4, 0) }
+// name is a number up to 3.4; SPARK-46339 (4.0) keeps files only, and so does
+// 3.5.7 (its listBatches filters isFile, and the oracle's
+// offsets-numeric-directory case plans batch 8 as 4.x does). Whether 3.4.x
+// patch releases got it was not checked.
+func (r release) listsDirectories() bool { return !r.atLeast(3, 5) }
+
+// offsetChangedHint is the hint line of KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED: none in 4.0
+// (4.0.0 prints the Reason line alone), 4.1.1's wording from 4.1 on (SPARK-52096 added a hint;
+// the release's text is taken for the later lines too).
+func (r release) offsetChangedHint() string {
+	if r.atLeast(4, 1) {
+		return dataloss.HintOffsetChanged41
+	}
+	return ""
+}
+
+// Patch-release rules: Spark bugs of some patch releases, decided on the
+// exact release (config.patch, newestPatch).
+
+// kafkaMetricsNPE: SPARK-55271 in 4.1.0 and 4.1.1. KafkaMicroBatchStream's
+// metrics, asked for by progress reporting (finishTrigger) after a batch,
+// dereference the latest partition offsets, which only latestOffset() sets:
+// when the restart's first batch re-runs a batch from the offset log,
+// latestOffset() has not run, and the query fails with a
+// NullPointerException after the batch ran and its commit was written
+// (markMicroBatchEnd precedes finishTrigger). A regression of SPARK-54027
+// (Kafka real-time mode), fixed after 4.1.1.
+func (c config) kafkaMetricsNPE() bool {
+	return c.rel == mkRelease(4, 1) && c.patch >= 0 && c.patch <= 1
+}
+
+// availableNowPrefetch: 4.0.0's KafkaMicroBatchStream.prepareForTriggerAvailableNow
+// fetches the broker's latest offsets when the query starts, so under
+// Trigger.AvailableNow planInputPartitions compares every batch's end offsets
+// with them first (verifyEndOffsetForTriggerAvailableNow), before the
+// data-loss check of the range. 3.5.7 and 4.1.1 fetch them lazily in
+// latestOffset(), which a re-run does not call: the check does not apply to
+// the re-run there.
+func (c config) availableNowPrefetch() bool {
+	return c.rel == mkRelease(4, 0) && c.patch == 0 && c.trigger == TriggerAvailableNow
+}
 
 // getLatestReadsUnchecked: from 3.4 (SPARK-40957) getLatest opens the newest
 // listed id without the existence check and without catching

@@ -80,7 +80,7 @@ func plan(ctx context.Context, cp *checkpoint.Checkpoint, cfg config) (*Result, 
 		Outcome:      OutcomeResume,
 		Warnings:     []string{},
 		Mode:         cfg.mode,
-		SparkVersion: cfg.rel.String(),
+		SparkVersion: cfg.version(),
 	}
 	p.L, p.hasL = cp.Offsets.Latest()
 	p.C, p.hasC = cp.Commits.Latest()
@@ -107,7 +107,7 @@ func (p *planner) run() error {
 	}
 	usesCommits := p.cfg.mode != ModeSpark21
 	if p.rel.readsLogsUpFront() {
-		// master: initializeExecution reads both latest entries, then
+		// 4.1+: initializeExecution reads both latest entries; 4.2+ then
 		// asserts that no commit exists without an offsets entry.
 		if p.hasL {
 			if err := p.checkSpan(p.cp.Offsets); err != nil {
@@ -131,7 +131,7 @@ func (p *planner) run() error {
 				return err
 			}
 		}
-		if !p.hasL && p.hasC {
+		if !p.hasL && p.hasC && p.rel.assertsCommitsNeedOffsets() {
 			return p.fail(ReasonEmptyOffsetsWithCommits, "", sparkFailure{excAssertion, "assertion failed", true})
 		}
 	}
@@ -253,7 +253,7 @@ func releaseNotes(ctx context.Context, cp *checkpoint.Checkpoint, cfg config, re
 			continue
 		}
 		c := cfg
-		c.rel = rel
+		c.rel, c.patch, c.patchGiven = rel, defaultPatch(rel), false
 		r, err := plan(ctx, cp, c)
 		if err != nil {
 			return nil, err

@@ -17,10 +17,13 @@ func (p *planner) checkMetadata() error {
 	dataInLogs := p.hasL || p.hasC
 	if !p.cp.HasMetadata() {
 		if !dataInLogs {
-			return nil
+			return p.orphanMetadataChecksum()
 		}
 		if p.rel.missingMetadataFails() {
 			return p.fail(ReasonMissingMetadata, checkpoint.FileMetadata, missingMetadataFile(p.cp.SparkPath("")))
+		}
+		if err := p.orphanMetadataChecksum(); err != nil {
+			return err
 		}
 		p.warn("the metadata file is missing: Spark %s silently writes a new one with a new query id, so sinks that deduplicate by query id do not recognise earlier batches (Spark 4.2 and later refuse this checkpoint: MISSING_METADATA_FILE)", p.rel)
 		return nil
@@ -45,6 +48,27 @@ func (p *planner) checkMetadata() error {
 	}
 	return p.fail(ReasonCorruptMetadata, checkpoint.FileMetadata, f,
 		"ERROR StreamMetadata: Error reading stream metadata from "+p.cp.SparkPath(checkpoint.FileMetadata))
+}
+
+// orphanMetadataChecksum fails the restart when the metadata file is missing and its Hadoop
+// checksum .metadata.crc is not: Spark writes a new metadata file when the query is created
+// (StreamMetadata.write through CheckpointFileManager.createAtomic, 2.4 and later), and on the
+// local file system the rename of the new checksum onto the orphan fails
+// (FileAlreadyExistsException: "Rename destination <checkpoint>/.metadata.crc already
+// exists."), which Spark reports with the file's name.
+func (p *planner) orphanMetadataChecksum() error {
+	const crc = "." + checkpoint.FileMetadata + ".crc"
+	if !p.rel.atLeast(2, 4) || !p.hidesChecksums() {
+		return nil
+	}
+	for _, e := range p.cp.Root {
+		if e.Path == crc && !e.IsDir {
+			p.warn("%s is the checksum of the missing metadata file, which Spark writes when the query is created: Hadoop's local file system renames the new file's checksum onto it and refuses (org.apache.hadoop.fs.FileAlreadyExistsException: Rename destination %s already exists.), so the query fails before any batch; delete the orphan .crc first",
+				crc, p.cp.SparkPath(crc))
+			return p.fail(ReasonOrphanChecksum, crc, concurrentUseFailure(p.rel, checkpoint.FileMetadata))
+		}
+	}
+	return nil
 }
 
 // fileFailure is Spark's failure to read one log file: a damaged file, or

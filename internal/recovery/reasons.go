@@ -86,6 +86,26 @@ const (
 	// the first log file the restart writes; the checksum rename fails and
 	// Spark reports a concurrent use of the log. FailedFile: the .crc.
 	ReasonOrphanChecksum = "orphan-checksum"
+	// ReasonNotEmptyOnStart: offsets/ holds no batch, so the query starts at
+	// batch 0, and Spark 4.1+ first checks that offsets/, state/ and commits/
+	// are empty (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY); offsets/ or
+	// state/ is not (commits/ with batches is
+	// ReasonEmptyOffsetsWithCommits). FailedFile: that directory.
+	ReasonNotEmptyOnStart = "not-empty-on-start"
+	// ReasonBatchPathTaken: a directory sits where the restart writes its
+	// next log file (offsets/N, or commits/N after the batch):
+	// HDFSMetadataLog.add finds the path taken and Spark reports a
+	// concurrent update. FailedFile: that directory.
+	ReasonBatchPathTaken = "batch-path-taken"
+	// ReasonSparkBug: a bug of the Spark release stops the restart, not the
+	// checkpoint (Result.SparkBug says which, what was written before the
+	// failure, and what fixes it). FailedFile: the offsets file of the batch
+	// that ran.
+	ReasonSparkBug = "spark-bug"
+	// ReasonKafkaPrefetchMismatch: Spark 4.0.0 under Trigger.AvailableNow
+	// compares the re-run's end offsets with the offsets it fetched from the
+	// broker at start, and the topic-partitions differ. FailedFile: offsets/L.
+	ReasonKafkaPrefetchMismatch = "kafka-prefetch-mismatch"
 )
 
 // Reasons is the closed set of Result.Reason values, in the order Spark
@@ -95,6 +115,7 @@ var Reasons = []string{
 	ReasonCorruptMetadata,
 	ReasonBatchSpanTooLarge,
 	ReasonEmptyOffsetsWithCommits,
+	ReasonNotEmptyOnStart,
 	ReasonCorruptLatestOffsets,
 	ReasonUnsupportedOffsetsVersion,
 	ReasonMissingPreviousOffsets,
@@ -106,9 +127,12 @@ var Reasons = []string{
 	ReasonCorruptInitialOffsets,
 	ReasonUnsupportedInitialOffsetsVersion,
 	ReasonInvalidSourceOffset,
+	ReasonKafkaPrefetchMismatch,
 	ReasonKafkaRangeDataLoss,
 	ReasonLatestNotReadable,
+	ReasonBatchPathTaken,
 	ReasonOrphanChecksum,
+	ReasonSparkBug,
 }
 
 // Behaviour keys of restarts that succeed: two releases behave alike when

@@ -66,6 +66,10 @@ type Result struct {
 	Kafka []PartitionRange `json:"kafka,omitempty"`
 	// Sink is the verdict on the file sink when Options.SinkLatest is given.
 	Sink *SinkVerdict `json:"sink,omitempty"`
+	// SparkBug is set when a bug of the Spark release, not the checkpoint, makes
+	// the restart fail (Reason "spark-bug"): which, what was written before the
+	// failure, and what fixes it.
+	SparkBug *SparkBug `json:"sparkBug,omitempty"`
 
 	// Mode and SparkVersion are the engine and release predicted.
 	Mode         Mode   `json:"mode"`
@@ -289,6 +293,10 @@ func (r *Result) Verdict() string {
 		msg := firstLine(r.ErrorText())
 		if r.Exception != "" {
 			msg = r.Exception + ": " + msg
+		}
+		if b := r.SparkBug; b != nil {
+			// The batch ran: say so first, and whose fault the failure is.
+			return fmt.Sprintf("Restart will FAIL after re-running batch %d, on Spark bug %s (not the checkpoint): %s", b.Batch, b.ID, msg)
 		}
 		return "Restart will FAIL: " + msg
 	}

@@ -15,8 +15,9 @@ const compatDoc = "../../docs/spark-compatibility.md"
 var dateLine = regexp.MustCompile(`(?m)^Produced on \d{4}-\d{2}-\d{2}`)
 
 // compatibility renders docs/spark-compatibility.md from the goldens: what each release did with
-// each scenario case, and a summary of the generated cases.
-func compatibility(goldens []Golden, date string) string {
+// each scenario case, how many of the cases ckpt predicts differently (divergences.json), and a
+// summary of the generated cases.
+func compatibility(goldens []Golden, divergences []Divergence, date string) string {
 	releases := map[string]bool{}
 	byCase := map[string]map[string]Golden{}
 	var names []string
@@ -76,6 +77,26 @@ func compatibility(goldens []Golden, date string) string {
 		}
 		b.WriteString("\n")
 	}
+	if divergences != nil {
+		per := map[string]int{}
+		cases := map[string]map[string]bool{}
+		for _, d := range divergences {
+			per[d.Release]++
+			if cases[d.Release] == nil {
+				cases[d.Release] = map[string]bool{}
+			}
+			cases[d.Release][d.Case] = true
+		}
+		total := map[string]int{}
+		for _, g := range goldens {
+			total[g.Release]++
+		}
+		b.WriteString("\nckpt's predictions (`ckpt replay --spark-version <release>`, TestGoldens) against these goldens:\n\n" +
+			"| release | cases | cases where ckpt differs | divergences |\n|---|---|---|---|\n")
+		for _, r := range rels {
+			fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", r, total[r], len(cases[r]), per[r])
+		}
+	}
 	if len(gen) > 0 {
 		b.WriteString("\nGenerated checkpoints (the planner property test's generator, fixed seed):\n\n| release | cases | resumed | failed |\n|---|---|---|---|\n")
 		for _, r := range rels {
@@ -113,9 +134,11 @@ func cell(r Result) string {
 // (the production date aside); UPDATE_COMPAT_DOC=1 rewrites it with today's date.
 func TestCompatibilityDoc(t *testing.T) {
 	goldens := loadGoldens(t)
+	var divergences []Divergence
+	readJSON(t, divergencesFile, &divergences)
 	old, err := os.ReadFile(compatDoc)
 	if os.Getenv("UPDATE_COMPAT_DOC") == "1" {
-		doc := compatibility(goldens, time.Now().UTC().Format("2006-01-02"))
+		doc := compatibility(goldens, divergences, time.Now().UTC().Format("2006-01-02"))
 		if err := os.WriteFile(compatDoc, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +151,7 @@ func TestCompatibilityDoc(t *testing.T) {
 	if m := dateLine.Find(old); m != nil {
 		date = strings.TrimPrefix(string(m), "Produced on ")
 	}
-	if want := compatibility(goldens, date); string(old) != want {
+	if want := compatibility(goldens, divergences, date); string(old) != want {
 		t.Errorf("%s is stale (the goldens changed): UPDATE_COMPAT_DOC=1 go test ./internal/sparkoracle -run TestCompatibilityDoc", compatDoc)
 	}
 }

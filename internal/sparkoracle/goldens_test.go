@@ -38,8 +38,8 @@ func loadGoldens(t testing.TB) []Golden {
 	return out
 }
 
-// predict runs `ckpt replay CHECKPOINT --spark-version LINE -o json --allow-empty` (with --mode
-// and --sink as the case ran) in process on the case's checkpoint, rebuilt from its source.
+// predict runs `ckpt replay CHECKPOINT --spark-version RELEASE -o json --allow-empty` (with
+// --mode, --trigger and --sink as the case ran) in process on the case's checkpoint, rebuilt from its source.
 func predict(t testing.TB, g Golden, dirs map[string][2]string) Prediction {
 	t.Helper()
 	c, ok := caseByName(g.Case)
@@ -59,7 +59,13 @@ func predict(t testing.TB, g Golden, dirs map[string][2]string) Prediction {
 	ck, out := d[0], d[1]
 	// --allow-empty: some cases lay out an empty checkpoint (a query that has not started), which
 	// Spark starts from scratch; without it replay refuses the empty directory.
-	args := []string{"replay", ck, "--spark-version", Line(g.Release), "--mode", g.Mode, "-o", "json", "--allow-empty"}
+	// The exact release: some of Spark's behaviour is patch-release specific (SPARK-55271 in
+	// 4.1.0 and 4.1.1), and the goldens are of one patch release each. The trigger too: 4.0.0
+	// checks a re-run's Kafka partitions under availableNow.
+	args := []string{"replay", ck, "--spark-version", g.Release, "--mode", g.Mode, "-o", "json", "--allow-empty"}
+	if g.Trigger != "" {
+		args = append(args, "--trigger", g.Trigger)
+	}
 	if g.SinkLatest != nil {
 		args = append(args, "--sink", out)
 	}

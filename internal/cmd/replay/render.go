@@ -57,6 +57,20 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result, b *outp
 		}
 	}
 	r.KV(kv)
+	if bug := res.SparkBug; bug != nil {
+		// First after the facts: the failure is Spark's, and what was written before it.
+		r.Println()
+		r.Println(r.Warn(fmt.Sprintf("Spark bug %s (Spark %s):", bug.ID, strings.Join(bug.Releases, ", "))))
+		r.Println("  " + bug.Summary + ".")
+		written := "its output reached the sink"
+		if bug.CommitWritten {
+			written += " and its commit was written"
+		} else {
+			written += "; its commit may not have been written"
+		}
+		r.Printf("  Batch %d ran before the failure: %s.\n", bug.Batch, written)
+		r.Println("  What to do: " + bug.Fix + ".")
+	}
 
 	if res.RerunRange != nil {
 		r.Println()

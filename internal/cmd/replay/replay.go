@@ -56,6 +56,10 @@ type Options struct {
 	// FailOnDataLoss is --fail-on-data-loss, the Kafka source option the prediction assumes.
 	// Default: true, Spark's default.
 	FailOnDataLoss bool
+	// Trigger is --trigger, the query's trigger (recovery.Options.Trigger): availableNow, once or
+	// processingTime ("processingTime=MS" is accepted). Default "": unknown, the rules that
+	// depend on it are left out.
+	Trigger string
 	// Exact is --exact: count the re-run's data records by reading them (CountExact) instead
 	// of subtracting the offsets the broker still has. Default: false.
 	Exact bool
@@ -75,12 +79,17 @@ prints. It reads the listings and at most a handful of files.
   --spark-version   the release that restarts the query: 2.1 … 3.5, 4.0, 4.1, 4.2 or master;
                     default 3.5. It decides which log versions are readable, the error texts,
                     and what a missing metadata file does. Releases that would behave
-                    differently are listed at the end.
+                    differently are listed at the end. A line stands for its newest patch
+                    release ckpt models (4.1 is 4.1.1, 4.0 is 4.0.0); give a patch release
+                    (4.1.0) to predict another: some Spark bugs are patch-release specific.
   --sink DIR        a file sink's output directory: says whether the sink skips the re-run
   --delta-sink PATH a Delta sink's table: the same, from its txn action for the query id
   --delta-table [I=]PATH  a Delta source's table: fails as Spark does when it was replaced or
                     no longer holds the version the restart reads
                     batch (no duplicates) or is behind or ahead of the commit log
+  --trigger T       the query's trigger: availableNow, once or processingTime (default: unknown).
+                    Spark 4.0.0 under availableNow checks a re-run's Kafka partitions against
+                    the offsets it fetched at start; without --trigger that rule is left out.
   --what-if POINT   crash-after-offsets, crash-before-commit or crash-after-commit: what a
                     restart does if the query dies at that point of the next batch
 
@@ -128,6 +137,11 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 				return err
 			}
 			opts.Mode, opts.SparkVersion, opts.CommitFormatVersion = ro.Mode, ro.SparkVersion, ro.CommitFormatVersion
+			if t, err := parseTrigger(opts.Trigger); err != nil {
+				return exitcode.UsageError(err)
+			} else {
+				opts.Trigger = t
+			}
 			if opts.WhatIf != "" && !validPoint(opts.WhatIf) {
 				return exitcode.UsageError(fmt.Errorf("invalid --what-if %q: want %s", opts.WhatIf, strings.Join(recovery.WhatIfPoints, ", ")))
 			}
@@ -149,12 +163,25 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	opts.Delta.AddSinkFlag(cmd.Flags())
 	opts.Delta.AddTableFlag(cmd.Flags())
 	cmd.Flags().StringVar(&opts.WhatIf, "what-if", "", "predict the restart after a crash at `POINT` of the next batch: "+strings.Join(recovery.WhatIfPoints, ", "))
+	cmd.Flags().StringVar(&opts.Trigger, "trigger", "", "the query's `TRIGGER`: availableNow, once or processingTime (default: unknown)")
+	_ = cmd.RegisterFlagCompletionFunc("trigger", cobra.FixedCompletions([]string{recovery.TriggerAvailableNow, recovery.TriggerOnce, recovery.TriggerProcessingTime}, cobra.ShellCompDirectiveNoFileComp))
 	cli.AddAllowEmptyFlag(cmd.Flags(), &opts.AllowEmpty)
 	opts.Broker.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.FailOnDataLoss, "fail-on-data-loss", true, "with --bootstrap-server: the Kafka source option failOnDataLoss the query runs with (--fail-on-data-loss=false)")
 	cmd.Flags().BoolVar(&opts.Exact, "exact", false, "with --bootstrap-server: count the re-run's data records by reading them (slow on large ranges)")
 	_ = cmd.RegisterFlagCompletionFunc("what-if", cobra.FixedCompletions(recovery.WhatIfPoints, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// parseTrigger reads --trigger: availableNow, once, processingTime or processingTime=MS (the
+// interval does not change the prediction), as spark/restart's --trigger spells them.
+func parseTrigger(s string) (string, error) {
+	name, _, _ := strings.Cut(s, "=")
+	switch name {
+	case recovery.TriggerUnknown, recovery.TriggerAvailableNow, recovery.TriggerOnce, recovery.TriggerProcessingTime:
+		return name, nil
+	}
+	return "", fmt.Errorf("invalid --trigger %q: want %s, %s or %s", s, recovery.TriggerAvailableNow, recovery.TriggerOnce, recovery.TriggerProcessingTime)
 }
 
 func validPoint(p string) bool {
@@ -181,7 +208,7 @@ func runReplay(ctx context.Context, opts *Options) error {
 		return err
 	}
 	opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
-	po := recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}
+	po := recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion, Trigger: opts.Trigger}
 	if opts.Sink != "" {
 		latest, err := sinkLatest(ctx, opts)
 		if err != nil {

@@ -166,9 +166,20 @@ func PartitionsDeleted4(set string) string {
 	return Condition4 + " Partitions " + set + " have been deleted."
 }
 
-// PartitionOffsetChanged4 is KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED.
-func PartitionOffsetChanged4(tp string, from, to int64) string {
-	return fmt.Sprintf("%s Partition %s offset was changed from %d to %d.\n"+
-		"This could either be a user error that the start offset is set too high and this is the first batch, "+
-		"or the kafka topic-partition is broken, and some data may have been missed.", Condition4, tp, from, to)
+// PartitionOffsetChanged4 is KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED: the Reason line, then, on
+// its own line, the sub-condition's hint when the release has one ("" for none: 4.0.0 prints the
+// Reason line alone; 4.1.1 adds HintOffsetChanged41).
+func PartitionOffsetChanged4(tp string, from, to int64, hint string) string {
+	s := fmt.Sprintf("%s Partition %s offset was changed from %d to %d.", Condition4, tp, from, to)
+	if hint != "" {
+		s += "\n" + hint
+	}
+	return s
 }
+
+// HintOffsetChanged41 is the second line of PARTITION_OFFSET_CHANGED in Spark 4.1.1 (seen in
+// the oracle's goldens). The master source read for ckpt has an earlier wording of SPARK-52096
+// ("This could either be a user error that the start offset is set too high and this is the
+// first batch, or …"); 4.1.1's text is the later one.
+const HintOffsetChanged41 = "This could be either 1) a user error that the start offset is set beyond available offset when starting query, " +
+	"or 2) the kafka topic-partition is deleted and re-created."
