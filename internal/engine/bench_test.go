@@ -236,7 +236,8 @@ func mustLocalB(b *testing.B) storage.Store {
 // from tickSource to the noop sink on a local checkpoint; after each batch (in the progress
 // callback, so that both see the same load) the floor runs: two files of the sizes of
 // offsets/0 and commits/0 written with create-exclusive, write, fsync and close, in a
-// directory of the same file system. The batch's own time is the interval from the
+// directory of the same file system. A second floor is the create-only protocol the engine
+// writes through (see atomic below). The batch's own time is the interval from the
 // end of one progress callback to the start of the next. Reports the medians, their ratio (goal ≤ 1.2)
 // and the median of the per-batch ratios.
 func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
@@ -257,18 +258,26 @@ func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
 		ratios     []float64
 		n          int
 	)
-	// atomic is the floor of storage.Local's create-only protocol for the same two files:
-	// temp file, write, fsync, close, hard link to the name, fsync of the directory, remove the
-	// temp file; plus the two deletes of the purge (minBatchesToRetain) with their directory
-	// fsync. It splits the gap: engine over atomic is the engine's own cost, atomic over floor
-	// the price of no-overwrite writes that survive a crash.
+	// atomic is the floor of storage.Local's create-only protocol for the same two files, as
+	// the engine uses it: offsets/N a temporary file written, fsync'd and closed, the commits
+	// directory fsync'd (the previous commit's deferred name), renamed without replacing
+	// (renameat2 RENAME_NOREPLACE; link and unlink elsewhere), then its directory fsync'd;
+	// commits/N the same without the directory fsyncs (deferred); the purge's two deletes
+	// without fsync (deferred). It splits the gap: engine over atomic is the engine's own cost,
+	// atomic over floor the price of no-overwrite writes that survive a crash in order.
 	an := 0
+	adirs := [2]string{filepath.Join(floorDir, "o"), filepath.Join(floorDir, "c")}
+	for _, d := range adirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
 	atomic := func() time.Duration {
 		defer func() { an++ }()
 		t0 := time.Now()
 		for i, data := range payloads {
-			name := filepath.Join(floorDir, fmt.Sprintf("a%d-%d", i, an))
-			tmp := name + ".tmp"
+			name := filepath.Join(adirs[i], fmt.Sprint(an))
+			tmp := filepath.Join(adirs[i], fmt.Sprintf(".%d.tmp", an))
 			f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if err != nil {
 				b.Fatal(err)
@@ -282,18 +291,21 @@ func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
 			if err := f.Close(); err != nil {
 				b.Fatal(err)
 			}
-			if err := os.Link(tmp, name); err != nil {
+			if i == 0 && an > 0 {
+				syncDirB(b, adirs[1])
+			}
+			if err := renameNoReplaceB(tmp, name); err != nil {
 				b.Fatal(err)
 			}
-			syncDirB(b, floorDir)
-			if err := os.Remove(tmp); err != nil {
-				b.Fatal(err)
-			}
-			if an > 0 {
-				if err := os.Remove(filepath.Join(floorDir, fmt.Sprintf("a%d-%d", i, an-1))); err != nil {
-					b.Fatal(err)
+			if i == 0 {
+				syncDirB(b, adirs[0])
+				if an > 0 { // the purge, between offsets/N and commits/N as in the engine
+					for _, d := range adirs {
+						if err := os.Remove(filepath.Join(d, fmt.Sprint(an-1))); err != nil && !os.IsNotExist(err) {
+							b.Fatal(err)
+						}
+					}
 				}
-				syncDirB(b, floorDir)
 			}
 		}
 		return time.Since(t0)
