@@ -47,6 +47,9 @@ type Local struct {
 	// unsynced holds the directories (OS paths) changed by deferred writes
 	// and deletes and not fsynced since.
 	unsynced map[string]struct{}
+	// rootReal is the root with symlinks resolved, once known. A root moved
+	// or re-linked later only makes checkInside refuse more, never less.
+	rootReal string
 }
 
 // NewLocal returns a Local rooted at root, made absolute against the working
@@ -343,9 +346,18 @@ func (l *Local) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 // outside the root. It checks the deepest existing ancestor, since what does
 // not exist yet will be created as a plain directory below it.
 func (l *Local) checkInside(dir string) error {
-	rootReal, err := filepath.EvalSymlinks(l.root)
-	if err != nil {
-		return err
+	l.mu.Lock()
+	rootReal := l.rootReal
+	l.mu.Unlock()
+	if rootReal == "" {
+		r, err := filepath.EvalSymlinks(l.root)
+		if err != nil {
+			return err
+		}
+		rootReal = r
+		l.mu.Lock()
+		l.rootReal = r
+		l.mu.Unlock()
 	}
 	p := dir
 	for {
