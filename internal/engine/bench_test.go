@@ -60,7 +60,7 @@ func BenchmarkKafkaToKafka(b *testing.B) {
 		return d
 	}
 	var lastPlain, lastEng time.Duration
-	var pairs []float64 // per-iteration ratios
+	var pairs []float64   // per-iteration ratios
 	var outside []float64 // per engine run: ms outside the batch's read+sink (addBatch)
 	runPlain := func() {
 		lastPlain = timed("plain", &plainCPU, func() error { return kafka.PlainConsumeProduce(ctx, br.Addr(), "in", "plain", n) })
