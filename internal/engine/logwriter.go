@@ -63,6 +63,10 @@ type logOp struct {
 	after func(error)
 	// barrier does nothing: its future answers once every operation queued before it is applied.
 	barrier bool
+	// deferred writes without making the new name durable at once (storage.WriteFileDeferred):
+	// the commits, whose loss by a power loss only re-runs their batch. The next offsets write
+	// makes it durable before its own name.
+	deferred bool
 }
 
 // syncLogWriter is the synchronous engine's writer: one goroutine applies operations in FIFO
@@ -120,6 +124,11 @@ func (w *syncLogWriter) loop() {
 			err = w.purgeAsync(op.ctx)
 		case op.purge:
 			err = w.purge(op.ctx, op.threshold)
+		case op.deferred:
+			err = storage.WriteFileDeferred(op.ctx, w.store, op.path, op.data)
+			if errors.Is(err, fs.ErrExist) {
+				err = &ConcurrentUpdateError{Batch: op.id, Path: op.path}
+			}
 		default:
 			err = w.store.WriteFile(op.ctx, op.path, op.data)
 			if errors.Is(err, fs.ErrExist) {
@@ -183,7 +192,7 @@ func (w *syncLogWriter) AddOffsets(ctx context.Context, id int64, o *logformat.O
 }
 
 func (w *syncLogWriter) AddCommit(ctx context.Context, id int64, c *logformat.Commit) Future {
-	return w.submit(logOp{ctx: ctx, path: checkpoint.DirCommits + "/" + strconv.FormatInt(id, 10), data: c.Marshal(), id: id})
+	return w.submit(logOp{ctx: ctx, path: checkpoint.DirCommits + "/" + strconv.FormatInt(id, 10), data: c.Marshal(), id: id, deferred: true})
 }
 
 // addAsync queues a write without waiting; after runs on the writer goroutine with its result.
@@ -205,19 +214,23 @@ func (w *syncLogWriter) flush() {
 	<-w.submit(logOp{barrier: true})
 }
 
+// Close also makes the deferred changes (the last commit, the last purge) durable, so that a
+// query that stopped leaves nothing to a power loss.
 func (w *syncLogWriter) Close() error {
 	close(w.ops)
 	<-w.quit
-	return nil
+	return storage.SyncDeferred(context.Background(), w.store)
 }
 
 // purge is StreamExecution.purge: offsetLog.purge(t) then commitLog.purge(t), each
-// HDFSMetadataLog.purge: at most 3 candidates are deleted by name, more by listing.
+// HDFSMetadataLog.purge: at most 3 candidates are deleted by name, more by listing. The deletes
+// are deferred (storage.DeleteDeferred): a file that reappears after a power loss is one more
+// retained batch, deleted by the next run's first purge (which lists).
 func (w *syncLogWriter) purge(ctx context.Context, threshold int64) error {
 	for _, dir := range []string{checkpoint.DirOffsets, checkpoint.DirCommits} {
 		if threshold-(w.lastPurged+1) <= 3 {
 			for id := w.lastPurged + 1; id < threshold; id++ {
-				if err := w.store.Delete(ctx, dir+"/"+strconv.FormatInt(id, 10)); err != nil {
+				if err := storage.DeleteDeferred(ctx, w.store, dir+"/"+strconv.FormatInt(id, 10)); err != nil {
 					return err
 				}
 			}
@@ -230,7 +243,7 @@ func (w *syncLogWriter) purge(ctx context.Context, threshold int64) error {
 		log := checkpoint.NewLog(dir, entries)
 		for _, id := range log.IDs {
 			if id < threshold {
-				if err := w.store.Delete(ctx, log.Path(id)); err != nil {
+				if err := storage.DeleteDeferred(ctx, w.store, log.Path(id)); err != nil {
 					return err
 				}
 			}

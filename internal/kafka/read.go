@@ -177,7 +177,9 @@ func (t *task) unassign() {
 func (t *task) run(ctx context.Context, fn func(p logformat.TopicPartition, rows []Row) error) error {
 	s, tp := t.s, t.r.TopicPartition
 	t.assign(t.next)
-	rows := make([]Row, 0, 512)
+	// Sized for a whole poll of the range (PollRecords returns at most 10,000 records), so that
+	// the buffer, reused across polls, does not grow through eight re-allocations first.
+	rows := make([]Row, 0, min(10_000, max(0, t.r.Until-t.next)))
 	includeHeaders := s.o.IncludeHeaders
 	lastProgress := time.Now()
 	pollWait := min(time.Second, max(s.o.PollTimeout, 10*time.Millisecond))

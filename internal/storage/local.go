@@ -17,13 +17,21 @@ import (
 
 // Local is a Store on the local file system.
 //
-// WriteFile follows Spark's local recipe (CheckpointFileManager): it writes
-// ".<name>.<uuid>.tmp" in the target directory, fsyncs it, then hard-links it
-// to the final name. link(2) fails with EEXIST when the name exists, which
-// makes it an atomic rename that never replaces; the temp file is removed on
-// every path. The directory is fsynced afterwards on Unix (best-effort).
-// File systems without hard links (FAT, some FUSE mounts) make WriteFile fail
-// rather than fall back to a rename that could overwrite.
+// WriteFile writes ".<name>.<uuid>.tmp" in the target directory and fsyncs
+// it, so that the content is on disk before any name points to it; then it
+// gives it the final name without ever replacing one: on Linux with
+// renameat2(RENAME_NOREPLACE), which fails with EEXIST when the name exists
+// and leaves no temporary file behind; elsewhere, or where the file system
+// lacks the flag (EINVAL, ENOSYS), with a hard link (link(2) fails with EEXIST
+// too) and the removal of the temporary file. Then it fsyncs the directory
+// (best-effort: some file systems refuse), which makes the new name survive a
+// power loss. File systems with neither renameat2's flag nor hard links (FAT,
+// some FUSE mounts) make WriteFile fail rather than fall back to a rename that
+// could overwrite. Delete fsyncs the directory after the unlink.
+//
+// The deferred variants (DeferredSyncer) skip the directory fsync; the
+// directories they changed are fsynced before the next WriteFile's or
+// Delete's own change, so changes survive a power loss in order.
 //
 // Symlinks: reads follow them. WriteFile and Delete refuse (ErrInvalidPath)
 // when the directory they would modify resolves, through symlinks, to a place
@@ -34,6 +42,14 @@ import (
 type Local struct {
 	root string // absolute, OS separators
 	uri  string
+
+	mu sync.Mutex
+	// unsynced holds the directories (OS paths) changed by deferred writes
+	// and deletes and not fsynced since.
+	unsynced map[string]struct{}
+	// rootReal is the root with symlinks resolved, once known. A root moved
+	// or re-linked later only makes checkInside refuse more, never less.
+	rootReal string
 }
 
 // NewLocal returns a Local rooted at root, made absolute against the working
@@ -330,9 +346,18 @@ func (l *Local) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 // outside the root. It checks the deepest existing ancestor, since what does
 // not exist yet will be created as a plain directory below it.
 func (l *Local) checkInside(dir string) error {
-	rootReal, err := filepath.EvalSymlinks(l.root)
-	if err != nil {
-		return err
+	l.mu.Lock()
+	rootReal := l.rootReal
+	l.mu.Unlock()
+	if rootReal == "" {
+		r, err := filepath.EvalSymlinks(l.root)
+		if err != nil {
+			return err
+		}
+		rootReal = r
+		l.mu.Lock()
+		l.rootReal = r
+		l.mu.Unlock()
 	}
 	p := dir
 	for {
@@ -361,6 +386,16 @@ func (l *Local) checkInside(dir string) error {
 
 // WriteFile implements Store (see the type's doc for the recipe).
 func (l *Local) WriteFile(ctx context.Context, path string, data []byte) error {
+	return l.write(ctx, path, data, false)
+}
+
+// WriteFileDeferred implements DeferredSyncer: WriteFile without the fsync
+// of the directory.
+func (l *Local) WriteFileDeferred(ctx context.Context, path string, data []byte) error {
+	return l.write(ctx, path, data, true)
+}
+
+func (l *Local) write(ctx context.Context, path string, data []byte, deferred bool) error {
 	c, p, err := l.resolve(OpWrite, path, false)
 	if err != nil {
 		return err
@@ -368,18 +403,71 @@ func (l *Local) WriteFile(ctx context.Context, path string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return pathErr(OpWrite, l.uri, c, err)
 	}
-	if err := l.writeFile(p, data); err != nil {
+	if err := l.writeFile(p, data, deferred); err != nil {
 		return pathErr(OpWrite, l.uri, c, err)
 	}
 	return nil
 }
 
-func (l *Local) writeFile(p string, data []byte) (err error) {
+func (l *Local) writeFile(p string, data []byte, deferred bool) (err error) {
+	dir, name := filepath.Split(p)
+	dir = filepath.Clean(dir)
+	if err := l.prepareDir(dir); err != nil {
+		return err
+	}
+	// Cheap early answer; publish is what guarantees no overwrite.
+	if _, err := os.Lstat(p); err == nil {
+		return fs.ErrExist
+	}
+	tmp := filepath.Join(dir, "."+name+"."+newUUID()+".tmp")
+	// The directories of earlier deferred changes must be durable before this
+	// name can be; their fsyncs run alongside the temporary file's (a
+	// journaling file system commits them together).
+	var others chan struct{}
+	if !deferred {
+		if dirs := l.takeUnsynced(dir); len(dirs) > 0 {
+			others = make(chan struct{})
+			go func() {
+				defer close(others)
+				for _, d := range dirs {
+					dirSync(d)
+				}
+			}()
+		}
+	}
+	werr := writeSynced(tmp, data)
+	if others != nil {
+		<-others
+	}
+	if werr != nil {
+		if !errors.Is(werr, fs.ErrExist) {
+			_ = os.Remove(tmp)
+		}
+		return localErr(werr)
+	}
+	tmpLeft, err := publish(tmp, p)
+	if tmpLeft {
+		if rerr := os.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
+			err = fmt.Errorf("remove temp file %s: %w", tmp, localErr(rerr))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	l.changed(dir, deferred)
+	return nil
+}
+
+// prepareDir creates dir (and the root) if needed and checks that it does
+// not resolve outside the root. An existing directory, the common case, costs
+// one lstat and one check.
+func (l *Local) prepareDir(dir string) error {
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+		return l.checkInside(dir)
+	}
 	if err := os.MkdirAll(l.root, 0o755); err != nil {
 		return localErr(err)
 	}
-	dir, name := filepath.Split(p)
-	dir = filepath.Clean(dir)
 	if err := l.checkInside(dir); err != nil {
 		return err
 	}
@@ -387,49 +475,87 @@ func (l *Local) writeFile(p string, data []byte) (err error) {
 		return localErr(err)
 	}
 	// Re-check: MkdirAll follows any symlink that appeared meanwhile.
-	if err := l.checkInside(dir); err != nil {
-		return err
-	}
-	// Cheap early answer; the link below is what guarantees no overwrite.
-	if _, err := os.Lstat(p); err == nil {
-		return fs.ErrExist
-	}
-	tmp := filepath.Join(dir, "."+name+"."+newUUID()+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return localErr(err)
-	}
-	defer func() {
-		if f != nil {
-			f.Close()
-		}
-		if rerr := os.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
-			err = fmt.Errorf("remove temp file %s: %w", tmp, localErr(rerr))
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return localErr(err)
-	}
-	if err := f.Sync(); err != nil {
-		return localErr(err)
-	}
-	cerr := f.Close()
-	f = nil
-	if cerr != nil {
-		return localErr(cerr)
-	}
+	return l.checkInside(dir)
+}
+
+// linkPublish is publish by a hard link: link(2) fails with EEXIST when the
+// name exists, which makes it an atomic rename that never replaces; the
+// temporary file stays for the caller to remove.
+func linkPublish(tmp, p string) (tmpLeft bool, err error) {
 	if err := os.Link(tmp, p); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return fs.ErrExist
+			return true, fs.ErrExist
 		}
-		return fmt.Errorf("%w (atomic no-overwrite writes need hard links, which this file system may not support)", localErr(err))
+		return true, fmt.Errorf("%w (atomic no-overwrite writes need renameat2's RENAME_NOREPLACE or hard links, which this file system may not support)", localErr(err))
 	}
-	syncDir(dir)
+	return true, nil
+}
+
+// changed records a change of a name in dir: fsynced now, or, deferred, left
+// for the next durable change or SyncDeferred.
+func (l *Local) changed(dir string, deferred bool) {
+	if deferred {
+		l.mu.Lock()
+		if l.unsynced == nil {
+			l.unsynced = make(map[string]struct{})
+		}
+		l.unsynced[dir] = struct{}{}
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Lock()
+	delete(l.unsynced, dir) // the fsync below covers every earlier change in dir
+	l.mu.Unlock()
+	dirSync(dir)
+}
+
+// dirSync is syncDir; tests replace it to see the order of the fsyncs.
+var dirSync = syncDir
+
+// takeUnsynced returns the directories of the deferred changes, except
+// except (whose fsync follows the caller's change), and forgets them: the
+// caller fsyncs them.
+func (l *Local) takeUnsynced(except string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var dirs []string
+	for d := range l.unsynced {
+		if d != except {
+			dirs = append(dirs, d)
+			delete(l.unsynced, d)
+		}
+	}
+	return dirs
+}
+
+// syncUnsynced fsyncs the directories of the deferred changes, except except.
+func (l *Local) syncUnsynced(except string) {
+	for _, d := range l.takeUnsynced(except) {
+		dirSync(d)
+	}
+}
+
+// SyncDeferred implements DeferredSyncer.
+func (l *Local) SyncDeferred(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return pathErr(OpWrite, l.uri, "", err)
+	}
+	l.syncUnsynced("")
 	return nil
 }
 
 // Delete implements Store.
 func (l *Local) Delete(ctx context.Context, path string) error {
+	return l.remove(ctx, path, false)
+}
+
+// DeleteDeferred implements DeferredSyncer: Delete without the fsync of the
+// directory.
+func (l *Local) DeleteDeferred(ctx context.Context, path string) error {
+	return l.remove(ctx, path, true)
+}
+
+func (l *Local) remove(ctx context.Context, path string, deferred bool) error {
 	c, p, err := l.resolve(OpDelete, path, false)
 	if err != nil {
 		return err
@@ -447,12 +573,15 @@ func (l *Local) Delete(ctx context.Context, path string) error {
 	if err := l.checkInside(dir); err != nil {
 		return pathErr(OpDelete, l.uri, c, err)
 	}
+	if !deferred {
+		l.syncUnsynced(dir)
+	}
 	if err := os.Remove(p); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		return pathErr(OpDelete, l.uri, c, localErr(err))
 	}
-	syncDir(dir)
+	l.changed(dir, deferred)
 	return nil
 }

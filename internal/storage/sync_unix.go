@@ -2,16 +2,60 @@
 
 package storage
 
-import "os"
+import (
+	"io"
+	"syscall"
+)
 
 // syncDir fsyncs a directory so a new or removed name survives a crash.
 // Best-effort: the change is already visible, and some file systems refuse
-// fsync on directories; Spark itself never does it.
+// fsync on directories; Spark itself never does it. Plain system calls: the
+// *os.File machinery (non-blocking mode, poller registration) costs more than
+// the rest for a descriptor that lives for one fsync.
 func syncDir(dir string) {
-	d, err := os.Open(dir)
+	fd, err := openRetry(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return
 	}
-	_ = d.Sync()
-	_ = d.Close()
+	_ = syscall.Fsync(fd)
+	_ = syscall.Close(fd)
+}
+
+// writeSynced creates name (it must not exist), writes data and fsyncs it,
+// with plain system calls as syncDir.
+// Errors are the bare errno, as localErr leaves them.
+func writeSynced(name string, data []byte) error {
+	fd, err := openRetry(name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o644)
+	if err != nil {
+		return err
+	}
+	for len(data) > 0 {
+		n, err := syscall.Write(fd, data)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			syscall.Close(fd)
+			return err
+		}
+		if n == 0 {
+			syscall.Close(fd)
+			return io.ErrShortWrite
+		}
+		data = data[n:]
+	}
+	if err := syscall.Fsync(fd); err != nil {
+		syscall.Close(fd)
+		return err
+	}
+	return syscall.Close(fd)
+}
+
+func openRetry(name string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := syscall.Open(name, flags, mode)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
 }

@@ -45,6 +45,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"ManyKeysPaginate", testMany},
 		{"ModTimeSane", testModTime},
 		{"NoTempFilesLeft", testNoTemp},
+		{"DeferredWritesAndDeletes", testDeferred},
 		{"CanceledContext", testCanceled},
 	}
 	for _, tc := range tests {
@@ -511,6 +512,40 @@ func testNoTemp(t *testing.T, s storage.Store) {
 	_ = s.WriteFile(ctx, "offsets/../../escape", []byte("b")) // rejected
 	es, err := s.Walk(ctx, "")
 	wantList(t, "Walk", es, err, "offsets/0(1)")
+}
+
+// testDeferred: the deferred variants (storage.WriteFileDeferred, DeleteDeferred) keep WriteFile's
+// and Delete's contracts (create-only, the old bytes kept, missing paths not an error) on every
+// store, whether it implements DeferredSyncer or falls back.
+func testDeferred(t *testing.T, s storage.Store) {
+	ctx := ctxT(t)
+	if err := storage.WriteFileDeferred(ctx, s, "commits/3", []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := storage.WriteFileDeferred(ctx, s, "commits/3", []byte("second")); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second WriteFileDeferred = %v, want an error wrapping fs.ErrExist", err)
+	}
+	if err := s.WriteFile(ctx, "commits/3", []byte("third")); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("WriteFile over a deferred write = %v, want an error wrapping fs.ErrExist", err)
+	}
+	if b, err := s.ReadFile(ctx, "commits/3"); err != nil || string(b) != "first" {
+		t.Fatalf("ReadFile = %q, %v; want %q", b, err, "first")
+	}
+	write(t, s, map[string]string{"offsets/4": "o"})
+	if err := storage.DeleteDeferred(ctx, s, "commits/3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := storage.DeleteDeferred(ctx, s, "commits/never"); err != nil {
+		t.Errorf("DeleteDeferred of a missing path = %v, want nil", err)
+	}
+	if err := storage.SyncDeferred(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	es, err := s.Walk(ctx, "")
+	wantList(t, "Walk after the deferred delete", es, err, "offsets/4(1)")
+	if err := storage.WriteFileDeferred(ctx, s, "commits/3", []byte("again")); err != nil {
+		t.Fatalf("a deleted name written again: %v", err)
+	}
 }
 
 func testCanceled(t *testing.T, s storage.Store) {
