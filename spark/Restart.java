@@ -314,11 +314,12 @@ public class Restart {
       ArrayNode batches = res.putArray("batches");
       if (q != null) {
         if (q.isActive()) q.stop();
-        long last = Long.MIN_VALUE;
+        // No sentinel id: Long.MIN_VALUE is a real batch id after 2^63-1 wraps.
+        Long last = null;
         for (StreamingQueryProgress p : q.recentProgress()) {
           // A trigger without data also reports progress, with the next batch id: only executed batches count.
           if (!p.durationMs().containsKey("addBatch")) continue;
-          if (p.batchId() == last) continue;
+          if (last != null && p.batchId() == last) continue;
           last = p.batchId();
           ObjectNode b = batches.addObject();
           b.put("id", p.batchId());

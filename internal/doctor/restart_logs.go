@@ -5,6 +5,7 @@ package doctor
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -41,6 +42,22 @@ func (r *runner) batchSpanTooLarge() {
 	}
 	lo, _ := log.Earliest()
 	hi, _ := log.Latest()
+	if r.res.NextBatch == math.MinInt64 {
+		// The planner's wrap: the batch after 2^63-1 ran, and the listing after it failed.
+		r.add(Finding{
+			Code: CodeBatchSpanTooLarge, Severity: Error, Path: log.Dir, Batch: ptr(hi),
+			Files: []string{log.Path(hi)},
+			Message: fmt.Sprintf("batch %d is committed and is the largest id a long holds: the restart runs batch %d, and then Spark %s lists %s/ as every id from %d to %d and stops",
+				hi, r.res.NextBatch, r.res.SparkVersion, log.Dir, r.res.NextBatch, hi),
+			Explanation: "Spark's next batch id is the latest plus one on a Scala Long, which wraps past 2^63-1; Spark 3.4 and later list a log as every id from its oldest to its newest file, " +
+				"and Scala refuses a range of more than Int.MaxValue ids. Ids this large were copied in or renamed by hand; no id inside this checkpoint can follow them.",
+			SparkError: sparkError(r.res, false),
+			Fix: "Start a new checkpoint where this one stands: the command below prints the startingOffsets of the latest committed batch for the new query " +
+				"(a stateless query; state cannot move). Keep this checkpoint until the new query runs.",
+			Commands: []string{"ckpt offsets export " + ShellQuote(r.loc)},
+		})
+		return
+	}
 	// The widest jump between neighbouring ids is where the outlier starts.
 	below := lo
 	var jump uint64

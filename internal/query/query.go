@@ -91,7 +91,7 @@ func ParseSparkTime(v string, unit time.Duration) (time.Duration, error) {
 const (
 	DefaultMinBatchesToRetain = 100 // spark.sql.streaming.minBatchesToRetain
 	DefaultShufflePartitions  = 200 // spark.sql.shuffle.partitions
-	DefaultParallelism        = 0   // 0: one reader per partition, up to GOMAXPROCS*4
+	DefaultParallelism        = 0   // 0: one reader per partition, up to GOMAXPROCS (as Spark runs a task per core)
 	DefaultStopTimeout        = 30 * time.Second
 	DefaultConsoleNumRows     = 20
 	// DefaultAsyncCheckpointIntervalMs is asyncProgressTrackingCheckpointIntervalMs's default.
@@ -211,7 +211,7 @@ type Query struct {
 	// and spark.sql.streaming.minBatchesToRetain (default 100).
 	Conf map[string]string `yaml:"conf,omitempty"`
 	// Parallelism bounds concurrent partition reads. Default 0: one per partition, up to
-	// 4×GOMAXPROCS.
+	// GOMAXPROCS (one reader per CPU, as Spark runs a task per core).
 	Parallelism int `yaml:"parallelism,omitempty"`
 }
 

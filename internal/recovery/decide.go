@@ -221,7 +221,13 @@ func (p *planner) decide(usesCommits bool) error {
 		if p.commit.NextBatchWatermarkMs > r.WatermarkMs {
 			r.WatermarkMs = p.commit.NextBatchWatermarkMs
 		}
-		return p.afterPlan()
+		if err := p.afterPlan(); err != nil {
+			return err
+		}
+		if L == math.MaxInt64 && p.rel.listsContinuousRange() && !p.rel.atLeast(4, 0) && p.cfg.mode == ModeSync {
+			return p.wrappedSpan()
+		}
+		return nil
 	case C == L-1:
 		r.key = keyRerun
 		return p.rerun()
@@ -491,4 +497,16 @@ func (p *planner) startFor(i int, end logformat.SourceOffset) (logformat.SourceO
 		return p.start.Sources[i], true
 	}
 	return logformat.SourceOffset{}, false
+}
+
+// wrappedSpan: the batch after 2^63-1 runs (offsets, output, commit: checked with Spark 3.5.7),
+// and then, on 3.4 and 3.5, the next listing of offsets/ spans from -2^63 to 2^63-1, which Spark 3.4+ turns into
+// an array of every id between them (HDFSMetadataLog.listBatches) and Scala refuses. Sync only:
+// the async engine's listings after the wrap were not checked against Spark. 4.0.0 and 4.1.1
+// run the batch and end an availableNow query cleanly (scenario max-batch-id-committed).
+func (p *planner) wrappedSpan() error {
+	p.running = true
+	p.warn("after batch %d runs, %s/ holds ids %d to %d: Spark %s lists a log as every id between its oldest and newest file, more than a JVM array holds, so the query stops once the batch is committed",
+		p.res.NextBatch, p.cp.Offsets.Dir, p.res.NextBatch, p.L, p.rel)
+	return p.fail(ReasonBatchSpanTooLarge, p.cp.Offsets.Dir, sparkFailure{excIllegalArgument, "More than Int.MaxValue elements.", true})
 }

@@ -40,6 +40,25 @@ func init() {
 				b.Remove("commits/7")
 			},
 		},
+		Scenario{
+			Name:     "max-batch-id-committed",
+			Doc:      "offsets/9223372036854775806 and 9223372036854775807, commits/9223372036854775807 (2^63-2 and 2^63-1): the sync restart runs batch -9223372036854775808 (offsets, output and commit written), then Spark 3.4 and 3.5 list offsets/ as every id from -2^63 to 2^63-1 and stop with 'More than Int.MaxValue elements.'; 4.0.0 and 4.1.1 run the batch and end an availableNow query cleanly; 3.3 and older take the listing's max and go on.",
+			Tags:     []string{"recovery", "batch-ids"},
+			Variants: []string{"sync@3.3"},
+			Build: func(b *Builder) {
+				b.Metadata()
+				b.KafkaInitial(0, KafkaOffsets(topic, 0, 0, 0))
+				b.Offsets(6, kafka3(6)...)
+				b.Offsets(7, kafka3(7)...)
+				b.Commit(7)
+				b.Raw("offsets/"+Long(math.MaxInt64-1), string(b.Files()["offsets/6"]))
+				b.Raw("offsets/"+Long(math.MaxInt64), string(b.Files()["offsets/7"]))
+				b.Raw("commits/"+Long(math.MaxInt64), string(b.Files()["commits/7"]))
+				b.Remove("offsets/6")
+				b.Remove("offsets/7")
+				b.Remove("commits/7")
+			},
+		},
 	)
 }
 

@@ -117,7 +117,7 @@ timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --
 	f.StringVar(&o.Filter, "filter", "", "keep rows where this expression is true")
 	f.StringArrayVar(&o.Select, "select", nil, "output column: \"expression AS name\" or a column name (repeatable)")
 	f.StringArrayVar(&o.Conf, "conf", nil, "Spark SQL conf key=value: spark.sql.shuffle.partitions (200), spark.sql.streaming.minBatchesToRetain (100), spark.sql.streaming.fileSink.log.deletion (true), .compactInterval (10), .cleanupDelay (10m)")
-	f.IntVar(&o.Parallelism, "parallelism", 0, "partitions read at once (default: one per partition, up to 4×CPUs)")
+	f.IntVar(&o.Parallelism, "parallelism", 0, "partitions read at once (default: one per partition, up to one per CPU, as Spark runs a task per core)")
 	cli.AddOutputFlag(cmd, &o.Output)
 	f.StringVar(&o.ProgressLog, "progress-log", "", "append each batch's progress event (JSON, one per line) to this file")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. :9464) at /metrics")
