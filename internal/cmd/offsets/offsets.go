@@ -375,9 +375,7 @@ func runReset(ctx context.Context, opts *Options, store storage.Store, broker po
 		// The checkpoint first: should the sink's half fail, the output's readers fail until it
 		// is written (ckpt offsets reset names the journal); the other order would make the
 		// sink skip batch L+1 as already committed if the checkpoint's half then failed.
-		flags := opts.Apply
-		flags.Yes, flags.ActiveWindow = true, 0 // asked once; the query's liveness was checked on the checkpoint
-		sj, err := change.Apply(ctx, env, &flags, ro.Sink, p.Sink.RepairPlan(), "")
+		sj, err := change.ApplyAfter(ctx, env, opts.Apply, ro.Sink, p.Sink.RepairPlan())
 		if sj != nil {
 			doc.SinkJournal = &sj.Location
 		}

@@ -194,9 +194,7 @@ func run(ctx context.Context, opts *Options) error {
 	if p.Sink != nil {
 		// The checkpoint first: should the sink's half fail, the re-run batches are skipped by
 		// the sink as already committed, which loses nothing; the other order would hide output.
-		flags := opts.Apply
-		flags.Yes, flags.ActiveWindow = true, 0 // asked once; the query's liveness was checked on the checkpoint
-		sj, err := change.Apply(ctx, env, &flags, ro.Sink, p.Sink.RepairPlan(), "")
+		sj, err := change.ApplyAfter(ctx, env, opts.Apply, ro.Sink, p.Sink.RepairPlan())
 		if sj != nil {
 			doc.SinkJournal = &sj.Location
 		}
