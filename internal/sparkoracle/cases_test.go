@@ -278,19 +278,7 @@ func subscribeOption(files map[string][]byte, topics map[string][]int64) map[str
 // _spark_metadata into dir/output; it returns both paths.
 func (c oracleCase) layout(t testing.TB, dir string) (ck, out string) {
 	t.Helper()
-	ck, out = filepath.Join(dir, "checkpoint"), filepath.Join(dir, "output")
-	for _, d := range []string{ck, out} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st, err := storage.NewLocal(ck)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.build.WriteTo(context.Background(), st); err != nil {
-		t.Fatal(err)
-	}
+	ck, out = writeCheckpoint(t, dir, c.build)
 	if c.sinkLatest != nil {
 		meta := filepath.Join(out, "_spark_metadata")
 		if err := os.MkdirAll(meta, 0o755); err != nil {
@@ -305,6 +293,25 @@ func (c oracleCase) layout(t testing.TB, dir string) (ck, out string) {
 				t.Fatal(err)
 			}
 		}
+	}
+	return ck, out
+}
+
+// writeCheckpoint writes b into dir/checkpoint and makes an empty dir/output; it returns both.
+func writeCheckpoint(t testing.TB, dir string, b *scenario.Builder) (ck, out string) {
+	t.Helper()
+	ck, out = filepath.Join(dir, "checkpoint"), filepath.Join(dir, "output")
+	for _, d := range []string{ck, out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := storage.NewLocal(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteTo(context.Background(), st); err != nil {
+		t.Fatal(err)
 	}
 	return ck, out
 }

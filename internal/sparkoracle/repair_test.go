@@ -283,19 +283,7 @@ type prepared struct {
 func prepare(t testing.TB, rc repairCase, rel, dir string) *prepared {
 	t.Helper()
 	files := rc.build.Files()
-	ck, out := filepath.Join(dir, "checkpoint"), filepath.Join(dir, "output")
-	for _, d := range []string{ck, out} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st, err := storage.NewLocal(ck)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rc.build.WriteTo(context.Background(), st); err != nil {
-		t.Fatal(err)
-	}
+	ck, out := writeCheckpoint(t, dir, rc.build)
 	topics := topicData(files)
 	b := startBroker(t, topics, rc.kind == "procedure")
 	var once sync.Once
