@@ -277,6 +277,10 @@ type ReleaseNote struct {
 // Failed reports whether Spark refuses or aborts the restart.
 func (r *Result) Failed() bool { return r.Outcome == OutcomeFail }
 
+// Blocked reports whether the checkpoint stops the restart: a failure on a bug of the Spark
+// release (ReasonSparkBug) runs its batch first, and a second restart goes on.
+func (r *Result) Blocked() bool { return r.Failed() && r.Reason != ReasonSparkBug }
+
 // ErrorText is the Spark error message, "" on resume.
 func (r *Result) ErrorText() string {
 	if r.Error == nil {

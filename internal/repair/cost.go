@@ -51,7 +51,7 @@ func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *re
 			r.RerunRecords = &sum
 		}
 	}
-	if after.Failed() {
+	if after.Blocked() {
 		return r, nil
 	}
 	delivered := int64(-1)

@@ -141,10 +141,14 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 	if c.preRefusal != "" {
 		c.refusal = c.preRefusal
 	}
-	if st == "" && c.refusal == "" && after.Failed() {
+	if st == "" && c.refusal == "" && after.Blocked() {
 		// A single repair that leaves a problem only a person can fix is still worth applying
 		// (leftovers go); the remaining findings say what is left.
 		c.warnings = append(c.warnings, "after this repair the restart still fails: "+firstLine(after.ErrorText()))
+	}
+	if c.refusal == "" && after.Failed() && !after.Blocked() && after.SparkBug != nil {
+		c.warnings = append(c.warnings, fmt.Sprintf("after this repair the restart runs batch %d and then fails on Spark bug %s (not the checkpoint): %s",
+			after.SparkBug.Batch, after.SparkBug.ID, after.SparkBug.Fix))
 	}
 	switch st {
 	case StrategyCopyPrevious:
@@ -184,7 +188,7 @@ func refusal(c *candidate, opts Options, after *recovery.Result, procedure bool)
 			return "the file sink does not support async progress tracking (Spark refuses to start: \"Sink FileSink[...] does not support async progress tracking\")"
 		}
 	}
-	if after.Failed() && c.choice {
+	if after.Blocked() && c.choice {
 		return "the restart would still fail: " + firstLine(after.ErrorText())
 	}
 	if !after.Failed() && after.NextBatch < 0 && c.choice {

@@ -354,9 +354,15 @@ func prepare(t testing.TB, rc repairCase, rel, dir string) *prepared {
 			Reread    *int64 `json:"reread"`
 		} `json:"partitions"`
 		RerunRecords *int64 `json:"rerunRecords"`
+		Executed     bool   `json:"executed"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("ckpt %s -o json: %v\n%s", rc.kind, err, stdout)
+	}
+	// Every case but spark-procedure exists because the command changes files: one that now
+	// changes nothing would hand Spark a checkpoint the golden never saw.
+	if rc.kind != "procedure" && !doc.Executed {
+		t.Fatalf("ckpt %s changed nothing (executed false): the case's Spark golden is of a changed checkpoint\n%s", strings.Join(v.command, " "), stdout)
 	}
 	switch rc.kind {
 	case "repair", "procedure":
