@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/state/statetest"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -66,78 +65,14 @@ func openFixture(t testing.TB, dir string) (*checkpoint.Checkpoint, *Listing) {
 	return cp, l
 }
 
-// normalize re-renders one JSON row with Spark's JSON writer conventions factored out: null
-// fields dropped (Spark omits them), numbers compared as numbers (3.0 and 3, 1.50 and 1.5).
-// Field order is kept: Spark's aggregation buffers repeat names ("sum", "count").
+// normalize is statetest.Normalize, failing the test on bad JSON.
 func normalize(t testing.TB, line []byte) string {
 	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.UseNumber()
-	var b strings.Builder
-	if err := normValue(dec, &b); err != nil {
+	n, err := statetest.Normalize(line)
+	if err != nil {
 		t.Fatalf("bad JSON %s: %v", line, err)
 	}
-	return b.String()
-}
-
-func normValue(dec *json.Decoder, b *strings.Builder) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	switch x := tok.(type) {
-	case json.Delim:
-		if x == '[' {
-			b.WriteByte('[')
-			for i := 0; dec.More(); i++ {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				if err := normValue(dec, b); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			b.WriteByte(']')
-			return err
-		}
-		b.WriteByte('{')
-		first := true
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			var v strings.Builder
-			if err := normValue(dec, &v); err != nil {
-				return err
-			}
-			if v.String() == "null" {
-				continue
-			}
-			if !first {
-				b.WriteByte(',')
-			}
-			first = false
-			b.WriteString(strconv.Quote(k.(string)) + ":" + v.String())
-		}
-		_, err = dec.Token()
-		b.WriteByte('}')
-		return err
-	case json.Number:
-		f, err := x.Float64()
-		if err != nil {
-			return err
-		}
-		b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
-	case string:
-		b.WriteString(strconv.Quote(x))
-	case nil:
-		b.WriteString("null")
-	default:
-		b.WriteString(fmt.Sprint(x))
-	}
-	return nil
+	return n
 }
 
 func readLines(t testing.TB, file string) []string {

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +14,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/state"
+	"github.com/ckpt-dev/ckpt/internal/state/statetest"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -124,71 +123,15 @@ func normalizeLines(t *testing.T, data []byte) []string {
 		if len(line) == 0 {
 			continue
 		}
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.UseNumber()
-		var b strings.Builder
-		if err := normValue(dec, &b); err != nil {
+		n, err := statetest.Normalize(line)
+		if err != nil {
 			t.Fatalf("bad JSON line %s: %v", line, err)
 		}
-		out = append(out, b.String())
+		out = append(out, n)
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(out)
 	return out
-}
-
-func normValue(dec *json.Decoder, b *strings.Builder) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	switch x := tok.(type) {
-	case json.Delim:
-		closing := byte(']')
-		if x == '{' {
-			closing = '}'
-		}
-		b.WriteByte(byte(x))
-		first := true
-		for dec.More() {
-			var key string
-			if x == '{' {
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key = strconv.Quote(k.(string)) + ":"
-			}
-			var v strings.Builder
-			if err := normValue(dec, &v); err != nil {
-				return err
-			}
-			if x == '{' && v.String() == "null" {
-				continue
-			}
-			if !first {
-				b.WriteByte(',')
-			}
-			first = false
-			b.WriteString(key + v.String())
-		}
-		_, err = dec.Token()
-		b.WriteByte(closing)
-		return err
-	case json.Number:
-		f, err := x.Float64()
-		if err != nil {
-			return err
-		}
-		b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
-	case string:
-		b.WriteString(strconv.Quote(x))
-	case nil:
-		b.WriteString("null")
-	default:
-		b.WriteString(fmt.Sprint(x))
-	}
-	return nil
 }
