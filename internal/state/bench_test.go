@@ -164,25 +164,7 @@ func writeStateFile(path string, fill func(*statefmt.RecordWriter) error) (int64
 
 func writeBenchState(dir string, size int64) (int64, error) {
 	src := "../../testdata/spark-state/4.0.2/agg-hdfs/checkpoint"
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		dst := filepath.Join(dir, rel)
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		if strings.HasPrefix(filepath.ToSlash(rel), "state/0/0/") && !strings.Contains(rel, "_metadata") {
-			return nil // replaced below
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	})
-	if err != nil {
+	if err := copyBut00(src, dir); err != nil {
 		return 0, err
 	}
 	// A real value row of the aggregation as the template.
@@ -437,25 +419,7 @@ func sampleHeap(peak *atomic.Uint64) (stop func()) {
 // of the keys updated and 0.2% deleted (higher sequence numbers). It returns the rows.
 func writeBenchSST(dir string, n int64) (int64, error) {
 	src := "../../testdata/spark-state/4.1.4/agg-rocksdb/checkpoint"
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		dst := filepath.Join(dir, rel)
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		if r := filepath.ToSlash(rel); strings.HasPrefix(r, "state/0/0/") && !strings.Contains(r, "_metadata") {
-			return nil // replaced below
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	})
-	if err != nil {
+	if err := copyBut00(src, dir); err != nil {
 		return 0, err
 	}
 	// A real value row as the template: the first entry of one of Spark's SST files.
@@ -552,4 +516,27 @@ func BenchmarkReadSST(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchRead(b, root, want)
+}
+
+// copyBut00 copies the fixture checkpoint src into dir, all but the version files of state
+// partition 0/0, which a benchmark writes at its own size.
+func copyBut00(src, dir string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		dst := filepath.Join(dir, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		if r := filepath.ToSlash(rel); strings.HasPrefix(r, "state/0/0/") && !strings.Contains(r, "_metadata") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
 }
