@@ -146,7 +146,7 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 		// (leftovers go); the remaining findings say what is left.
 		c.warnings = append(c.warnings, "after this repair the restart still fails: "+firstLine(after.ErrorText()))
 	}
-	if c.refusal == "" && after.Failed() && !after.Blocked() && after.SparkBug != nil {
+	if c.refusal == "" && after.SparkBug != nil { // set only on a ReasonSparkBug failure
 		c.warnings = append(c.warnings, fmt.Sprintf("after this repair the restart runs batch %d and then fails on Spark bug %s (not the checkpoint): %s",
 			after.SparkBug.Batch, after.SparkBug.ID, after.SparkBug.Fix))
 	}
