@@ -3,6 +3,7 @@ package statefmt
 import (
 	"bytes"
 	"os"
+	"strconv"
 	"testing"
 )
 
@@ -54,4 +55,21 @@ func BenchmarkAppendRowJSON(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkAppendInt compares the in-place integer formatter with strconv's on the
+// magnitudes of a state row's counters and sums.
+func BenchmarkAppendInt(b *testing.B) {
+	vals := []int64{7, 42, 913, 18_345, 1_600_000_123, -77, 9_876_543_210_123}
+	var out []byte
+	b.Run("strconv", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			out = strconv.AppendInt(out[:0], vals[i%len(vals)], 10)
+		}
+	})
+	b.Run("appendInt", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			out = appendInt(out[:0], vals[i%len(vals)])
+		}
+	})
 }

@@ -99,15 +99,15 @@ func appendSlotJSON(dst, b []byte, base, size, at int, t *Type, kind int) ([]byt
 	case kindBoolean:
 		return strconv.AppendBool(dst, w[0] != 0), nil
 	case kindByte:
-		return strconv.AppendInt(dst, int64(int8(w[0])), 10), nil
+		return appendInt(dst, int64(int8(w[0]))), nil
 	case kindShort:
-		return strconv.AppendInt(dst, int64(int16(binary.LittleEndian.Uint16(w))), 10), nil
+		return appendInt(dst, int64(int16(binary.LittleEndian.Uint16(w)))), nil
 	case kindInteger:
-		return strconv.AppendInt(dst, int64(int32(binary.LittleEndian.Uint32(w))), 10), nil
+		return appendInt(dst, int64(int32(binary.LittleEndian.Uint32(w)))), nil
 	case kindDate:
 		return appendDate(append(dst, '"'), Date(int32(binary.LittleEndian.Uint32(w))), true), nil
 	case kindLong:
-		return strconv.AppendInt(dst, int64(binary.LittleEndian.Uint64(w)), 10), nil
+		return appendInt(dst, int64(binary.LittleEndian.Uint64(w))), nil
 	case kindTimestamp:
 		return appendTimestamp(append(dst, '"'), Timestamp(int64(binary.LittleEndian.Uint64(w))), true), nil
 	case kindFloat:
@@ -160,7 +160,7 @@ func appendSlotJSON(dst, b []byte, base, size, at int, t *Type, kind int) ([]byt
 // appendDecimal64 renders an unscaled value with its scale, as Decimal.String.
 func appendDecimal64(dst []byte, v int64, scale int) []byte {
 	if scale == 0 {
-		return strconv.AppendInt(dst, v, 10)
+		return appendInt(dst, v)
 	}
 	u := uint64(v)
 	if v < 0 {
@@ -168,7 +168,7 @@ func appendDecimal64(dst []byte, v int64, scale int) []byte {
 		u = -u
 	}
 	var buf [40]byte
-	digits := strconv.AppendUint(buf[:0], u, 10)
+	digits := appendUint(buf[:0], u)
 	if len(digits) <= scale {
 		dst = append(dst, '0', '.')
 		for i := len(digits); i < scale; i++ {
@@ -181,36 +181,15 @@ func appendDecimal64(dst []byte, v int64, scale int) []byte {
 	return append(dst, digits[len(digits)-scale:]...)
 }
 
-// civil converts days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's algorithm).
-func civil(days int64) (y, m, d int64) {
-	z := days + 719468
-	era := z / 146097
-	if z < 0 && z%146097 != 0 {
-		era--
-	}
-	doe := z - era*146097
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
-	y = yoe + era*400
-	doy := doe - (365*yoe + yoe/4 - yoe/100)
-	mp := (5*doy + 2) / 153
-	d = doy - (153*mp+2)/5 + 1
-	if mp < 10 {
-		m = mp + 3
-	} else {
-		m = mp - 9
-	}
-	if m <= 2 {
-		y++
-	}
-	return y, m, d
-}
-
 func append2(dst []byte, v int64) []byte { return append(dst, byte('0'+v/10), byte('0'+v%10)) }
 
 // appendYMD appends yyyy-MM-dd for years 0..9999; ok false outside (rendered by time then).
 func appendYMD(dst []byte, days int64) ([]byte, bool) {
+	if days < minCivilDay {
+		return dst, false
+	}
 	y, m, d := civil(days)
-	if y < 0 || y > 9999 {
+	if y > 9999 {
 		return dst, false
 	}
 	dst = append2(append2(dst, y/100), y%100)

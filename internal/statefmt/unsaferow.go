@@ -324,7 +324,7 @@ func appendFloat(dst []byte, f float64, bitSize int) []byte {
 		if f == 0 && math.Signbit(f) {
 			return append(dst, "-0.0"...)
 		}
-		return append(strconv.AppendInt(dst, int64(f), 10), '.', '0')
+		return append(appendInt(dst, int64(f)), '.', '0')
 	}
 	return strconv.AppendFloat(dst, f, 'g', -1, bitSize)
 }
