@@ -51,7 +51,7 @@ func TestAppendDateEqualsTime(t *testing.T) {
 	for d := int64(minCivilDay - 800); d <= minCivilDay+800; d++ {
 		check(d)
 	}
-	for d := int64(-3000); d <= 3000; d++ {
+	for d := int64(-3000); d <= 1<<16+3000; d++ { // the table's days and both its ends
 		check(d)
 	}
 	for d := int64(2932896 - 800); d <= 2932896+800; d++ {
@@ -62,5 +62,19 @@ func TestAppendDateEqualsTime(t *testing.T) {
 	}
 	for _, d := range []int64{math.MinInt32, math.MaxInt32} {
 		check(d)
+	}
+}
+
+func TestAppendTimestampEqualsTime(t *testing.T) {
+	vals := []int64{0, -1, 1, 999, 1000, -1000, 86_400_000_000 - 1, -86_400_000_000, math.MaxInt64, math.MinInt64,
+		(1<<16)*86_400_000_000 - 1, (1 << 16) * 86_400_000_000, minCivilDay * 86_400_000_000, minCivilDay*86_400_000_000 - 1}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 100_000 {
+		vals = append(vals, r.Int64N(400*365*86_400_000_000)-100*365*86_400_000_000, r.Int64())
+	}
+	for _, v := range vals {
+		if got, want := string(appendTimestamp(nil, Timestamp(v), false)), Timestamp(v).String(); got != want {
+			t.Fatalf("timestamp %d: %q, want %q", v, got, want)
+		}
 	}
 }

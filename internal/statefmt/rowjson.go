@@ -84,8 +84,25 @@ func appendStructJSON(dst, b []byte, base, size int, t *Type) ([]byte, error) {
 			dst = append(dst, "null"...)
 			continue
 		}
+		at := base + (words+i)*8
+		// The fixed-width kinds most state rows hold are rendered here, without a call.
+		switch f.kind {
+		case kindLong:
+			dst = appendInt(dst, int64(binary.LittleEndian.Uint64(b[at:at+8])))
+			continue
+		case kindInteger:
+			dst = appendInt(dst, int64(int32(binary.LittleEndian.Uint32(b[at:at+4]))))
+			continue
+		case kindBoolean:
+			if b[at] != 0 {
+				dst = append(dst, "true"...)
+			} else {
+				dst = append(dst, "false"...)
+			}
+			continue
+		}
 		var err error
-		if dst, err = appendSlotJSON(dst, b, base, size, base+(words+i)*8, f.t, f.kind); err != nil {
+		if dst, err = appendSlotJSON(dst, b, base, size, at, f.t, f.kind); err != nil {
 			return dst, err
 		}
 	}
@@ -185,6 +202,9 @@ func append2(dst []byte, v int64) []byte { return append(dst, byte('0'+v/10), by
 
 // appendYMD appends yyyy-MM-dd for years 0..9999; ok false outside (rendered by time then).
 func appendYMD(dst []byte, days int64) ([]byte, bool) {
+	if uint64(days) < 1<<16 {
+		return append(dst, ymdTable()[days][:]...), true
+	}
 	if days < minCivilDay {
 		return dst, false
 	}
@@ -228,11 +248,15 @@ func appendTimestamp(dst []byte, v Timestamp, quoted bool) []byte {
 	if !ok {
 		out = append(dst, v.String()...)
 	} else {
-		out = append2(append(out, 'T'), sod/3600)
-		out = append2(append(out, ':'), sod/60%60)
-		out = append2(append(out, ':'), sod%60)
-		ms := rem / 1000
-		out = append(append(out, '.', byte('0'+ms/100)), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+		// One append, then the digits in place.
+		n := len(out)
+		out = append(out, "T00:00:00.000Z"...)
+		b := out[n : n+14]
+		h, mi, s, ms := sod/3600, sod/60%60, sod%60, rem/1000
+		b[1], b[2] = byte('0'+h/10), byte('0'+h%10)
+		b[4], b[5] = byte('0'+mi/10), byte('0'+mi%10)
+		b[7], b[8] = byte('0'+s/10), byte('0'+s%10)
+		b[10], b[11], b[12] = byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10)
 	}
 	if quoted {
 		out = append(out, '"')
