@@ -147,10 +147,24 @@ func (s *GCS) key(op Op, p string, allowRoot bool) (string, string, error) {
 	return c, Join(s.prefix, c), nil
 }
 
-// gcsEscape escapes an object or bucket name as one path segment: "/" becomes %2F, and "+"
-// is escaped too, since a literal "+" is read as a space by some front ends.
+// gcsEscape escapes an object or bucket name as one path segment, as the Google client
+// libraries do (RFC 6570 simple expansion): every byte but the unreserved A-Z a-z 0-9 - . _ ~
+// is percent-encoded, so "/" is %2F and "+" (a space to some front ends) is %2B.
 func gcsEscape(name string) string {
-	return strings.ReplaceAll(url.PathEscape(name), "+", "%2B")
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(name))
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
 }
 
 // objectURL is the JSON API URL of object name, with query q (may be nil).
@@ -214,6 +228,10 @@ func gcsTransient(err error) bool {
 	var ge *GCSError
 	if errors.As(err, &ge) {
 		return ge.Status == http.StatusRequestTimeout || ge.Status == http.StatusTooManyRequests || ge.Status >= 500
+	}
+	var re *oauth2.RetrieveError // the token endpoint's answer
+	if errors.As(err, &re) {
+		return re.Response != nil && (re.Response.StatusCode == http.StatusTooManyRequests || re.Response.StatusCode >= 500)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
@@ -316,6 +334,10 @@ func (s *GCS) err(err error, bucket bool) error {
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		return fmt.Errorf("%w: getting a Google access token: %w (check the Google credentials: GOOGLE_APPLICATION_CREDENTIALS or gcloud auth application-default login)", fs.ErrPermission, err)
 	}
 	var ge *GCSError
 	if errors.As(err, &ge) {

@@ -136,7 +136,7 @@ func TestGCSListingSkipsForeignObjects(t *testing.T) {
 }
 
 // gcsNames are object names that need escaping in a URL path or query.
-var gcsNames = []string{"a b", "100%", "x+y", "c#1", "q?r", "é/ü", "semi;colon", "amp&eq=1", "%2F"}
+var gcsNames = []string{"a b", "100%", "x+y", "c#1", "q?r", "é/ü", "semi;colon", "amp&eq=1", "%2F", "at@b:c,d$~!'()*"}
 
 // TestGCSNameEscapingEmulator writes, lists, stats, reads and deletes names with characters
 // URLs reserve, on the emulator: a name escaped wrongly on upload would be listed under
@@ -415,14 +415,14 @@ func TestGCSPagination(t *testing.T) {
 	if es, err := st.Walk(ctx, ""); err != nil || len(es) != 3 {
 		t.Errorf("Walk = %+v, %v", es, err)
 	}
-	if reqs := f.requests()[3:]; len(reqs) != 3 || strings.Contains(reqs[0], "delimiter") {
-		t.Errorf("Walk requests:\n%s", strings.Join(reqs, "\n"))
+	if reqs := f.requests(); len(reqs) != 6 || strings.Contains(reqs[3], "delimiter") {
+		t.Errorf("requests (List, then Walk):\n%s", strings.Join(reqs, "\n"))
 	}
 }
 
 // TestGCSRequestEscaping checks the exact request URIs: the object name is one path segment
-// (its "/" as %2F, and "+", "#", "?", "%", spaces and non-ASCII escaped), and the upload's
-// name a query value.
+// with every byte but the unreserved ones escaped (its "/" as %2F, "+" as %2B), and the
+// upload's name a query value.
 func TestGCSRequestEscaping(t *testing.T) {
 	f, st := newFakeGCS(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		switch r.Method {
@@ -439,7 +439,7 @@ func TestGCSRequestEscaping(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	const p = "d/a b%+#?é"
+	const p = "d/a b%+#?é=&;:@,$~"
 	if _, err := st.ReadFile(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -452,11 +452,11 @@ func TestGCSRequestEscaping(t *testing.T) {
 	if err := st.Delete(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	const seg = "ck%2Fd%2Fa%20b%25%2B%23%3F%C3%A9"
+	const seg = "ck%2Fd%2Fa%20b%25%2B%23%3F%C3%A9%3D%26%3B%3A%40%2C%24~"
 	want := []string{
 		"GET /storage/v1/b/bkt/o/" + seg + "?alt=media",
 		"GET /storage/v1/b/bkt/o/" + seg + "?fields=name%2Csize%2Cupdated",
-		"POST /upload/storage/v1/b/bkt/o?fields=name&ifGenerationMatch=0&name=ck%2Fd%2Fa+b%25%2B%23%3F%C3%A9&uploadType=media",
+		"POST /upload/storage/v1/b/bkt/o?fields=name&ifGenerationMatch=0&name=ck%2Fd%2Fa+b%25%2B%23%3F%C3%A9%3D%26%3B%3A%40%2C%24~&uploadType=media",
 		"DELETE /storage/v1/b/bkt/o/" + seg,
 	}
 	if got := f.requests(); strings.Join(got, "\n") != strings.Join(want, "\n") {
