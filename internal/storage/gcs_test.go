@@ -487,3 +487,26 @@ func TestGCSRetryHonoursContext(t *testing.T) {
 		t.Errorf("%d requests, want 1", got)
 	}
 }
+
+// TestGCSReadRetriesCutBody: ReadFile tries again when the connection drops mid-body, and
+// returns the whole object, never the cut one.
+func TestGCSReadRetriesCutBody(t *testing.T) {
+	f, st := newFakeGCS(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Content-Length", "10")
+		if n == 1 {
+			w.WriteHeader(http.StatusOK)
+			io.WriteString(w, "012")
+			w.(http.Flusher).Flush()
+			c, _, _ := w.(http.Hijacker).Hijack()
+			c.Close()
+			return
+		}
+		io.WriteString(w, "0123456789")
+	})
+	if b, err := st.ReadFile(context.Background(), "f"); err != nil || string(b) != "0123456789" {
+		t.Errorf("ReadFile = %q, %v", b, err)
+	}
+	if got := len(f.requests()); got != 2 {
+		t.Errorf("%d requests, want 2", got)
+	}
+}
