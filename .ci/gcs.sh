@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# GCS for tests: fake-gcs-server (in-memory backend) on 127.0.0.1, over plain HTTP. The Google
-# client libraries, and so ckpt, send every request to it when STORAGE_EMULATOR_HOST is set.
+# GCS for tests: fake-gcs-server (in-memory backend) on 127.0.0.1, over plain HTTP. ckpt, like
+# the Google client libraries, sends every request to it when STORAGE_EMULATOR_HOST is set.
 #
 #   eval "$(.ci/gcs.sh start)"   # builds fake-gcs-server if needed, starts it, prints exports
 #   go test ./...                # tests read CKPT_TEST_GCS_ENDPOINT and make their own buckets

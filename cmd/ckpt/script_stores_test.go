@@ -6,10 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	gcs "cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/rogpeppe/go-internal/testscript"
-	"google.golang.org/api/option"
 
 	"github.com/ckpt-dev/ckpt/internal/scenario"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -31,12 +29,10 @@ var scriptStores = map[string]scriptStore{
 		env:  []string{"CKPT_TEST_GCS_ENDPOINT"},
 		hint: storetest.GCSHint,
 		root: func(ts *testscript.TestScript) (storage.Store, string) {
-			ctx := context.Background()
-			client, err := gcs.NewClient(ctx, option.WithEndpoint(ts.Getenv("CKPT_TEST_GCS_ENDPOINT")+"/storage/v1/"), option.WithoutAuthentication())
-			ts.Check(err)
+			endpoint := ts.Getenv("CKPT_TEST_GCS_ENDPOINT")
 			bucket := storetest.RandomName("ckpt-script-")
-			ts.Check(client.Bucket(bucket).Create(ctx, "ckpt-test", nil))
-			st := storage.NewGCSFromClient(client, bucket, "ckpt")
+			ts.Check(storetest.CreateGCSBucket(context.Background(), endpoint, bucket))
+			st := storage.NewGCSAt(endpoint, nil, bucket, "ckpt")
 			return st, st.URI()
 		},
 	},

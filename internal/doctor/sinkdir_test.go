@@ -19,8 +19,8 @@ func TestSinkOutputDirRemoteStores(t *testing.T) {
 		logDir string
 		want   string
 	}{
-		{storage.NewGCSFromClient(nil, "bucket", "out/_spark_metadata"), "", "gs://bucket/out"},
-		{storage.NewGCSFromClient(nil, "bucket", "out"), SinkLogDir, "gs://bucket/out"},
+		{storage.NewGCSAt(storage.GCSEndpoint, nil, "bucket", "out/_spark_metadata"), "", "gs://bucket/out"},
+		{storage.NewGCSAt(storage.GCSEndpoint, nil, "bucket", "out"), SinkLogDir, "gs://bucket/out"},
 		{hd, "", "hdfs://nn:8020/data/out"},
 	} {
 		got, ok := sinkOutputDir(c.st, c.logDir)
