@@ -39,8 +39,14 @@ func appendInt(dst []byte, v int64) []byte {
 
 // appendUint is strconv.AppendUint(dst, u, 10), written straight into dst.
 func appendUint(dst []byte, u uint64) []byte {
-	if u < 10 {
+	switch {
+	case u < 10:
 		return append(dst, byte('0'+u))
+	case u < 100:
+		return append(dst, digitPairs[u*2], digitPairs[u*2+1])
+	case u < 10000 && u >= 1000:
+		hi, lo := u/100*2, u%100*2
+		return append(dst, digitPairs[hi], digitPairs[hi+1], digitPairs[lo], digitPairs[lo+1])
 	}
 	n := decimalLen(u)
 	l := len(dst)

@@ -17,6 +17,9 @@ func TestAppendIntEqualsStrconv(t *testing.T) {
 		p := int64(pow10[i])
 		vals = append(vals, p, p-1, p+1, -p, -p+1, -p-1)
 	}
+	for v := int64(-20_000); v <= 20_000; v++ { // every fast path and its edges
+		vals = append(vals, v)
+	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 200_000 {
 		// Every magnitude, not just the large ones a uniform draw gives.

@@ -120,35 +120,36 @@ func (rr *RecordReader) readBytes(buf []byte, size int32, what string) ([]byte, 
 // peek reads a whole well-formed record that is in, or fits, br's buffer; ok false leaves br
 // untouched for the copying path, which also reports every error.
 func (rr *RecordReader) peek(br *bufio.Reader) (Record, bool) {
-	h, err := br.Peek(4)
-	if err != nil {
+	// What is buffered usually holds the whole record: one Peek, no fill.
+	h, _ := br.Peek(br.Buffered())
+	need := func(n int) bool {
+		if len(h) >= n {
+			return true
+		}
+		var err error
+		h, err = br.Peek(n)
+		return err == nil
+	}
+	if !need(4) {
 		return Record{}, false
 	}
 	ks := int(int32(binary.BigEndian.Uint32(h)))
-	if ks < 0 || ks+8 > br.Size() {
+	if ks < 0 || ks+8 > br.Size() || !need(ks+8) {
 		return Record{}, false // the end marker, a bad size, or a key larger than the buffer
-	}
-	h, err = br.Peek(ks + 8)
-	if err != nil {
-		return Record{}, false
 	}
 	vs := int(int32(binary.BigEndian.Uint32(h[4+ks:])))
 	n := ks + 8
-	if vs == -1 && rr.kind != Snapshot {
-		n = ks + 8
-	} else if vs < 0 || n+vs > br.Size() {
-		return Record{}, false
-	} else {
-		n += vs
-		if h, err = br.Peek(n); err != nil {
+	if vs != -1 || rr.kind == Snapshot {
+		if vs < 0 || n+vs > br.Size() || !need(n+vs) {
 			return Record{}, false
 		}
+		n += vs
 	}
-	rec := Record{Key: h[4 : 4+ks], Offset: rr.off}
-	if vs == -1 {
+	rec := Record{Key: h[4 : 4+ks : 4+ks], Offset: rr.off}
+	if vs == -1 && rr.kind != Snapshot {
 		rec.Delete = true
 	} else {
-		rec.Value = h[8+ks : n]
+		rec.Value = h[8+ks : n : n]
 	}
 	_, _ = br.Discard(n)
 	rr.off += int64(n)

@@ -20,10 +20,11 @@ func xxh32(b []byte, seed uint32) uint32 {
 	if n >= 16 {
 		v1, v2, v3, v4 := seed+p1+p2, seed+p2, seed, seed-p1
 		for len(b) >= 16 {
-			v1 = bits.RotateLeft32(v1+binary.LittleEndian.Uint32(b[0:])*p2, 13) * p1
-			v2 = bits.RotateLeft32(v2+binary.LittleEndian.Uint32(b[4:])*p2, 13) * p1
-			v3 = bits.RotateLeft32(v3+binary.LittleEndian.Uint32(b[8:])*p2, 13) * p1
-			v4 = bits.RotateLeft32(v4+binary.LittleEndian.Uint32(b[12:])*p2, 13) * p1
+			s := b[:16:16] // one bounds check for the four reads
+			v1 = bits.RotateLeft32(v1+binary.LittleEndian.Uint32(s[0:4])*p2, 13) * p1
+			v2 = bits.RotateLeft32(v2+binary.LittleEndian.Uint32(s[4:8])*p2, 13) * p1
+			v3 = bits.RotateLeft32(v3+binary.LittleEndian.Uint32(s[8:12])*p2, 13) * p1
+			v4 = bits.RotateLeft32(v4+binary.LittleEndian.Uint32(s[12:16])*p2, 13) * p1
 			b = b[16:]
 		}
 		h = bits.RotateLeft32(v1, 1) + bits.RotateLeft32(v2, 7) + bits.RotateLeft32(v3, 12) + bits.RotateLeft32(v4, 18)

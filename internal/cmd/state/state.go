@@ -175,23 +175,7 @@ func run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if opts.Output == render.FormatJSON {
-		// Rows are rendered into one 64 KiB block written as a whole: a bufio.Writer would copy
-		// every row a second time.
-		buf := make([]byte, 0, 64<<10)
-		err := r.Each(ctx, func(row *state.Row) error {
-			buf = append(row.AppendJSON(buf), '\n')
-			if len(buf) < 60<<10 {
-				return nil
-			}
-			_, err := opts.IO.Out.Write(buf)
-			buf = buf[:0]
-			return err
-		})
-		// The rows before an error are written too, as a stream would have.
-		if _, werr := opts.IO.Out.Write(buf); err == nil {
-			err = werr
-		}
-		return err
+		return r.WriteJSON(ctx, opts.IO.Out)
 	}
 	w := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	defer w.Flush()
