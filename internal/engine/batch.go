@@ -198,6 +198,7 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		}
 	}
 
+	var purged Future
 	if !b.rerun {
 		t := e.clock.Now()
 		seq := &logformat.OffsetSeq{Version: 1,
@@ -212,14 +213,31 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		}
 		e.failAt(b.id, PhaseAfterOffsets)
 		// markMicroBatchStart → purge(N - minBatchesToRetain) once N > minBatchesToRetain.
+		// Its deletes run on the writer while the batch is read and written (they need not be
+		// durable, and the writer applies them before the commit); its error is checked with
+		// the commit's.
 		if min := int64(e.q.MinBatchesToRetain); min < b.id {
 			if e.async != nil {
 				e.async.purge()
-			} else if err := e.lw.Purge(bctx, b.id-min).Wait(); err != nil {
-				return abandoned(err)
+			} else {
+				purged = e.lw.Purge(bctx, b.id-min)
 			}
 		}
 		dur["walCommit"] = e.clock.Now().Sub(t).Milliseconds()
+	}
+	offsetsDurable := func(context.Context) error { return nil }
+	if !b.rerun && e.async == nil {
+		var once sync.Once
+		var derr error
+		offsetsDurable = func(ctx context.Context) error {
+			once.Do(func() { derr = e.lw.Sync(ctx).Wait() })
+			return derr
+		}
+		if s, ok := e.sink.(LateOffsetsSink); !ok || !s.LateOffsets() {
+			if err := offsetsDurable(bctx); err != nil {
+				return abandoned(err)
+			}
+		}
 	}
 
 	t := e.clock.Now()
@@ -247,6 +265,7 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 	}
 	if stream == nil {
 		batch.MidSink = midSink
+		batch.OffsetsDurable = offsetsDurable
 		if err := e.sink.AddBatch(bctx, batch); err != nil {
 			return abandoned(err)
 		}
@@ -265,6 +284,12 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		return abandoned(err)
 	} else {
 		e.stats.LastDurableCommit = b.id
+	}
+	if purged != nil {
+		// Applied before the commit (one writer, in order): the answer is there.
+		if err := purged.Wait(); err != nil {
+			return abandoned(err)
+		}
 	}
 	end := e.clock.Now()
 	dur["commitOffsets"] = end.Sub(t).Milliseconds()

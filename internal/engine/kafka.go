@@ -147,8 +147,20 @@ func (k *KafkaSink) AddBatch(ctx context.Context, b *Batch) error {
 		k.s.BeforeCommit = b.midSink
 		defer func() { k.s.BeforeCommit = nil }()
 	}
+	if k.exactlyOnce && b.OffsetsDurable != nil {
+		// The batch marker makes a restart skip batch N: offsets/N first. (A transaction
+		// could start before and commit after; the batch's records are produced in one call.)
+		if err := b.OffsetsDurable(ctx); err != nil {
+			return err
+		}
+	}
 	return k.s.AddBatch(ctx, b.ID, rows)
 }
+
+// LateOffsets is true for the exactly-once sink, which makes offsets/N durable before its
+// transaction; the at-least-once sink's records are visible as they are produced, so the
+// engine makes offsets/N durable before it runs.
+func (k *KafkaSink) LateOffsets() bool { return k.exactlyOnce }
 
 // Streams is true for the at-least-once sink: records are produced while the batch is read.
 func (k *KafkaSink) Streams() bool { return !k.exactlyOnce }

@@ -20,12 +20,15 @@ import (
 // goroutine without waiting (Spark's single "async-log-write" thread with a queue of 2).
 type LogWriter interface {
 	// AddOffsets writes offsets/id. A file that already exists is Spark's
-	// CONCURRENT_STREAM_LOG_UPDATE (ConcurrentUpdateError).
+	// CONCURRENT_STREAM_LOG_UPDATE (ConcurrentUpdateError). Its name may not
+	// survive a power loss until Sync, or the commit, is done.
 	AddOffsets(ctx context.Context, id int64, o *logformat.OffsetSeq) Future
 	// AddCommit writes commits/id, with the same rule.
 	AddCommit(ctx context.Context, id int64, c *logformat.Commit) Future
 	// Purge deletes offsets and commits below threshold, as HDFSMetadataLog.purge.
 	Purge(ctx context.Context, threshold int64) Future
+	// Sync makes every write before it survive a power loss.
+	Sync(ctx context.Context) Future
 	// Close waits for queued writes and stops the writer.
 	Close() error
 }
@@ -63,9 +66,12 @@ type logOp struct {
 	after func(error)
 	// barrier does nothing: its future answers once every operation queued before it is applied.
 	barrier bool
-	// deferred writes without making the new name durable at once (storage.WriteFileDeferred):
-	// the commits, whose loss by a power loss only re-runs their batch. The next offsets write
-	// makes it durable before its own name.
+	// sync makes the deferred writes before it durable (storage.SyncDeferred).
+	sync bool
+	// deferred writes without making the new name durable at once (storage.WriteFileDeferred).
+	// The sync engine's offsets and commits: the store makes offsets/N durable before
+	// commits/N's name and commits/N before offsets/N+1's, each fsync alongside the next file's
+	// own, and a sink with durable output asks for offsets/N first (Batch.OffsetsDurable).
 	deferred bool
 }
 
@@ -120,6 +126,8 @@ func (w *syncLogWriter) loop() {
 		var err error
 		switch {
 		case op.barrier:
+		case op.sync:
+			err = storage.SyncDeferred(op.ctx, w.store)
 		case op.purge && w.async != nil:
 			err = w.purgeAsync(op.ctx)
 		case op.purge:
@@ -188,7 +196,11 @@ func (w *syncLogWriter) submit(op logOp) Future {
 }
 
 func (w *syncLogWriter) AddOffsets(ctx context.Context, id int64, o *logformat.OffsetSeq) Future {
-	return w.submit(logOp{ctx: ctx, path: checkpoint.DirOffsets + "/" + strconv.FormatInt(id, 10), data: o.Marshal(), id: id})
+	return w.submit(logOp{ctx: ctx, path: checkpoint.DirOffsets + "/" + strconv.FormatInt(id, 10), data: o.Marshal(), id: id, deferred: true})
+}
+
+func (w *syncLogWriter) Sync(ctx context.Context) Future {
+	return w.submit(logOp{ctx: ctx, sync: true})
 }
 
 func (w *syncLogWriter) AddCommit(ctx context.Context, id int64, c *logformat.Commit) Future {

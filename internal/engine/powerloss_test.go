@@ -13,9 +13,10 @@ import (
 )
 
 // The states a power loss can leave on a local checkpoint, given what the log writer makes
-// durable (docs/design.md, "Durability of local writes"): offsets/N always (content and name
-// before the sink runs), but the newest commit and the newest purge's deletes may be undone,
-// in any combination. Each state restarts like a process crash would: nothing lost, batch 9
+// durable (docs/design.md, "Durability of local writes"): the newest commit, the newest
+// offsets file with it (offsets/N's name is durable before commits/N's, and before any sink
+// output that outlives the process), and the newest purge's deletes may be undone, in any
+// combination. Each state restarts like a process crash would: nothing lost, batch 9
 // re-run only when its commit vanished, the reappeared files purged by the restart's first
 // purge, and the checkpoint conformant.
 func TestPowerLossStates(t *testing.T) {
@@ -42,13 +43,16 @@ func TestPowerLossStates(t *testing.T) {
 		name      string
 		reappear  []string // deletes of the last purge undone
 		lostCommt bool     // commits/9 lost
+		lostOffs  bool     // offsets/9 lost (with its commit)
 		rerun     bool
 	}{
-		{"purge-undone", []string{"offsets/5", "commits/5"}, false, false},
-		{"offsets-delete-undone", []string{"offsets/5"}, false, false},
-		{"commits-delete-undone", []string{"commits/5"}, false, false},
-		{"commit-lost", nil, true, true},
-		{"commit-lost-purge-undone", []string{"offsets/5", "commits/5"}, true, true},
+		{"purge-undone", []string{"offsets/5", "commits/5"}, false, false, false},
+		{"offsets-delete-undone", []string{"offsets/5"}, false, false, false},
+		{"commits-delete-undone", []string{"commits/5"}, false, false, false},
+		{"commit-lost", nil, true, false, true},
+		{"commit-lost-purge-undone", []string{"offsets/5", "commits/5"}, true, false, true},
+		{"offsets-lost", nil, true, true, false},
+		{"offsets-lost-purge-undone", []string{"offsets/5", "commits/5"}, true, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := storage.NewMem()
@@ -63,6 +67,11 @@ func TestPowerLossStates(t *testing.T) {
 			}
 			if tc.lostCommt {
 				if err := store.Delete(ctx, "commits/9"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.lostOffs {
+				if err := store.Delete(ctx, "offsets/9"); err != nil {
 					t.Fatal(err)
 				}
 			}

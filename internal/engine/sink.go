@@ -29,7 +29,27 @@ type Batch struct {
 	// MidSink, when set, is called by the sink once part of the batch is durable and part is
 	// not (--fail-at phase=mid-sink). Sinks call it at most once.
 	MidSink func()
+	// OffsetsDurable makes offsets/ID survive a power loss. A LateOffsetsSink calls it just
+	// before the batch's output becomes durable and visible; for other sinks the engine has
+	// called it before the sink ran. Never nil; calls after the first return at once.
+	OffsetsDurable func(context.Context) error
 }
+
+// LateOffsetsSink is a sink that needs offsets/N durable only from one point of its batch on (a
+// file sink's log entry, an exactly-once Kafka transaction's commit), where it calls
+// Batch.OffsetsDurable, or never (output that does not outlive the process): the fsync of
+// offsets/ then runs alongside the sink's writes, or the commit's, instead of before them.
+// Durable output written before offsets/N would let a restart after a power loss plan batch N
+// again with other end offsets, and a sink that skips batches it already has would lose the
+// difference. Every other sink runs after offsets/N is durable.
+type LateOffsetsSink interface {
+	Sink
+	// LateOffsets reports whether the sink calls OffsetsDurable itself (or needs it never).
+	LateOffsets() bool
+}
+
+// LateOffsets is true: the noop sink writes nothing.
+func (NoopSink) LateOffsets() bool { return true }
 
 // Part is the rows of one input topic-partition, in offset order.
 type Part struct {

@@ -36,6 +36,9 @@ func (s *ConsoleSink) Description() string {
 // Close does nothing.
 func (s *ConsoleSink) Close() error { return nil }
 
+// LateOffsets is true: printed rows do not outlive the process.
+func (s *ConsoleSink) LateOffsets() bool { return true }
+
 // OutputRows is -1, as Spark reports for sinks that do not count.
 func (s *ConsoleSink) OutputRows(*Batch) int64 { return -1 }
 

@@ -94,6 +94,9 @@ func (s *FileSink) LatestBatch(ctx context.Context) (int64, bool, error) {
 // OutputRows is the number of rows the sink wrote for b (0 when skipped).
 func (s *FileSink) OutputRows(b *Batch) int64 { return s.written }
 
+// LateOffsets is true: AddBatch makes offsets/N durable before the log entry.
+func (s *FileSink) LateOffsets() bool { return true }
+
 // AddBatch writes the batch unless the log already has it (FileStreamSink.addBatch).
 func (s *FileSink) AddBatch(ctx context.Context, b *Batch) error {
 	s.written = 0
@@ -135,6 +138,12 @@ func (s *FileSink) AddBatch(ctx context.Context, b *Batch) error {
 		b.midSink()
 	}
 	b.midSink()
+	// The data files are invisible until the log names them: offsets/N must be durable first.
+	if b.OffsetsDurable != nil {
+		if err := b.OffsetsDurable(ctx); err != nil {
+			return err
+		}
+	}
 	if err := s.commit(ctx, b.ID, entries); err != nil {
 		return err
 	}

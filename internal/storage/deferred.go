@@ -10,13 +10,15 @@ import "context"
 //
 // The rule that keeps the changes in order: every WriteFile and Delete makes
 // the deferred changes made before it durable before its own change can be,
-// so after a power loss what survives is everything up to the last durable
-// change plus some of the deferred changes after it.
+// and so does every WriteFileDeferred for those in other directories; so
+// after a power loss what survives is everything up to the last durable
+// change plus some of the deferred changes after it, and a deferred name
+// never survives without the deferred names of other directories before it.
 type DeferredSyncer interface {
 	// WriteFileDeferred is WriteFile (atomic, create-only, the content
 	// durable before the name appears) except that the new name may be lost
 	// by a power loss until the next WriteFile, Delete or SyncDeferred on the
-	// store returns.
+	// store, or WriteFileDeferred in another directory, returns.
 	WriteFileDeferred(ctx context.Context, path string, data []byte) error
 	// DeleteDeferred is Delete except that the file may reappear after a
 	// power loss until the next WriteFile, Delete or SyncDeferred returns.

@@ -30,8 +30,9 @@ import (
 // could overwrite. Delete fsyncs the directory after the unlink.
 //
 // The deferred variants (DeferredSyncer) skip the directory fsync; the
-// directories they changed are fsynced before the next WriteFile's or
-// Delete's own change, so changes survive a power loss in order.
+// directories they changed are fsynced before the next write's (deferred or
+// not) or Delete's own change in another directory, so changes survive a
+// power loss in order.
 //
 // Symlinks: reads follow them. WriteFile and Delete refuse (ErrInvalidPath)
 // when the directory they would modify resolves, through symlinks, to a place
@@ -421,19 +422,18 @@ func (l *Local) writeFile(p string, data []byte, deferred bool) (err error) {
 	}
 	tmp := filepath.Join(dir, "."+name+"."+newUUID()+".tmp")
 	// The directories of earlier deferred changes must be durable before this
-	// name can be; their fsyncs run alongside the temporary file's (a
-	// journaling file system commits them together).
+	// name can be, deferred or not (so that changes survive in order); their
+	// fsyncs run alongside the temporary file's (a journaling file system
+	// commits them together).
 	var others chan struct{}
-	if !deferred {
-		if dirs := l.takeUnsynced(dir); len(dirs) > 0 {
-			others = make(chan struct{})
-			go func() {
-				defer close(others)
-				for _, d := range dirs {
-					dirSync(d)
-				}
-			}()
-		}
+	if dirs := l.takeUnsynced(dir); len(dirs) > 0 {
+		others = make(chan struct{})
+		go func() {
+			defer close(others)
+			for _, d := range dirs {
+				dirSync(d)
+			}
+		}()
 	}
 	werr := writeSynced(tmp, data)
 	if others != nil {

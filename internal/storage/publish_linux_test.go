@@ -176,4 +176,12 @@ func TestLocalDeferredSyncOrder(t *testing.T) {
 	step("SyncDeferred again", func() error { return l.SyncDeferred(ctx) })
 	step("deferred delete commits/0", func() error { return l.DeleteDeferred(ctx, "commits/0") })
 	step("delete offsets/1", func() error { return l.Delete(ctx, "offsets/1") }, "fsync commits", "fsync offsets")
+	// A deferred write keeps the order too: the other directories' deferred changes become
+	// durable before its name appears (the engine's offsets/N before commits/N), its own
+	// directory's do not.
+	step("deferred offsets/2", func() error { return l.WriteFileDeferred(ctx, "offsets/2", []byte("o2")) }, "rename offsets/2")
+	step("deferred commits/2", func() error { return l.WriteFileDeferred(ctx, "commits/2", []byte("c2")) }, "fsync offsets", "rename commits/2")
+	step("deferred offsets/3", func() error { return l.WriteFileDeferred(ctx, "offsets/3", []byte("o3")) }, "fsync commits", "rename offsets/3")
+	step("deferred offsets/4", func() error { return l.WriteFileDeferred(ctx, "offsets/4", []byte("o4")) }, "rename offsets/4")
+	step("SyncDeferred at the end", func() error { return l.SyncDeferred(ctx) }, "fsync offsets")
 }
