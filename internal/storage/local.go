@@ -51,7 +51,15 @@ type Local struct {
 	// rootReal is the root with symlinks resolved, once known. A root moved
 	// or re-linked later only makes checkInside refuse more, never less.
 	rootReal string
+	// inside holds the directories checkInside found inside the root, by
+	// the identity (device, inode) their path had then: while the path still
+	// names that directory the check is one lstat, not one per path
+	// component (a batch writes and purges four files).
+	inside map[string]fileID
 }
+
+// fileID is a file's identity: device and inode.
+type fileID struct{ dev, ino uint64 }
 
 // NewLocal returns a Local rooted at root, made absolute against the working
 // directory now. The root need not exist yet (WriteFile creates it, mode
@@ -347,6 +355,23 @@ func (l *Local) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 // outside the root. It checks the deepest existing ancestor, since what does
 // not exist yet will be created as a plain directory below it.
 func (l *Local) checkInside(dir string) error {
+	fi, err := os.Lstat(dir)
+	return l.checkInsideStat(dir, fi, err)
+}
+
+// checkInsideStat is checkInside given dir's Lstat.
+func (l *Local) checkInsideStat(dir string, fi fs.FileInfo, lerr error) error {
+	id, known := fileID{}, false
+	if lerr == nil && fi.IsDir() {
+		if id, known = identity(fi); known {
+			l.mu.Lock()
+			ok := l.inside[dir] == id
+			l.mu.Unlock()
+			if ok {
+				return nil
+			}
+		}
+	}
 	l.mu.Lock()
 	rootReal := l.rootReal
 	l.mu.Unlock()
@@ -381,6 +406,14 @@ func (l *Local) checkInside(dir string) error {
 	rel, err := filepath.Rel(rootReal, real)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
 		return fmt.Errorf("%w: %s resolves through a symlink to %s, outside the root %s", ErrInvalidPath, p, real, rootReal)
+	}
+	if known && p == dir {
+		l.mu.Lock()
+		if l.inside == nil {
+			l.inside = make(map[string]fileID)
+		}
+		l.inside[dir] = id
+		l.mu.Unlock()
 	}
 	return nil
 }
@@ -463,7 +496,7 @@ func (l *Local) writeFile(p string, data []byte, deferred bool) (err error) {
 // one lstat and one check.
 func (l *Local) prepareDir(dir string) error {
 	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
-		return l.checkInside(dir)
+		return l.checkInsideStat(dir, fi, nil)
 	}
 	if err := os.MkdirAll(l.root, 0o755); err != nil {
 		return localErr(err)

@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -239,5 +240,60 @@ func TestJoin(t *testing.T) {
 		if got := storage.Join(elems...); got != want {
 			t.Errorf("Join(%q) = %q, want %q", elems, got, want)
 		}
+	}
+}
+
+// TestLocalSymlinkSwappedAfterUse: a directory checked once (and remembered, so that the
+// engine's writes cost one lstat) is checked again when its path names something else: the
+// directory swapped for a link out of the root, or a parent swapped for one.
+func TestLocalSymlinkSwappedAfterUse(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks need privileges on Windows")
+	}
+	ctx := context.Background()
+	for _, swap := range []string{"offsets", "a"} {
+		t.Run(swap, func(t *testing.T) {
+			base := t.TempDir()
+			root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
+			if err := os.MkdirAll(filepath.Join(outside, "b"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			l, err := storage.NewLocal(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := "offsets"
+			if swap == "a" {
+				dir = "a/b"
+			}
+			for i := range 2 { // the second write and delete take the remembered check
+				if err := l.WriteFile(ctx, fmt.Sprintf("%s/%d", dir, i), []byte("x")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Delete(ctx, dir+"/0"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(root, swap), filepath.Join(base, "moved")); err != nil {
+				t.Fatal(err)
+			}
+			target := outside
+			if swap == "offsets" {
+				target = filepath.Join(outside, "b")
+			}
+			mustSymlink(t, target, filepath.Join(root, swap))
+			if err := l.WriteFile(ctx, dir+"/2", []byte("x")); !errors.Is(err, storage.ErrInvalidPath) {
+				t.Errorf("WriteFile after the swap = %v, want ErrInvalidPath", err)
+			}
+			if err := os.WriteFile(filepath.Join(outside, "b", "1"), []byte("keep"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Delete(ctx, dir+"/1"); !errors.Is(err, storage.ErrInvalidPath) {
+				t.Errorf("Delete after the swap = %v, want ErrInvalidPath", err)
+			}
+			if ents, _ := os.ReadDir(filepath.Join(outside, "b")); len(ents) != 1 {
+				t.Fatalf("the outside directory changed: %v", ents)
+			}
+		})
 	}
 }
