@@ -198,7 +198,14 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		}
 	}
 
-	var purged Future
+	if e.purged != nil {
+		// The previous batch's purge: applied long ago (one writer, in order).
+		err := e.purged.Wait()
+		e.purged = nil
+		if err != nil {
+			return abandoned(err)
+		}
+	}
 	if !b.rerun {
 		t := e.clock.Now()
 		seq := &logformat.OffsetSeq{Version: 1,
@@ -213,15 +220,10 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		}
 		e.failAt(b.id, PhaseAfterOffsets)
 		// markMicroBatchStart → purge(N - minBatchesToRetain) once N > minBatchesToRetain.
-		// Its deletes run on the writer while the batch is read and written (they need not be
-		// durable, and the writer applies them before the commit); its error is checked with
-		// the commit's.
-		if min := int64(e.q.MinBatchesToRetain); min < b.id {
-			if e.async != nil {
-				e.async.purge()
-			} else {
-				purged = e.lw.Purge(bctx, b.id-min)
-			}
+		// The sync engine queues it after commits/N instead (below): the same files go, off
+		// the batch's path.
+		if min := int64(e.q.MinBatchesToRetain); min < b.id && e.async != nil {
+			e.async.purge()
 		}
 		dur["walCommit"] = e.clock.Now().Sub(t).Milliseconds()
 	}
@@ -285,11 +287,10 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 	} else {
 		e.stats.LastDurableCommit = b.id
 	}
-	if purged != nil {
-		// Applied before the commit (one writer, in order): the answer is there.
-		if err := purged.Wait(); err != nil {
-			return abandoned(err)
-		}
+	if min := int64(e.q.MinBatchesToRetain); min < b.id && !b.rerun && e.async == nil {
+		// Its deletes need not be durable; its answer is read by the next batch or at the end
+		// of the run. Not bctx: that ends with this batch.
+		e.purged = e.lw.Purge(context.WithoutCancel(ctx), b.id-min)
 	}
 	end := e.clock.Now()
 	dur["commitOffsets"] = end.Sub(t).Milliseconds()

@@ -270,7 +270,7 @@ func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
 	// temporary name and fsync'd while the other log's directory is fsync'd (commits/ before
 	// offsets/N+1 is named, offsets/ before commits/N is), then renamed without replacing
 	// (renameat2 RENAME_NOREPLACE; link and unlink elsewhere); the purge's two deletes after
-	// offsets/N, without fsync. It splits the gap: engine over atomic is the engine's own cost,
+	// commits/N, without fsync. It splits the gap: engine over atomic is the engine's own cost,
 	// atomic over floor the price of no-overwrite writes that survive a crash in order.
 	an := 0
 	adirs := [2]string{filepath.Join(floorDir, "o"), filepath.Join(floorDir, "c")}
@@ -309,7 +309,7 @@ func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
 			if err := renameNoReplaceB(tmp, name); err != nil {
 				b.Fatal(err)
 			}
-			if i == 0 && an > 0 { // the purge, between offsets/N and commits/N as in the engine
+			if i == 1 && an > 0 { // the purge, after commits/N as in the engine
 				for _, d := range adirs {
 					if err := os.Remove(filepath.Join(d, fmt.Sprint(an-1))); err != nil && !os.IsNotExist(err) {
 						b.Fatal(err)

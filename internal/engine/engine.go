@@ -72,6 +72,8 @@ type Engine struct {
 	src   Source
 	sink  Sink
 	lw    LogWriter
+	// purged is the answer of the sync engine's last purge, queued after its batch's commit.
+	purged Future
 
 	queryID, runID string
 	// scala213: write Kafka offsets in Scala 2.13's key order (Options.SparkVersion).
@@ -200,6 +202,11 @@ func (e *Engine) Run(ctx context.Context) (Stats, error) {
 	// Queued writes finish before Run returns (a graceful stop); a write error not yet raised
 	// at a batch is raised now.
 	e.lw.Close()
+	if e.purged != nil {
+		if perr := e.purged.Wait(); err == nil {
+			err = perr
+		}
+	}
 	if e.async != nil {
 		if err == nil {
 			err = e.async.check()
