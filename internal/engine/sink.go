@@ -31,12 +31,13 @@ type Batch struct {
 	MidSink func()
 	// OffsetsDurable makes offsets/ID survive a power loss. A LateOffsetsSink calls it just
 	// before the batch's output becomes durable and visible; for other sinks the engine has
-	// called it before the sink ran. Never nil; calls after the first return at once.
+	// called it before the sink ran. Calls after the first return at once; nil (a batch the
+	// engine did not build) means there is nothing to wait for.
 	OffsetsDurable func(context.Context) error
 }
 
 // LateOffsetsSink is a sink that needs offsets/N durable only from one point of its batch on (a
-// file sink's log entry, an exactly-once Kafka transaction's commit), where it calls
+// file sink's log entry, an exactly-once Kafka sink's transaction), where it calls
 // Batch.OffsetsDurable, or never (output that does not outlive the process): the fsync of
 // offsets/ then runs alongside the sink's writes, or the commit's, instead of before them.
 // Durable output written before offsets/N would let a restart after a power loss plan batch N
