@@ -136,7 +136,11 @@ func Truncate(s string, width int) string {
 	if r := []rune(s); strings.Contains(s, "/") && width >= 8 && len(r) == w {
 		tail := (width - 1) / 2
 		head := width - 1 - tail
-		return string(r[:head]) + Ellipsis + string(r[len(r)-tail:])
+		// As many runes as cells is not one cell a rune (a control character and a wide one
+		// even out): the cut is measured.
+		if cut := string(r[:head]) + Ellipsis + string(r[len(r)-tail:]); lipgloss.Width(cut) <= width {
+			return cut
+		}
 	}
 	return ansi.Truncate(s, width, Ellipsis)
 }
