@@ -198,13 +198,8 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		}
 	}
 
-	if e.purged != nil {
-		// The previous batch's purge: applied long ago (one writer, in order).
-		err := e.purged.Wait()
-		e.purged = nil
-		if err != nil {
-			return abandoned(err)
-		}
+	if err := e.donePurges(); err != nil {
+		return abandoned(err)
 	}
 	if !b.rerun {
 		t := e.clock.Now()
@@ -288,9 +283,9 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		e.stats.LastDurableCommit = b.id
 	}
 	if min := int64(e.q.MinBatchesToRetain); min < b.id && !b.rerun && e.async == nil {
-		// Its deletes need not be durable; its answer is read by the next batch or at the end
-		// of the run. Not bctx: that ends with this batch.
-		e.purged = e.lw.Purge(context.WithoutCancel(ctx), b.id-min)
+		// Beside the next batch's writes; its deletes need not be durable; its answer is read by
+		// a later batch or at the end of the run. Not bctx: that ends with this batch.
+		e.purges = append(e.purges, e.lw.Purge(context.WithoutCancel(ctx), b.id-min))
 	}
 	end := e.clock.Now()
 	dur["commitOffsets"] = end.Sub(t).Milliseconds()
@@ -313,6 +308,23 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		}
 	}
 	return false, nil
+}
+
+// donePurges drops the purges that have finished, oldest first (they run one after the
+// other), and returns the first error among them; those still running stay.
+func (e *Engine) donePurges() error {
+	for len(e.purges) > 0 {
+		select {
+		case err := <-e.purges[0]:
+			e.purges = e.purges[1:]
+			if err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // finishSwitchOff ends --async-switch-off: every queued write is waited for (the last batches'

@@ -72,8 +72,9 @@ type Engine struct {
 	src   Source
 	sink  Sink
 	lw    LogWriter
-	// purged is the answer of the sync engine's last purge, queued after its batch's commit.
-	purged Future
+	// purges are the answers of the sync engine's purges not yet read (each started after its
+	// batch's commit, beside the writes).
+	purges []Future
 
 	queryID, runID string
 	// scala213: write Kafka offsets in Scala 2.13's key order (Options.SparkVersion).
@@ -202,8 +203,8 @@ func (e *Engine) Run(ctx context.Context) (Stats, error) {
 	// Queued writes finish before Run returns (a graceful stop); a write error not yet raised
 	// at a batch is raised now.
 	e.lw.Close()
-	if e.purged != nil {
-		if perr := e.purged.Wait(); err == nil {
+	for _, f := range e.purges {
+		if perr := f.Wait(); err == nil {
 			err = perr
 		}
 	}

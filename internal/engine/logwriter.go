@@ -27,7 +27,8 @@ type LogWriter interface {
 	AddOffsets(ctx context.Context, id int64, o *logformat.OffsetSeq) Future
 	// AddCommit writes commits/id, with the same rule.
 	AddCommit(ctx context.Context, id int64, c *logformat.Commit) Future
-	// Purge deletes offsets and commits below threshold, as HDFSMetadataLog.purge.
+	// Purge deletes offsets and commits below threshold, as HDFSMetadataLog.purge, beside
+	// the queued writes (not in their order).
 	Purge(ctx context.Context, threshold int64) Future
 	// Sync makes every write before it survive a power loss.
 	Sync(ctx context.Context) Future
@@ -59,10 +60,9 @@ type logOp struct {
 	path string
 	data []byte
 	id   int64
-	// purge
-	purge     bool
-	threshold int64
-	done      chan error
+	// purge is the async engine's purge (purgeAsync).
+	purge bool
+	done  chan error
 	// after, when set, runs on the writer goroutine with the result, before done is answered
 	// (the asynchronous engine's thenApply / exceptionally).
 	after func(error)
@@ -94,6 +94,10 @@ type syncLogWriter struct {
 	// applied (see now).
 	mu     sync.Mutex
 	queued atomic.Int64
+	// purging counts the purges running beside the queue (Purge); purgeMu runs them one at
+	// a time (lastPurged).
+	purging sync.WaitGroup
+	purgeMu sync.Mutex
 }
 
 // asyncDurable is AsyncOffsetSeqLog/AsyncCommitLog's writtenToDurableStorage: the ids of the
@@ -143,10 +147,8 @@ func (w *syncLogWriter) apply(op logOp) {
 	case op.barrier:
 	case op.sync:
 		err = storage.SyncDeferred(op.ctx, w.store)
-	case op.purge && w.async != nil:
+	case op.purge: // the async engine's; the sync engine's runs beside the queue (Purge)
 		err = w.purgeAsync(op.ctx)
-	case op.purge:
-		err = w.purge(op.ctx, op.threshold)
 	case op.deferred:
 		err = storage.WriteFileDeferred(op.ctx, w.store, op.path, op.data)
 		if errors.Is(err, fs.ErrExist) {
@@ -249,7 +251,18 @@ func (w *syncLogWriter) purgeAsyncOp(ctx context.Context, after func(error)) {
 }
 
 func (w *syncLogWriter) Purge(ctx context.Context, threshold int64) Future {
-	return w.submit(logOp{ctx: ctx, purge: true, threshold: threshold})
+	// Not in the queue: the deletes of old files need no order with the new writes (they are
+	// deferred, and may come back after a power loss anyway), and an offsets write queued behind
+	// two unlinks would wait for them.
+	done := make(chan error, 1)
+	w.purging.Add(1)
+	go func() {
+		defer w.purging.Done()
+		w.purgeMu.Lock()
+		defer w.purgeMu.Unlock()
+		done <- w.purge(ctx, threshold)
+	}()
+	return done
 }
 
 // flush waits until every operation queued before it has been applied.
@@ -262,6 +275,7 @@ func (w *syncLogWriter) flush() {
 func (w *syncLogWriter) Close() error {
 	close(w.ops)
 	<-w.quit
+	w.purging.Wait()
 	return storage.SyncDeferred(context.Background(), w.store)
 }
 
