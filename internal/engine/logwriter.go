@@ -306,6 +306,6 @@ func (w *syncLogWriter) purge(ctx context.Context, threshold int64) error {
 			}
 		}
 	}
-	w.lastPurged = threshold - 1
+	w.lastPurged = max(w.lastPurged, threshold-1) // purges may run out of order (Purge)
 	return nil
 }
