@@ -296,19 +296,7 @@ func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
 				other = make(chan struct{})
 				go func() { defer close(other); syncDirB(b, adirs[1-i]) }()
 			}
-			f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := f.Write(data); err != nil {
-				b.Fatal(err)
-			}
-			if err := f.Sync(); err != nil {
-				b.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				b.Fatal(err)
-			}
+			createSyncedB(b, tmp, data)
 			if other != nil {
 				<-other
 			}
@@ -336,19 +324,7 @@ func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
 	durable := func() time.Duration {
 		t0 := time.Now()
 		for i, data := range payloads {
-			f, err := os.OpenFile(filepath.Join(ddir, fmt.Sprintf("%d-%d", i, dn)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := f.Write(data); err != nil {
-				b.Fatal(err)
-			}
-			if err := f.Sync(); err != nil {
-				b.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				b.Fatal(err)
-			}
+			createSyncedB(b, filepath.Join(ddir, fmt.Sprintf("%d-%d", i, dn)), data)
 			syncDirB(b, ddir)
 		}
 		dn++
@@ -357,19 +333,7 @@ func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
 	floor := func() time.Duration {
 		t0 := time.Now()
 		for i, data := range payloads {
-			f, err := os.OpenFile(filepath.Join(floorDir, fmt.Sprintf("%d-%d", i, n)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := f.Write(data); err != nil {
-				b.Fatal(err)
-			}
-			if err := f.Sync(); err != nil {
-				b.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				b.Fatal(err)
-			}
+			createSyncedB(b, filepath.Join(floorDir, fmt.Sprintf("%d-%d", i, n)), data)
 		}
 		n++
 		return time.Since(t0)
@@ -460,6 +424,23 @@ func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
 	b.ReportMetric(float64(md.Microseconds())/1000, "durable-p50-ms")
 	b.ReportMetric(me.Seconds()/md.Seconds(), "x-durable")
 	b.ReportMetric(dratios[len(dratios)/2], "median-ratio-durable")
+}
+
+// createSyncedB is one durable write of the floors: create-exclusive, write, fsync, close.
+func createSyncedB(b *testing.B, path string, data []byte) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 func syncDirB(b *testing.B, dir string) {
