@@ -447,7 +447,7 @@ func (r *Reader) decode(row *Row, key, value []byte, deleted bool) (bool, error)
 		} else {
 			dst = statefmt.AppendJSON(dst, value)
 		}
-		row.line = r.endLine(dst, row)
+		row.line = row.endLine(dst)
 		return true, nil
 	}
 	f := r.schema.Family(statefmt.DefaultColumnFamily)
@@ -475,11 +475,12 @@ func (r *Reader) decode(row *Row, key, value []byte, deleted bool) (bool, error)
 	} else if dst, err = statefmt.AppendRowJSON(dst, value, f.Value); err != nil {
 		return false, err
 	}
-	row.line = r.endLine(dst, row)
+	row.line = row.endLine(dst)
 	return true, nil
 }
 
-func (r *Reader) endLine(dst []byte, row *Row) []byte {
+// endLine appends what ends every row's JSON: its partition.
+func (row *Row) endLine(dst []byte) []byte {
 	dst = append(dst, `,"partition_id":`...)
 	dst = strconv.AppendInt(dst, int64(row.Partition), 10)
 	return append(dst, '}')

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strconv"
 	"unicode/utf8"
 )
 
@@ -109,22 +108,17 @@ func appendStructJSON(dst, b []byte, base, size int, t *Type) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// appendSlotJSON is decodeSlot followed by AppendJSON; kind is t's.
+// appendSlotJSON is decodeSlot followed by AppendJSON, for the kinds appendStructJSON does not
+// render itself (long, integer, boolean); kind is t's.
 func appendSlotJSON(dst, b []byte, base, size, at int, t *Type, kind int) ([]byte, error) {
 	w := b[at : at+8]
 	switch kind {
-	case kindBoolean:
-		return strconv.AppendBool(dst, w[0] != 0), nil
 	case kindByte:
 		return appendInt(dst, int64(int8(w[0]))), nil
 	case kindShort:
 		return appendInt(dst, int64(int16(binary.LittleEndian.Uint16(w)))), nil
-	case kindInteger:
-		return appendInt(dst, int64(int32(binary.LittleEndian.Uint32(w)))), nil
 	case kindDate:
 		return appendDate(append(dst, '"'), Date(int32(binary.LittleEndian.Uint32(w))), true), nil
-	case kindLong:
-		return appendInt(dst, int64(binary.LittleEndian.Uint64(w))), nil
 	case kindTimestamp:
 		return appendTimestamp(append(dst, '"'), Timestamp(int64(binary.LittleEndian.Uint64(w))), true), nil
 	case kindFloat:
