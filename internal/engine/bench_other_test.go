@@ -2,13 +2,22 @@
 
 package engine
 
-import "os"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
-// renameNoReplaceB is storage.Local's publication elsewhere: a hard link, then the temporary
-// file removed.
-func renameNoReplaceB(oldpath, newpath string) error {
-	if err := os.Link(oldpath, newpath); err != nil {
-		return err
+// atomicWriteB is storage.Local's create-only write elsewhere: a temporary file written and
+// fsync'd while other runs, then hard-linked and removed.
+func atomicWriteB(b *testing.B, dir, name string, data []byte, other <-chan struct{}) {
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	createSyncedB(b, tmp, data)
+	<-other
+	if err := os.Link(tmp, filepath.Join(dir, name)); err != nil {
+		b.Fatal(err)
 	}
-	return os.Remove(oldpath)
+	if err := os.Remove(tmp); err != nil {
+		b.Fatal(err)
+	}
 }

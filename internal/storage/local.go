@@ -12,13 +12,18 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
 // Local is a Store on the local file system.
 //
-// WriteFile writes ".<name>.<uuid>.tmp" in the target directory and fsyncs
-// it, so that the content is on disk before any name points to it; then it
+// WriteFile, on Linux, writes an unnamed file in the target directory
+// (open(2) with O_TMPFILE) and fsyncs it, so that the content is on disk
+// before any name points to it, then gives it the final name with linkat(2),
+// which fails with EEXIST when the name exists: no overwrite, and nothing for
+// a crash to leave behind. Where the file system has no O_TMPFILE (or /proc
+// is not mounted) it writes ".<name>.<uuid>.tmp" instead, fsyncs it, and
 // gives it the final name without ever replacing one: on Linux with
 // renameat2(RENAME_NOREPLACE), which fails with EEXIST when the name exists
 // and leaves no temporary file behind; elsewhere, or where the file system
@@ -56,6 +61,9 @@ type Local struct {
 	// names that directory the check is one lstat, not one per path
 	// component (a batch writes and purges four files).
 	inside map[string]fileID
+	// named is set once the file system (or a missing /proc) refused an
+	// unnamed temporary file: writes use a named one from then on.
+	named atomic.Bool
 }
 
 // fileID is a file's identity: device and inode.
@@ -449,29 +457,41 @@ func (l *Local) writeFile(p string, data []byte, deferred bool) (err error) {
 	if err := l.prepareDir(dir); err != nil {
 		return err
 	}
-	// Cheap early answer; publish is what guarantees no overwrite.
-	if _, err := os.Lstat(p); err == nil {
-		return fs.ErrExist
-	}
-	tmp := filepath.Join(dir, "."+name+"."+newUUID()+".tmp")
 	// The directories of earlier deferred changes must be durable before this
 	// name can be, deferred or not (so that changes survive in order); their
-	// fsyncs run alongside the temporary file's (a journaling file system
-	// commits them together).
-	var others chan struct{}
+	// fsyncs run alongside the new file's (a journaling file system commits
+	// them together). Receiving from the closed channel is the wait, and can
+	// be repeated.
+	others := closedChan
 	if dirs := l.takeUnsynced(dir); len(dirs) > 0 {
-		others = make(chan struct{})
+		c := make(chan struct{})
+		others = c
 		go func() {
-			defer close(others)
+			defer close(c)
 			for _, d := range dirs {
 				dirSync(d)
 			}
 		}()
 	}
-	werr := writeSynced(tmp, data)
-	if others != nil {
-		<-others
+	if !l.named.Load() {
+		err := writeUnnamed(dir, p, data, others)
+		if !errors.Is(err, errNoUnnamed) {
+			if err != nil {
+				return localErr(err)
+			}
+			l.changed(dir, deferred)
+			return nil
+		}
+		l.named.Store(true)
 	}
+	// Cheap early answer; publish is what guarantees no overwrite.
+	if _, err := os.Lstat(p); err == nil {
+		<-others
+		return fs.ErrExist
+	}
+	tmp := filepath.Join(dir, "."+name+"."+newUUID()+".tmp")
+	werr := writeSynced(tmp, data)
+	<-others
 	if werr != nil {
 		if !errors.Is(werr, fs.ErrExist) {
 			_ = os.Remove(tmp)
@@ -490,6 +510,9 @@ func (l *Local) writeFile(p string, data []byte, deferred bool) (err error) {
 	l.changed(dir, deferred)
 	return nil
 }
+
+// closedChan is a wait that is over.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // prepareDir creates dir (and the root) if needed and checks that it does
 // not resolve outside the root. An existing directory, the common case, costs

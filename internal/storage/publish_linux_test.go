@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,42 +36,63 @@ func setRename(t *testing.T, f func(oldpath, newpath string) error) {
 	t.Cleanup(func() { renameNoReplace = real })
 }
 
-// The create-only write on local disk, with renameat2(RENAME_NOREPLACE) and with the hard-link
-// fallback a file system without the flag gets (EINVAL, ENOSYS): the second write of a name fails
-// with fs.ErrExist and keeps the first bytes, also when the name appears between the early check
-// and the rename (a concurrent writer), and no temporary file is left.
+// setLink replaces linkUnnamed for the test.
+func setLink(t *testing.T, f func(fd int, p string) error) {
+	real := linkUnnamed
+	linkUnnamed = f
+	t.Cleanup(func() { linkUnnamed = real })
+}
+
+// The create-only write on local disk: an unnamed file linked with linkat, and the named
+// temporary file of a file system without O_TMPFILE, with renameat2(RENAME_NOREPLACE) and with the
+// hard-link fallback a file system without the flag gets (EINVAL, ENOSYS). The second write of a
+// name fails with fs.ErrExist and keeps the first bytes, also when the name appears just before
+// the file is named (a concurrent writer), and no temporary file is left.
 func TestLocalPublishNoReplace(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name     string
+		named    bool  // the file system has no O_TMPFILE
 		fail     error // what renameat2 answers; nil: the real call
 		wantLink bool
+		// publishes is how many times a file was to be named after the second write: the named
+		// path's early check refuses it before, linkat itself refuses it.
+		publishes int
 	}{
-		{"renameat2", nil, false},
-		{"fallback-EINVAL", syscall.EINVAL, true},
-		{"fallback-ENOSYS", syscall.ENOSYS, true},
+		{"unnamed", false, nil, false, 2},
+		{"renameat2", true, nil, false, 1},
+		{"fallback-EINVAL", true, syscall.EINVAL, true, 1},
+		{"fallback-ENOSYS", true, syscall.ENOSYS, true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			real := renameNoReplace
+			real, realLink := renameNoReplace, linkUnnamed
 			var renames int
-			var racer string // created just before the rename, as by a concurrent writer
-			setRename(t, func(o, n string) error {
+			var racer string // created just before the file is named, as by a concurrent writer
+			race := func(n string) {
 				renames++
 				if racer != "" {
 					if err := os.WriteFile(n, []byte(racer), 0o644); err != nil {
 						t.Fatal(err)
 					}
 				}
+			}
+			setRename(t, func(o, n string) error {
+				race(n)
 				if tc.fail != nil {
 					return tc.fail
 				}
 				return real(o, n)
+			})
+			setLink(t, func(fd int, n string) error {
+				race(n)
+				return realLink(fd, n)
 			})
 			root := t.TempDir()
 			l, err := NewLocal(root)
 			if err != nil {
 				t.Fatal(err)
 			}
+			l.named.Store(tc.named)
 			dir := filepath.Join(root, "offsets")
 			if err := l.WriteFile(ctx, "offsets/0", []byte("first")); err != nil {
 				t.Fatal(err)
@@ -86,8 +108,8 @@ func TestLocalPublishNoReplace(t *testing.T) {
 			if err := l.WriteFile(ctx, "offsets/0", []byte("second")); !errors.Is(err, fs.ErrExist) {
 				t.Fatalf("second write = %v, want fs.ErrExist", err)
 			}
-			if renames != 1 {
-				t.Errorf("renameat2 called %d times, want 1 (the early check refuses the second write)", renames)
+			if renames != tc.publishes {
+				t.Errorf("the file was to be named %d times, want %d", renames, tc.publishes)
 			}
 			racer = "concurrent"
 			err = l.WriteFile(ctx, "offsets/1", []byte("mine"))
@@ -111,11 +133,19 @@ func TestLocalPublishNoReplace(t *testing.T) {
 }
 
 // A renameat2 error other than the ones that mean "flag unsupported" is WriteFile's error; nothing
-// is published and the temporary file is removed.
+// is published and the temporary file is removed. So is a linkat error other than a missing /proc.
 func TestLocalPublishOtherError(t *testing.T) {
+	for _, named := range []bool{false, true} {
+		t.Run(fmt.Sprint("named=", named), func(t *testing.T) { testPublishOtherError(t, named) })
+	}
+}
+
+func testPublishOtherError(t *testing.T, named bool) {
 	setRename(t, func(string, string) error { return syscall.EIO })
+	setLink(t, func(int, string) error { return syscall.EIO })
 	root := t.TempDir()
 	l, _ := NewLocal(root)
+	l.named.Store(named)
 	err := l.WriteFile(context.Background(), "commits/0", []byte("x"))
 	if !errors.Is(err, syscall.EIO) {
 		t.Fatalf("WriteFile = %v, want EIO", err)
@@ -129,15 +159,22 @@ func TestLocalPublishOtherError(t *testing.T) {
 }
 
 // Deferred writes and deletes skip the directory fsync; the next durable write fsyncs their
-// directories before its own rename (so the changes survive a power loss in order), and its own
+// directories before its own file is named (so the changes survive a power loss in order), and its own
 // directory after it.
 func TestLocalDeferredSyncOrder(t *testing.T) {
+	for _, named := range []bool{false, true} {
+		t.Run(fmt.Sprint("named=", named), func(t *testing.T) { testDeferredSyncOrder(t, named) })
+	}
+}
+
+func testDeferredSyncOrder(t *testing.T, named bool) {
 	ctx := context.Background()
 	root := t.TempDir()
 	l, err := NewLocal(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.named.Store(named)
 	var events []string
 	rel := func(p string) string {
 		r, err := filepath.Rel(root, p)
@@ -146,10 +183,14 @@ func TestLocalDeferredSyncOrder(t *testing.T) {
 		}
 		return filepath.ToSlash(r)
 	}
-	realRename, realSync := renameNoReplace, dirSync
+	realRename, realLink, realSync := renameNoReplace, linkUnnamed, dirSync
 	setRename(t, func(o, n string) error {
-		events = append(events, "rename "+rel(n))
+		events = append(events, "name "+rel(n))
 		return realRename(o, n)
+	})
+	setLink(t, func(fd int, n string) error {
+		events = append(events, "name "+rel(n))
+		return realLink(fd, n)
 	})
 	dirSync = func(d string) {
 		events = append(events, "fsync "+rel(d))
@@ -166,12 +207,12 @@ func TestLocalDeferredSyncOrder(t *testing.T) {
 			t.Errorf("%s: %q, want %q", what, events, want)
 		}
 	}
-	step("offsets/0", func() error { return l.WriteFile(ctx, "offsets/0", []byte("o0")) }, "rename offsets/0", "fsync offsets")
-	step("deferred commits/0", func() error { return l.WriteFileDeferred(ctx, "commits/0", []byte("c0")) }, "rename commits/0")
+	step("offsets/0", func() error { return l.WriteFile(ctx, "offsets/0", []byte("o0")) }, "name offsets/0", "fsync offsets")
+	step("deferred commits/0", func() error { return l.WriteFileDeferred(ctx, "commits/0", []byte("c0")) }, "name commits/0")
 	step("deferred delete offsets/0", func() error { return l.DeleteDeferred(ctx, "offsets/0") })
 	// commits/ is fsynced before offsets/1 gets its name; offsets/ once, after.
-	step("offsets/1", func() error { return l.WriteFile(ctx, "offsets/1", []byte("o1")) }, "fsync commits", "rename offsets/1", "fsync offsets")
-	step("deferred commits/1", func() error { return l.WriteFileDeferred(ctx, "commits/1", []byte("c1")) }, "rename commits/1")
+	step("offsets/1", func() error { return l.WriteFile(ctx, "offsets/1", []byte("o1")) }, "fsync commits", "name offsets/1", "fsync offsets")
+	step("deferred commits/1", func() error { return l.WriteFileDeferred(ctx, "commits/1", []byte("c1")) }, "name commits/1")
 	step("SyncDeferred", func() error { return l.SyncDeferred(ctx) }, "fsync commits")
 	step("SyncDeferred again", func() error { return l.SyncDeferred(ctx) })
 	step("deferred delete commits/0", func() error { return l.DeleteDeferred(ctx, "commits/0") })
@@ -179,9 +220,106 @@ func TestLocalDeferredSyncOrder(t *testing.T) {
 	// A deferred write keeps the order too: the other directories' deferred changes become
 	// durable before its name appears (the engine's offsets/N before commits/N), its own
 	// directory's do not.
-	step("deferred offsets/2", func() error { return l.WriteFileDeferred(ctx, "offsets/2", []byte("o2")) }, "rename offsets/2")
-	step("deferred commits/2", func() error { return l.WriteFileDeferred(ctx, "commits/2", []byte("c2")) }, "fsync offsets", "rename commits/2")
-	step("deferred offsets/3", func() error { return l.WriteFileDeferred(ctx, "offsets/3", []byte("o3")) }, "fsync commits", "rename offsets/3")
-	step("deferred offsets/4", func() error { return l.WriteFileDeferred(ctx, "offsets/4", []byte("o4")) }, "rename offsets/4")
+	step("deferred offsets/2", func() error { return l.WriteFileDeferred(ctx, "offsets/2", []byte("o2")) }, "name offsets/2")
+	step("deferred commits/2", func() error { return l.WriteFileDeferred(ctx, "commits/2", []byte("c2")) }, "fsync offsets", "name commits/2")
+	step("deferred offsets/3", func() error { return l.WriteFileDeferred(ctx, "offsets/3", []byte("o3")) }, "fsync commits", "name offsets/3")
+	step("deferred offsets/4", func() error { return l.WriteFileDeferred(ctx, "offsets/4", []byte("o4")) }, "name offsets/4")
 	step("SyncDeferred at the end", func() error { return l.SyncDeferred(ctx) }, "fsync offsets")
+}
+
+// Where the file system has no O_TMPFILE (EOPNOTSUPP; EISDIR from kernels before 3.11), or /proc
+// is missing to link the unnamed file by, WriteFile falls back to a named temporary file, and
+// keeps to it; a linkat error with /proc there (the directory removed meanwhile) is the write's.
+func TestLocalUnnamedFallback(t *testing.T) {
+	ctx := context.Background()
+	realOpen, realProc := openUnnamed, procFD
+	t.Cleanup(func() { openUnnamed, procFD = realOpen, realProc })
+	for _, tc := range []struct {
+		name      string
+		openErr   error
+		linkErr   error
+		proc      bool
+		wantErr   error
+		wantNamed bool
+	}{
+		{"EOPNOTSUPP", syscall.EOPNOTSUPP, nil, true, nil, true},
+		{"EISDIR", syscall.EISDIR, nil, true, nil, true},
+		{"no-proc", nil, syscall.ENOENT, false, nil, true},
+		{"dir-gone", nil, syscall.ENOENT, true, fs.ErrNotExist, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var opens, renames int
+			openUnnamed = func(dir string) (int, error) {
+				opens++
+				if tc.openErr != nil {
+					return -1, tc.openErr
+				}
+				return realOpen(dir)
+			}
+			procFD = func() bool { return tc.proc }
+			setLink(t, func(int, string) error { return tc.linkErr })
+			realRename := renameNoReplace
+			setRename(t, func(o, n string) error { renames++; return realRename(o, n) })
+			root := t.TempDir()
+			l, err := NewLocal(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = l.WriteFile(ctx, "offsets/0", []byte("zero"))
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("WriteFile = %v, want %v", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if l.named.Load() != tc.wantNamed {
+				t.Errorf("named = %v, want %v", l.named.Load(), tc.wantNamed)
+			}
+			if tc.wantErr != nil {
+				if _, err := os.Stat(filepath.Join(root, "offsets", "0")); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("offsets/0 after a failed write: %v", err)
+				}
+				return
+			}
+			if err := l.WriteFile(ctx, "offsets/1", []byte("one")); err != nil {
+				t.Fatal(err)
+			}
+			if opens != 1 || renames != 2 {
+				t.Errorf("O_TMPFILE opens %d, renames %d; want 1 and 2 (the fallback is kept)", opens, renames)
+			}
+			for name, want := range map[string]string{"0": "zero", "1": "one"} {
+				if b, err := os.ReadFile(filepath.Join(root, "offsets", name)); err != nil || string(b) != want {
+					t.Errorf("offsets/%s = %q, %v; want %q", name, b, err, want)
+				}
+			}
+			if tmp := tempFiles(t, filepath.Join(root, "offsets")); len(tmp) > 0 {
+				t.Errorf("temporary files left: %v", tmp)
+			}
+		})
+	}
+}
+
+// The unnamed path for real: this machine's file system has O_TMPFILE (ext4, xfs, btrfs, tmpfs
+// all do), so a write neither renames nor leaves a name behind while it runs.
+func TestLocalUnnamedUsed(t *testing.T) {
+	realRename := renameNoReplace
+	setRename(t, func(o, n string) error {
+		t.Errorf("renamed %s: the unnamed path was not taken", n)
+		return realRename(o, n)
+	})
+	root := t.TempDir()
+	l, err := NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WriteFile(context.Background(), "commits/3", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	if l.named.Load() {
+		t.Fatal("fell back to a named temporary file")
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "commits", "3")); err != nil || string(b) != "v1" {
+		t.Errorf("commits/3 = %q, %v", b, err)
+	}
 }

@@ -2,8 +2,19 @@
 
 package storage
 
+import "errors"
+
 // publish gives the fsync'd temporary file tmp the name p unless p exists
 // (fs.ErrExist), by a hard link; tmp is left for the caller to remove.
 func publish(tmp, p string) (tmpLeft bool, err error) {
 	return linkPublish(tmp, p)
+}
+
+// errNoUnnamed says that writeUnnamed cannot work here.
+var errNoUnnamed = errors.New("no unnamed temporary files here")
+
+// writeUnnamed is Linux's O_TMPFILE write; elsewhere WriteFile uses a named
+// temporary file.
+func writeUnnamed(dir, p string, data []byte, others <-chan struct{}) error {
+	return errNoUnnamed
 }

@@ -29,26 +29,33 @@ func writeSynced(name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	for len(data) > 0 {
-		n, err := syscall.Write(fd, data)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			syscall.Close(fd)
-			return err
-		}
-		if n == 0 {
-			syscall.Close(fd)
-			return io.ErrShortWrite
-		}
-		data = data[n:]
+	if err := writeAll(fd, data); err != nil {
+		syscall.Close(fd)
+		return err
 	}
 	if err := syscall.Fsync(fd); err != nil {
 		syscall.Close(fd)
 		return err
 	}
 	return syscall.Close(fd)
+}
+
+// writeAll writes data to fd, again after EINTR and short writes.
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := syscall.Write(fd, data)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		data = data[n:]
+	}
+	return nil
 }
 
 func openRetry(name string, flags int, mode uint32) (int, error) {
