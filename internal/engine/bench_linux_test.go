@@ -9,8 +9,8 @@ import (
 )
 
 // atomicWriteB is storage.Local's create-only write, for BenchmarkBatchVsTwoFsyncs's protocol
-// floor: an unnamed file (O_TMPFILE) written and fsync'd while other runs, then linked.
-func atomicWriteB(b *testing.B, dir, name string, data []byte, other <-chan struct{}) {
+// floor: an unnamed file (O_TMPFILE) written and fsync'd, other (the fsyncs it must follow) waited for, then linked.
+func atomicWriteB(b *testing.B, dir, name string, data []byte, other func()) {
 	fd, err := unix.Open(dir, unix.O_WRONLY|unix.O_TMPFILE|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		b.Fatal(err)
@@ -22,7 +22,7 @@ func atomicWriteB(b *testing.B, dir, name string, data []byte, other <-chan stru
 	if err := unix.Fsync(fd); err != nil {
 		b.Fatal(err)
 	}
-	<-other
+	other()
 	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), unix.AT_FDCWD, filepath.Join(dir, name), unix.AT_SYMLINK_FOLLOW); err != nil {
 		b.Fatal(err)
 	}

@@ -9,11 +9,11 @@ import (
 )
 
 // atomicWriteB is storage.Local's create-only write elsewhere: a temporary file written and
-// fsync'd while other runs, then hard-linked and removed.
-func atomicWriteB(b *testing.B, dir, name string, data []byte, other <-chan struct{}) {
+// fsync'd, other (the fsyncs it must follow) waited for, then hard-linked and removed.
+func atomicWriteB(b *testing.B, dir, name string, data []byte, other func()) {
 	tmp := filepath.Join(dir, "."+name+".tmp")
 	createSyncedB(b, tmp, data)
-	<-other
+	other()
 	if err := os.Link(tmp, filepath.Join(dir, name)); err != nil {
 		b.Fatal(err)
 	}

@@ -273,10 +273,10 @@ func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
 	)
 	// atomic is the floor of storage.Local's create-only protocol for the same two files, as
 	// the engine uses it (docs/design.md, "Durability of local writes"): each file written
-	// unnamed (O_TMPFILE) and fsync'd while the other log's directory is fsync'd (commits/
-	// before offsets/N+1 is named, offsets/ before commits/N is), then linked, which never
-	// replaces (a named temporary file, linked and removed, elsewhere); the purge's two deletes
-	// after commits/N, without fsync. It splits the gap: engine over atomic is the engine's own cost,
+	// unnamed (O_TMPFILE) and fsync'd, the other log's directory fsync'd after it (alongside it
+	// on ext4 without a journal; commits/ before offsets/N+1 is named, offsets/ before commits/N
+	// is), then linked, which never replaces (a named temporary file, linked and removed,
+	// elsewhere); the purge's two deletes after commits/N, without fsync. It splits the gap: engine over atomic is the engine's own cost,
 	// atomic over floor the price of no-overwrite writes that survive a crash in order.
 	an := 0
 	adirs := [2]string{filepath.Join(floorDir, "o"), filepath.Join(floorDir, "c")}
@@ -285,15 +285,20 @@ func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	concurrent := storage.Journalless(floorDir)
 	atomic := func() time.Duration {
 		defer func() { an++ }()
 		t0 := time.Now()
 		for i, data := range payloads {
-			other := make(chan struct{})
+			other := func() {}
 			if i == 1 || an > 0 {
-				go func() { defer close(other); syncDirB(b, adirs[1-i]) }()
-			} else {
-				close(other)
+				if concurrent {
+					c := make(chan struct{})
+					go func() { defer close(c); syncDirB(b, adirs[1-i]) }()
+					other = func() { <-c }
+				} else {
+					other = func() { syncDirB(b, adirs[1-i]) }
+				}
 			}
 			atomicWriteB(b, adirs[i], fmt.Sprint(an), data, other)
 			if i == 1 && an > 0 { // the purge, after commits/N as in the engine

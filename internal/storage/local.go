@@ -64,6 +64,10 @@ type Local struct {
 	// named is set once the file system (or a missing /proc) refused an
 	// unnamed temporary file: writes use a named one from then on.
 	named atomic.Bool
+	// concurrent, set once by orderOnce, says that the directory fsyncs a
+	// new name waits for run alongside its file's (syncBeforeName).
+	orderOnce  sync.Once
+	concurrent bool
 }
 
 // fileID is a file's identity: device and inode.
@@ -458,20 +462,11 @@ func (l *Local) writeFile(p string, data []byte, deferred bool) (err error) {
 		return err
 	}
 	// The directories of earlier deferred changes must be durable before this
-	// name can be, deferred or not (so that changes survive in order); their
-	// fsyncs run alongside the new file's (a journaling file system commits
-	// them together). Receiving from the closed channel is the wait, and can
-	// be repeated.
-	others := closedChan
+	// name can be, deferred or not (so that changes survive in order); others
+	// makes them so, and may be called again.
+	others := func() {}
 	if dirs := l.takeUnsynced(dir); len(dirs) > 0 {
-		c := make(chan struct{})
-		others = c
-		go func() {
-			defer close(c)
-			for _, d := range dirs {
-				dirSync(d)
-			}
-		}()
+		others = l.syncBeforeName(dir, dirs)
 	}
 	if !l.named.Load() {
 		err := writeUnnamed(dir, p, data, others)
@@ -486,12 +481,12 @@ func (l *Local) writeFile(p string, data []byte, deferred bool) (err error) {
 	}
 	// Cheap early answer; publish is what guarantees no overwrite.
 	if _, err := os.Lstat(p); err == nil {
-		<-others
+		others()
 		return fs.ErrExist
 	}
 	tmp := filepath.Join(dir, "."+name+"."+newUUID()+".tmp")
 	werr := writeSynced(tmp, data)
-	<-others
+	others()
 	if werr != nil {
 		if !errors.Is(werr, fs.ErrExist) {
 			_ = os.Remove(tmp)
@@ -511,8 +506,42 @@ func (l *Local) writeFile(p string, data []byte, deferred bool) (err error) {
 	return nil
 }
 
-// closedChan is a wait that is over.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+// Journalless reports whether dir is on a file system where Local runs the
+// directory fsyncs a new name waits for alongside the new file's own: ext4
+// without a journal (syncBeforeName). BenchmarkBatchVsTwoFsyncs's protocol
+// floor follows it.
+func Journalless(dir string) bool { return journalless(dir) }
+
+// syncBeforeName returns the wait for the fsyncs of dirs that a new name in
+// dir must follow. Where each fsync is its own cache flush (ext4 without a
+// journal) they start now, alongside the new file's, and the wait receives
+// their end. On a journaling file system that would cost a commit more: the
+// directories' fsync would commit the journal before the new file's blocks
+// are in it, and the file's fsync would wait for that commit and then make
+// its own. There they run when the wait is first called, after the file's
+// fsync, whose commit holds their changes already: each costs a flush, no
+// commit.
+func (l *Local) syncBeforeName(dir string, dirs []string) func() {
+	l.orderOnce.Do(func() { l.concurrent = journalless(dir) })
+	if !l.concurrent {
+		var once sync.Once
+		return func() {
+			once.Do(func() {
+				for _, d := range dirs {
+					dirSync(d)
+				}
+			})
+		}
+	}
+	c := make(chan struct{})
+	go func() {
+		defer close(c)
+		for _, d := range dirs {
+			dirSync(d)
+		}
+	}()
+	return func() { <-c }
+}
 
 // prepareDir creates dir (and the root) if needed and checks that it does
 // not resolve outside the root. An existing directory, the common case, costs

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -60,14 +62,14 @@ var (
 // costs one directory change less than a named temporary file and a rename,
 // and a crash leaves nothing: the kernel frees an unnamed file with its last
 // descriptor. errNoUnnamed: nothing was done but the wait, use a named file.
-func writeUnnamed(dir, p string, data []byte, others <-chan struct{}) error {
+func writeUnnamed(dir, p string, data []byte, others func()) error {
 	fd, err := openUnnamed(dir)
 	if err != nil {
 		// EISDIR: kernels before 3.11 read O_TMPFILE as O_DIRECTORY.
 		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
 			return errNoUnnamed
 		}
-		<-others
+		others()
 		return err
 	}
 	// The name is given, or not, only after the fsync; a close error then
@@ -75,9 +77,9 @@ func writeUnnamed(dir, p string, data []byte, others <-chan struct{}) error {
 	defer unix.Close(fd)
 	err = writeAll(fd, data)
 	if err == nil {
-		err = unix.Fsync(fd)
+		err = fileSync(fd)
 	}
-	<-others
+	others()
 	if err != nil {
 		return err
 	}
@@ -98,4 +100,31 @@ func writeUnnamed(dir, p string, data []byte, others <-chan struct{}) error {
 var procFD = func() bool {
 	_, err := os.Stat("/proc/self/fd")
 	return err == nil
+}
+
+// journalless reports whether dir is on an ext4 (or ext2/ext3) file system
+// mounted without a journal; false when anything is unknown. A variable for
+// the tests.
+var journalless = func(dir string) bool {
+	var sfs unix.Statfs_t
+	if unix.Statfs(dir, &sfs) != nil || sfs.Type != unix.EXT4_SUPER_MAGIC {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil {
+		return false
+	}
+	return ext4NoJournal("/sys", unix.Major(st.Dev), unix.Minor(st.Dev))
+}
+
+// ext4NoJournal reads, under the sysfs root sys, the journal_task of the ext4
+// file system on device major:minor: "<none>" means no journal (ext4 shows it
+// since Linux 5.x; absent, the answer is false).
+func ext4NoJournal(sys string, major, minor uint32) bool {
+	dev, err := os.Readlink(filepath.Join(sys, "dev", "block", strconv.FormatUint(uint64(major), 10)+":"+strconv.FormatUint(uint64(minor), 10)))
+	if err != nil {
+		return false
+	}
+	task, err := os.ReadFile(filepath.Join(sys, "fs", "ext4", filepath.Base(dev), "journal_task"))
+	return err == nil && strings.TrimSpace(string(task)) == "<none>"
 }

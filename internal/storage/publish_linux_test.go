@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -161,13 +162,19 @@ func testPublishOtherError(t *testing.T, named bool) {
 // Deferred writes and deletes skip the directory fsync; the next durable write fsyncs their
 // directories before its own file is named (so the changes survive a power loss in order), and its own
 // directory after it.
+//
+// On a journaling file system the directory fsyncs run after the new file's fsync (which commits
+// their changes with it); without a journal (concurrent) alongside it, so there the file's fsync
+// has no place in the order and is left out of the comparison.
 func TestLocalDeferredSyncOrder(t *testing.T) {
 	for _, named := range []bool{false, true} {
-		t.Run(fmt.Sprint("named=", named), func(t *testing.T) { testDeferredSyncOrder(t, named) })
+		for _, concurrent := range []bool{false, true} {
+			t.Run(fmt.Sprintf("named=%v/concurrent=%v", named, concurrent), func(t *testing.T) { testDeferredSyncOrder(t, named, concurrent) })
+		}
 	}
 }
 
-func testDeferredSyncOrder(t *testing.T, named bool) {
+func testDeferredSyncOrder(t *testing.T, named, concurrent bool) {
 	ctx := context.Background()
 	root := t.TempDir()
 	l, err := NewLocal(root)
@@ -175,7 +182,16 @@ func testDeferredSyncOrder(t *testing.T, named bool) {
 		t.Fatal(err)
 	}
 	l.named.Store(named)
-	var events []string
+	l.orderOnce.Do(func() { l.concurrent = concurrent })
+	var (
+		mu     sync.Mutex
+		events []string
+	)
+	event := func(e string) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}
 	rel := func(p string) string {
 		r, err := filepath.Rel(root, p)
 		if err != nil {
@@ -185,34 +201,45 @@ func testDeferredSyncOrder(t *testing.T, named bool) {
 	}
 	realRename, realLink, realSync := renameNoReplace, linkUnnamed, dirSync
 	setRename(t, func(o, n string) error {
-		events = append(events, "name "+rel(n))
+		event("name " + rel(n))
 		return realRename(o, n)
 	})
 	setLink(t, func(fd int, n string) error {
-		events = append(events, "name "+rel(n))
+		event("name " + rel(n))
 		return realLink(fd, n)
 	})
+	realFile := fileSync
+	fileSync = func(fd int) error {
+		event("fsync file")
+		return realFile(fd)
+	}
 	dirSync = func(d string) {
-		events = append(events, "fsync "+rel(d))
+		event("fsync " + rel(d))
 		realSync(d)
 	}
-	t.Cleanup(func() { dirSync = realSync })
+	t.Cleanup(func() { dirSync, fileSync = realSync, realFile })
 	step := func(what string, f func() error, want ...string) {
 		t.Helper()
 		events = nil
 		if err := f(); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if !slices.Equal(events, want) {
-			t.Errorf("%s: %q, want %q", what, events, want)
+		got := events
+		if concurrent {
+			notFile := func(e string) bool { return e == "fsync file" }
+			got = slices.DeleteFunc(slices.Clone(got), notFile)
+			want = slices.DeleteFunc(slices.Clone(want), notFile)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", what, got, want)
 		}
 	}
-	step("offsets/0", func() error { return l.WriteFile(ctx, "offsets/0", []byte("o0")) }, "name offsets/0", "fsync offsets")
-	step("deferred commits/0", func() error { return l.WriteFileDeferred(ctx, "commits/0", []byte("c0")) }, "name commits/0")
+	step("offsets/0", func() error { return l.WriteFile(ctx, "offsets/0", []byte("o0")) }, "fsync file", "name offsets/0", "fsync offsets")
+	step("deferred commits/0", func() error { return l.WriteFileDeferred(ctx, "commits/0", []byte("c0")) }, "fsync file", "name commits/0")
 	step("deferred delete offsets/0", func() error { return l.DeleteDeferred(ctx, "offsets/0") })
 	// commits/ is fsynced before offsets/1 gets its name; offsets/ once, after.
-	step("offsets/1", func() error { return l.WriteFile(ctx, "offsets/1", []byte("o1")) }, "fsync commits", "name offsets/1", "fsync offsets")
-	step("deferred commits/1", func() error { return l.WriteFileDeferred(ctx, "commits/1", []byte("c1")) }, "name commits/1")
+	step("offsets/1", func() error { return l.WriteFile(ctx, "offsets/1", []byte("o1")) }, "fsync file", "fsync commits", "name offsets/1", "fsync offsets")
+	step("deferred commits/1", func() error { return l.WriteFileDeferred(ctx, "commits/1", []byte("c1")) }, "fsync file", "name commits/1")
 	step("SyncDeferred", func() error { return l.SyncDeferred(ctx) }, "fsync commits")
 	step("SyncDeferred again", func() error { return l.SyncDeferred(ctx) })
 	step("deferred delete commits/0", func() error { return l.DeleteDeferred(ctx, "commits/0") })
@@ -220,10 +247,10 @@ func testDeferredSyncOrder(t *testing.T, named bool) {
 	// A deferred write keeps the order too: the other directories' deferred changes become
 	// durable before its name appears (the engine's offsets/N before commits/N), its own
 	// directory's do not.
-	step("deferred offsets/2", func() error { return l.WriteFileDeferred(ctx, "offsets/2", []byte("o2")) }, "name offsets/2")
-	step("deferred commits/2", func() error { return l.WriteFileDeferred(ctx, "commits/2", []byte("c2")) }, "fsync offsets", "name commits/2")
-	step("deferred offsets/3", func() error { return l.WriteFileDeferred(ctx, "offsets/3", []byte("o3")) }, "fsync commits", "name offsets/3")
-	step("deferred offsets/4", func() error { return l.WriteFileDeferred(ctx, "offsets/4", []byte("o4")) }, "name offsets/4")
+	step("deferred offsets/2", func() error { return l.WriteFileDeferred(ctx, "offsets/2", []byte("o2")) }, "fsync file", "name offsets/2")
+	step("deferred commits/2", func() error { return l.WriteFileDeferred(ctx, "commits/2", []byte("c2")) }, "fsync file", "fsync offsets", "name commits/2")
+	step("deferred offsets/3", func() error { return l.WriteFileDeferred(ctx, "offsets/3", []byte("o3")) }, "fsync file", "fsync commits", "name offsets/3")
+	step("deferred offsets/4", func() error { return l.WriteFileDeferred(ctx, "offsets/4", []byte("o4")) }, "fsync file", "name offsets/4")
 	step("SyncDeferred at the end", func() error { return l.SyncDeferred(ctx) }, "fsync offsets")
 }
 
@@ -321,5 +348,49 @@ func TestLocalUnnamedUsed(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "commits", "3")); err != nil || string(b) != "v1" {
 		t.Errorf("commits/3 = %q, %v", b, err)
+	}
+}
+
+// ext4NoJournal reads sysfs as Linux lays it out: /sys/dev/block/MAJ:MIN links to the device,
+// /sys/fs/ext4/<device>/journal_task holds the journal thread's pid or "<none>".
+func TestExt4NoJournal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		task string // "" : no journal_task file
+		link bool
+		want bool
+	}{
+		{"no-journal", "<none>\n", true, true},
+		{"journal", "8123\n", true, false},
+		{"old-kernel", "", true, false},
+		{"unknown-device", "<none>\n", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(sys, "dev", "block"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tc.link {
+				if err := os.Symlink("../../devices/pci0000:00/0000:00:05.0/virtio2/block/vda", filepath.Join(sys, "dev", "block", "254:0")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.task != "" {
+				dir := filepath.Join(sys, "fs", "ext4", "vda")
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "journal_task"), []byte(tc.task), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := ext4NoJournal(sys, 254, 0); got != tc.want {
+				t.Errorf("ext4NoJournal = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// Not ext4 (tmpfs, or whatever the temporary directory is on when it is not ext4): false.
+	if got := journalless("/dev/shm"); got {
+		t.Errorf("journalless(/dev/shm) = true")
 	}
 }

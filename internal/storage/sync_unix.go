@@ -33,12 +33,16 @@ func writeSynced(name string, data []byte) error {
 		syscall.Close(fd)
 		return err
 	}
-	if err := syscall.Fsync(fd); err != nil {
+	if err := fileSync(fd); err != nil {
 		syscall.Close(fd)
 		return err
 	}
 	return syscall.Close(fd)
 }
+
+// fileSync is fsync(2) of a new file's descriptor; tests replace it to see the
+// order of the fsyncs.
+var fileSync = syscall.Fsync
 
 // writeAll writes data to fd, again after EINTR and short writes.
 func writeAll(fd int, data []byte) error {
