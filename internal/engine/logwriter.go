@@ -94,10 +94,17 @@ type syncLogWriter struct {
 	// applied (see now).
 	mu     sync.Mutex
 	queued atomic.Int64
-	// purging counts the purges running beside the queue (Purge); purgeMu runs them one at
-	// a time (lastPurged).
-	purging sync.WaitGroup
-	purgeMu sync.Mutex
+	// The purges run beside the queue (Purge), on one goroutine at a time (purging counts
+	// it): the thresholds asked for while one ran are coalesced into the highest (purgeWant,
+	// with the latest purgeCtx), and their futures (purgeWaiters) answered by the purge that
+	// covers them. One goroutine a purge, each waiting for the one before, piled up without
+	// bound where batches are faster than unlinks (tmpfs), each one listing the directory.
+	purging      sync.WaitGroup
+	purgeMu      sync.Mutex
+	purgeRunning bool
+	purgeWant    int64
+	purgeCtx     context.Context
+	purgeWaiters []chan error
 }
 
 // asyncDurable is AsyncOffsetSeqLog/AsyncCommitLog's writtenToDurableStorage: the ids of the
@@ -255,14 +262,37 @@ func (w *syncLogWriter) Purge(ctx context.Context, threshold int64) Future {
 	// deferred, and may come back after a power loss anyway), and an offsets write queued behind
 	// two unlinks would wait for them.
 	done := make(chan error, 1)
-	w.purging.Add(1)
-	go func() {
-		defer w.purging.Done()
-		w.purgeMu.Lock()
-		defer w.purgeMu.Unlock()
-		done <- w.purge(ctx, threshold)
-	}()
+	w.purgeMu.Lock()
+	defer w.purgeMu.Unlock()
+	w.purgeWant = max(w.purgeWant, threshold)
+	w.purgeCtx = ctx
+	w.purgeWaiters = append(w.purgeWaiters, done)
+	if !w.purgeRunning {
+		w.purgeRunning = true
+		w.purging.Add(1)
+		go w.purgeLoop()
+	}
 	return done
+}
+
+// purgeLoop runs the purges asked for until none waits.
+func (w *syncLogWriter) purgeLoop() {
+	defer w.purging.Done()
+	for {
+		w.purgeMu.Lock()
+		if len(w.purgeWaiters) == 0 {
+			w.purgeRunning = false
+			w.purgeMu.Unlock()
+			return
+		}
+		threshold, ctx, waiters := w.purgeWant, w.purgeCtx, w.purgeWaiters
+		w.purgeWaiters = nil
+		w.purgeMu.Unlock()
+		err := w.purge(ctx, threshold)
+		for _, c := range waiters {
+			c <- err
+		}
+	}
 }
 
 // flush waits until every operation queued before it has been applied.
@@ -280,12 +310,15 @@ func (w *syncLogWriter) Close() error {
 }
 
 // purge is StreamExecution.purge: offsetLog.purge(t) then commitLog.purge(t), each
-// HDFSMetadataLog.purge: at most 3 candidates are deleted by name, more by listing. The deletes
-// are deferred (storage.DeleteDeferred): a file that reappears after a power loss is one more
-// retained batch, deleted by the next run's first purge (which lists).
+// HDFSMetadataLog.purge: at most 3 candidates are deleted by name, more by listing. After the
+// run's first purge, candidates are always deleted by name: that purge left nothing below its
+// threshold, so every file below a later one is a candidate (Spark, purging every batch, never
+// has more than one; coalesced purges may). The deletes are deferred (storage.DeleteDeferred):
+// a file that reappears after a power loss is one more retained batch, deleted by the next
+// run's first purge (which lists).
 func (w *syncLogWriter) purge(ctx context.Context, threshold int64) error {
 	for _, dir := range []string{checkpoint.DirOffsets, checkpoint.DirCommits} {
-		if threshold-(w.lastPurged+1) <= 3 {
+		if threshold-(w.lastPurged+1) <= 3 || w.lastPurged >= 0 {
 			for id := w.lastPurged + 1; id < threshold; id++ {
 				if err := storage.DeleteDeferred(ctx, w.store, dir+"/"+strconv.FormatInt(id, 10)); err != nil {
 					return err
@@ -306,6 +339,6 @@ func (w *syncLogWriter) purge(ctx context.Context, threshold int64) error {
 			}
 		}
 	}
-	w.lastPurged = max(w.lastPurged, threshold-1) // purges may run out of order (Purge)
+	w.lastPurged = max(w.lastPurged, threshold-1)
 	return nil
 }

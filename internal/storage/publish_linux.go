@@ -103,9 +103,8 @@ var procFD = func() bool {
 }
 
 // journalless reports whether dir is on an ext4 (or ext2/ext3) file system
-// mounted without a journal; false when anything is unknown. A variable for
-// the tests.
-var journalless = func(dir string) bool {
+// mounted without a journal; false when anything is unknown.
+func journalless(dir string) bool {
 	var sfs unix.Statfs_t
 	if unix.Statfs(dir, &sfs) != nil || sfs.Type != unix.EXT4_SUPER_MAGIC {
 		return false
