@@ -276,8 +276,9 @@ func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
 	// unnamed (O_TMPFILE) and fsync'd, the other log's directory fsync'd after it (alongside it
 	// on ext4 without a journal; commits/ before offsets/N+1 is named, offsets/ before commits/N
 	// is), then linked, which never replaces (a named temporary file, linked and removed,
-	// elsewhere); the purge's two deletes after commits/N, without fsync. It splits the gap: engine over atomic is the engine's own cost,
-	// atomic over floor the price of no-overwrite writes that survive a crash in order.
+	// elsewhere); the purge's two deletes after commits/N, without fsync. It splits the gap:
+	// engine over atomic is the engine's own cost, atomic over floor the price of no-overwrite
+	// writes that survive a crash in order.
 	an := 0
 	adirs := [2]string{filepath.Join(floorDir, "o"), filepath.Join(floorDir, "c")}
 	for _, d := range adirs {
