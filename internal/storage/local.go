@@ -523,22 +523,18 @@ func Journalless(dir string) bool { return journalless(dir) }
 // commit.
 func (l *Local) syncBeforeName(dir string, dirs []string) func() {
 	l.orderOnce.Do(func() { l.concurrent = journalless(dir) })
-	if !l.concurrent {
-		var once sync.Once
-		return func() {
-			once.Do(func() {
-				for _, d := range dirs {
-					dirSync(d)
-				}
-			})
+	syncAll := func() {
+		for _, d := range dirs {
+			dirSync(d)
 		}
+	}
+	if !l.concurrent {
+		return sync.OnceFunc(syncAll)
 	}
 	c := make(chan struct{})
 	go func() {
 		defer close(c)
-		for _, d := range dirs {
-			dirSync(d)
-		}
+		syncAll()
 	}()
 	return func() { <-c }
 }

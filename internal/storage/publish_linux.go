@@ -61,7 +61,7 @@ var (
 // fails with EEXIST when p exists (fs.ErrExist), so nothing is replaced. It
 // costs one directory change less than a named temporary file and a rename,
 // and a crash leaves nothing: the kernel frees an unnamed file with its last
-// descriptor. errNoUnnamed: nothing was done but the wait, use a named file.
+// descriptor. errNoUnnamed: nothing was written or named, use a named file.
 func writeUnnamed(dir, p string, data []byte, others func()) error {
 	fd, err := openUnnamed(dir)
 	if err != nil {
