@@ -35,6 +35,9 @@ const (
 // Action is one change to one file.
 type Action struct {
 	Op Op `json:"op"`
+	// Store is where Path is: "" the checkpoint, StoreSink the file sink's output directory
+	// (`offsets reset --sink`, `rewind --sink`), so that one journal covers both halves.
+	Store string `json:"store,omitempty"`
 	// Path is the file changed, relative to the checkpoint root ("offsets/21").
 	Path string `json:"path"`
 	// From is the file whose bytes OpCopy writes; empty for deletes.
@@ -54,6 +57,9 @@ type Action struct {
 	// Size is the size of the file the action removes or writes, in bytes.
 	Size int64 `json:"size"`
 }
+
+// StoreSink is Action.Store for a file of the query's file sink output directory.
+const StoreSink = "sink"
 
 // Digest is the hex SHA-256 of a file's bytes. The empty Digest stands for "no file", and is null in
 // JSON.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -34,6 +35,19 @@ type ExecOptions struct {
 	// Rand is the source of the random bits of repair ids. nil: crypto/rand; tests that pin the
 	// clock pin it too, for byte-stable pages.
 	Rand io.Reader
+	// Sink is the file sink output directory the actions with Store "sink" change (a plan's
+	// --sink half; the journal's Sink for undo and resume). nil: none.
+	Sink storage.Store
+	// Hook, when set, is called at the named points of a run ("locked", "journaled",
+	// "backed-up", "applying", "changed", "applied", "verified"): the kill matrices of the
+	// tests stop the process there.
+	Hook func(point string)
+}
+
+func (o *ExecOptions) hook(point string) {
+	if o.Hook != nil {
+		o.Hook(point)
+	}
 }
 
 func (o *ExecOptions) now() time.Time {
@@ -109,16 +123,23 @@ func absoluteURI(s storage.Store) string {
 	return s.URI()
 }
 
-// Execute applies p to the checkpoint in s: lock, journal, backups, actions, verification. See
-// the package documentation for the protocol. On success the returned journal is in StateDone and
-// holds the planner's verified result. A failure before the first change leaves the checkpoint
-// untouched and the lock released; a failure after it returns a *HalfwayError and keeps the lock.
+// Execute applies p to the checkpoint in s: lock, a check of the whole plan under the lock,
+// journal, backups, actions, verification. See the package documentation for the protocol. On
+// success the returned journal is in StateDone and holds the planner's verified result, which is
+// the prediction: a verified restart that differs is rolled back and returned as a
+// *MismatchError. A failure before the first change leaves the checkpoint untouched and the lock
+// released; a failure after it returns a *HalfwayError and keeps the lock.
 func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*Journal, error) {
 	if len(p.Actions) == 0 {
 		return nil, ErrNothingToDo
 	}
+	st := stores{cp: s, sink: opts.Sink}
+	hasSink := false
 	for _, a := range p.Actions {
-		if err := checkAction(s, a); err != nil {
+		if a.Store == StoreSink {
+			hasSink = true
+		}
+		if err := checkAction(st, a); err != nil {
 			return nil, err
 		}
 	}
@@ -157,51 +178,126 @@ func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*
 		Options:    journalOptions(p.Options),
 		Warnings:   warnings,
 	}
+	if hasSink {
+		j.Sink = absoluteURI(opts.Sink)
+	}
 	if m, err := cp.ReadMetadata(ctx); err == nil && m != nil {
 		j.QueryID = m.ID
 	}
 	for _, a := range p.Actions {
 		ja := JournalAction{Action: a, State: ActionPending}
 		if !a.Before.Absent() {
-			ja.Backup = storage.Join("files", a.Path)
+			ja.Backup = storage.Join("files", a.Store, a.Path)
 		}
 		j.Actions = append(j.Actions, ja)
 	}
 
-	// A new repair never takes a lock over, not even one with its own id.
+	// A new repair never takes a lock over, not even one with its own id; only a stale one (its
+	// holder gone from this host, no journal written) or with --force.
 	j.lock = lockFor(j, "repair", now)
-	warn, _, err := acquireLock(ctx, s, j.lock, opts.Force, false)
+	warn, _, err := acquireLock(ctx, s, j.lock, lockPolicy{force: opts.Force, journalAt: journalFinder(s, opts.BackupRoot)})
 	if err != nil {
 		return nil, err
 	}
+	defer running.Delete(j.lock.Owner)
 	if warn != "" {
 		j.Warnings = append(j.Warnings, warn)
+		opts.progress("%s", warn)
 	}
+	opts.hook("locked")
 	// The plan was computed from a reading of the checkpoint that may be minutes old (the user read
-	// it and answered a prompt): every file must still have the bytes the plan saw.
-	for _, a := range p.Actions {
-		_, d, err := readDigest(ctx, s, a.Path)
-		if err == nil && d != a.Before {
-			err = fmt.Errorf("%w: %s is now %s, the plan saw %s; plan again", ErrChanged, a.Path, d.Short(), a.Before.Short())
-		}
-		if err != nil {
-			_ = releaseLock(context.WithoutCancel(ctx), s, j.lock)
-			return nil, err
-		}
+	// it and answered a prompt), and another ckpt may have changed it since and released the lock:
+	// every file must still have the bytes the plan saw, and the plan's whole prediction must
+	// still hold for the checkpoint as it is now.
+	work, err := underLock(ctx, st, p, j)
+	if err != nil {
+		_ = releaseLock(context.WithoutCancel(ctx), s, j.lock)
+		return nil, err
 	}
 	opts.progress("journal: %s", loc.URI())
 	if err := j.write(ctx, loc, now); err != nil {
 		_ = releaseLock(context.WithoutCancel(ctx), s, j.lock)
 		return nil, err
 	}
-	return j, apply(ctx, s, loc, j, &opts, "repair")
+	opts.hook("journaled")
+	return j, apply(ctx, st, loc, j, &opts, "repair", work)
+}
+
+// underLock reads every file the plan changes (once: the bytes are what the backups get) and
+// checks them against the plan, then asks the planner what the checkpoint as it is now gives with
+// the actions applied: the plan's prediction, or the plan is refused.
+func underLock(ctx context.Context, st stores, p *Plan, j *Journal) ([]todo, error) {
+	meter := newPhase(ctx, "checking the files under the lock", len(j.Actions))
+	defer meter.end()
+	work := make([]todo, 0, len(j.Actions))
+	ov := checkpoint.NewOverlay(st.cp, nil)
+	for i, ja := range j.Actions {
+		a := ja.Action
+		data, d, err := readDigest(ctx, st.of(a), a.Path)
+		if err != nil {
+			return nil, err
+		}
+		if d != a.Before {
+			return nil, fmt.Errorf("%w: %s is now %s, the plan saw %s; plan again", ErrChanged, a.Path, d.Short(), a.Before.Short())
+		}
+		w := todo{i: i, data: data}
+		switch a.Op {
+		case OpCopy:
+			src, sd, err := readDigest(ctx, st.of(a), a.From)
+			if err != nil {
+				return nil, err
+			}
+			if sd != a.After {
+				return nil, fmt.Errorf("%w: %s (the source of the copy) is now %s, the plan saw %s; plan again", ErrChanged, a.From, sd.Short(), a.After.Short())
+			}
+			w.data = src
+		case OpWrite:
+			w.data = a.Data
+		}
+		if a.Store == "" {
+			switch a.Op {
+			case OpDelete:
+				ov.Hide(a.Path)
+			case OpCopy, OpWrite:
+				ov.Set(a.Path, w.data)
+			case OpReplace:
+				ov.Set(a.Path, a.Data)
+			}
+		}
+		work = append(work, w)
+		meter.add(1)
+	}
+	if !predicts(j) {
+		return work, nil
+	}
+	cp, err := checkpoint.Load(ctx, ov)
+	if err != nil {
+		return nil, err
+	}
+	res, err := recovery.Plan(ctx, cp, p.Options)
+	if err != nil {
+		return nil, err
+	}
+	if !restartsAsPredicted(p.After, res) {
+		return nil, fmt.Errorf("%w: the plan predicted %q, but applied to the checkpoint as it is now it gives %q (another command changed it meanwhile); plan again",
+			ErrChanged, p.After.Verdict(), res.Verdict())
+	}
+	return work, nil
+}
+
+// predicts reports whether the journal's prediction is the planner's answer for the changed
+// checkpoint, to be checked before and after: every plan but Spark's manual procedure (whose
+// prediction is the restart once a person has run it) and a plan without a restart (the sink
+// half of a purge, in the sink's own store).
+func predicts(j *Journal) bool {
+	return j.Predicted != nil && j.Strategy != StrategySparkProcedure
 }
 
 // Resume finishes the repair whose journal is at loc: it backs up what is not backed up yet,
 // applies the actions not applied yet (the file hashes tell), and verifies. It is safe to run
 // again after any failure, including its own.
 func Resume(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) (*Journal, error) {
-	j, err := openJournal(ctx, s, loc)
+	j, err := openJournal(ctx, s, loc, opts.Sink)
 	if err != nil {
 		return nil, err
 	}
@@ -209,19 +305,25 @@ func Resume(ctx context.Context, s storage.Store, loc Location, opts ExecOptions
 	case StateUndone, StateUndoing:
 		return j, fmt.Errorf("repair %s was undone (or is being undone); plan a new repair with `ckpt repair %s`", j.ID, j.Checkpoint)
 	}
+	st := stores{cp: s, sink: opts.Sink}
 	if _, err := guard(ctx, s, j, &opts, "resume"); err != nil {
 		return j, err
 	}
-	return j, apply(ctx, s, loc, j, &opts, "resume")
+	defer running.Delete(j.lock.Owner)
+	return j, apply(ctx, st, loc, j, &opts, "resume", nil)
 }
 
-func openJournal(ctx context.Context, s storage.Store, loc Location) (*Journal, error) {
+func openJournal(ctx context.Context, s storage.Store, loc Location, sink storage.Store) (*Journal, error) {
 	j, err := ReadJournal(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
+	if j.Sink != "" && sink == nil {
+		return nil, fmt.Errorf("journal %s also changed the file sink %s, which was not opened", loc.URI(), j.Sink)
+	}
+	st := stores{cp: s, sink: sink}
 	for _, a := range j.Actions {
-		if err := checkAction(s, a.Action); err != nil {
+		if err := checkAction(st, a.Action); err != nil {
 			return nil, fmt.Errorf("journal %s: %w", loc.URI(), err)
 		}
 	}

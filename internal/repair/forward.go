@@ -4,20 +4,32 @@ package repair
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/progress"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
+// stores are the stores a journal's actions change: the checkpoint, and the file sink output
+// directory for actions with Store "sink".
+type stores struct{ cp, sink storage.Store }
+
+func (st stores) of(a Action) storage.Store {
+	if a.Store == StoreSink {
+		return st.sink
+	}
+	return st.cp
+}
+
 // guard runs the liveness check and takes the lock for resume and undo. The files the repair itself
 // created do not count as signs of life. It returns the lock it took over (the same repair's,
-// left by a run that stopped half-way), nil when there was none.
+// left by a run that stopped half-way and is gone), nil when there was none. A lock of the same
+// repair whose holder still runs (a resume and an undo of one journal at once) is refused.
 func guard(ctx context.Context, s storage.Store, j *Journal, opts *ExecOptions, op string) (*Lock, error) {
 	cp, err := checkpoint.Load(ctx, s)
 	if err != nil {
@@ -25,7 +37,9 @@ func guard(ctx context.Context, s storage.Store, j *Journal, opts *ExecOptions, 
 	}
 	ignore := map[string]bool{}
 	for _, a := range j.Actions {
-		ignore[a.Path] = true
+		if a.Store == "" {
+			ignore[a.Path] = true
+		}
 	}
 	now := opts.now()
 	if err := CheckLive(ctx, s, cp, now, opts.ActiveWindow, ignore); err != nil {
@@ -35,12 +49,13 @@ func guard(ctx context.Context, s storage.Store, j *Journal, opts *ExecOptions, 
 		j.Warnings = append(j.Warnings, "--force: "+firstLine(err.Error()))
 	}
 	j.lock = lockFor(j, op, now)
-	warn, prev, err := acquireLock(ctx, s, j.lock, opts.Force, true)
+	warn, prev, err := acquireLock(ctx, s, j.lock, lockPolicy{force: opts.Force, takeover: true, journalAt: journalFinder(s, opts.BackupRoot)})
 	if err != nil {
 		return nil, err
 	}
 	if warn != "" {
 		j.Warnings = append(j.Warnings, warn)
+		opts.progress("%s", warn)
 	}
 	return prev, nil
 }
@@ -50,18 +65,28 @@ func lockFor(j *Journal, op string, now time.Time) Lock {
 }
 
 // checkAction confines both files an action names.
-func checkAction(s storage.Store, a Action) error {
+func checkAction(st stores, a Action) error {
+	s := st.of(a)
+	if a.Store != "" {
+		if a.Store != StoreSink || s == nil {
+			return fmt.Errorf("%w: %q is in the store %q, which this run does not have", ErrOutside, a.Path, a.Store)
+		}
+		if a.Op != OpDelete && a.Op != OpWrite {
+			return fmt.Errorf("%w: %q: a file sink's log is only written or moved into the backup", ErrOutside, a.Path)
+		}
+		return confineSinkLog(s, a.Path)
+	}
 	if a.Op == OpDelete && IsStateFile(a.Path) {
 		return confineState(s, a.Path) // `ckpt rewind` moves state versions into the backup
 	}
 	if a.Op == OpDelete && IsSinkLogFile(a.Path) {
-		return confineSinkLog(s, a.Path) // `ckpt rewind --sink`, in the sink's own journal
+		return confineSinkLog(s, a.Path) // the sink half of a purge, in the sink's own journal
 	}
 	if (a.Op == OpWrite || a.Op == OpReplace) && IsSinkLogFile(a.Path) && strings.HasSuffix(a.Path, ".compact") {
 		return confineSinkLog(s, a.Path) // `ckpt sink repair` writes a rebuilt compaction file
 	}
 	if a.Op == OpWrite && IsSinkLogFile(a.Path) && !strings.HasSuffix(a.Path, ".crc") {
-		return confineSinkLog(s, a.Path) // `ckpt offsets reset --sink` writes the skipped batch's entry
+		return confineSinkLog(s, a.Path) // a journal of the sink alone
 	}
 	if err := Confine(s, a.Path); err != nil {
 		return err
@@ -101,28 +126,179 @@ func classify(a Action, d Digest) fileState {
 	return fileOther
 }
 
+// todo is one action left to apply.
+type todo struct {
+	i    int
+	data []byte // bytes to back up (deletes, replaces) or to write (copies, writes)
+	mid  bool   // a replace stopped between its delete and its write: the backup exists
+}
+
 // apply is the forward half of Execute and Resume: back up, change, verify. Each step is decided
-// from the file hashes, so it continues where any earlier run stopped.
-func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts *ExecOptions, op string) (err error) {
+// from the file hashes, so it continues where any earlier run stopped. pre is the work Execute
+// already read under the lock (nil: read it now).
+func apply(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecOptions, op string, pre []todo) (err error) {
+	s := st.cp
+	var mm *MismatchError
 	defer func() {
-		if err != nil {
-			err = stopped(ctx, s, loc, j, opts, op, err)
+		if err != nil && !errors.As(err, &mm) {
+			err = stopped(ctx, st, loc, j, opts, op, err)
 		}
 	}()
 
-	type todo struct {
-		i    int
-		data []byte // bytes to back up (deletes, replaces) or to write (copies, writes)
-		mid  bool   // a replace stopped between its delete and its write: the backup exists
-	}
-	var work []todo
-	var conflicts []string
-	for i := range j.Actions {
-		a := j.Actions[i].Action
-		data, d, err := readDigest(ctx, s, a.Path)
-		if err != nil {
+	work := pre
+	if work == nil {
+		if work, err = pending(ctx, st, j); err != nil {
 			return err
 		}
+	}
+
+	// Backups first, all of them, so that no change happens before every original is safe. A
+	// delete on a local file system needs none: the file is renamed into the backup, which is
+	// the change and its backup at once (moveInto), so it is never without a copy either.
+	mv := newMover(st, loc)
+	var copies []todo
+	for _, w := range work {
+		ja := j.Actions[w.i]
+		if ja.Before.Absent() {
+			continue
+		}
+		if w.mid {
+			if _, d, err := readDigest(ctx, loc.Store, storage.Join(loc.Dir, ja.Backup)); err != nil || d != ja.Before {
+				return fmt.Errorf("%s is gone half-way through its replacement and its backup %s/%s is not the original (%v); refusing to continue", ja.Path, loc.URI(), ja.Backup, err)
+			}
+			continue
+		}
+		if ja.Op == OpDelete && mv.can(ja.Action) {
+			continue
+		}
+		copies = append(copies, w)
+	}
+	if err := backUp(ctx, loc, j, copies, opts); err != nil {
+		return err
+	}
+	if j.State == StatePlanned {
+		j.State = StateBackedUp
+		if err := j.write(ctx, loc, opts.now()); err != nil {
+			return err
+		}
+		if n := len(copies); n > 0 {
+			opts.progress("backed up %s to %s", plural(n, "file"), loc.URI())
+		}
+	}
+	opts.hook("backed-up")
+
+	ph := newPhase(ctx, "applying", len(work))
+	defer ph.end()
+	chunk := chunkOf(len(work), mv.local)
+	for k, w := range work {
+		ja := &j.Actions[w.i]
+		// The journal records each change as under way before it happens. A plan of thousands of
+		// deletions (ckpt purge) records them a chunk at a time: a snapshot per file would write
+		// the whole journal once per file. Resume and undo decide from the files' hashes, not
+		// from these states, so a chunk marked applying is as safe as one action.
+		if k%chunk == 0 {
+			for _, w2 := range work[k:min(k+chunk, len(work))] {
+				j.Actions[w2.i].State = ActionApplying
+			}
+			j.State = StateApplying
+			if err := j.write(ctx, loc, opts.now()); err != nil {
+				return err
+			}
+			opts.hook("applying")
+		}
+		as := st.of(ja.Action)
+		switch ja.Op {
+		case OpDelete:
+			if mv.can(ja.Action) {
+				err = mv.moveInto(ctx, ja)
+			} else {
+				err = del(ctx, as, ja.Path)
+			}
+		case OpCopy, OpWrite:
+			err = put(ctx, as, ja.Path, w.data)
+		case OpReplace:
+			if !w.mid {
+				err = del(ctx, as, ja.Path)
+			}
+			if err == nil {
+				err = put(ctx, as, ja.Path, ja.Data)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", ja.Op, ja.Path, err)
+		}
+		ja.State = ActionDone
+		if ja.Op == OpCopy {
+			ja.Written = writtenTime(ctx, as, ja.Path)
+		}
+		opts.progress("%s %s", ja.Op, ja.Path)
+		opts.hook("changed")
+		ph.add(1)
+	}
+	// One sync per directory for every rename, before the journal says applied.
+	if err := mv.sync(); err != nil {
+		return err
+	}
+	ph.end()
+	if j.State != StateApplied && j.State != StateDone {
+		j.State = StateApplied
+		if err := j.write(ctx, loc, opts.now()); err != nil {
+			return err
+		}
+	}
+	opts.hook("applied")
+
+	vph := newPhase(ctx, "verifying", 0)
+	res, err := verify(ctx, s, j.Options.planner())
+	vph.end()
+	if err != nil {
+		return fmt.Errorf("verify the repaired checkpoint: %w", err)
+	}
+	j.Verified = res
+	problem := ""
+	if predicts(j) {
+		problem = mismatch(j.Predicted, res)
+	}
+	if problem == "" {
+		if problem, err = verifySink(ctx, st, j); err != nil {
+			return fmt.Errorf("verify the file sink's log: %w", err)
+		}
+	}
+	if problem != "" {
+		// Not what was predicted: never a success. Roll the change back while this run still
+		// holds the lock, so nothing else sees the checkpoint in between.
+		j.Warnings = append(j.Warnings, problem)
+		if err := j.write(ctx, loc, opts.now()); err != nil {
+			return err
+		}
+		uerr := undoLocked(ctx, st, loc, j, opts, nil)
+		return &MismatchError{Journal: loc.URI(), Problem: problem, RolledBack: uerr == nil, Err: uerr}
+	}
+	j.State = StateDone
+	j.Error = ""
+	if err := j.write(ctx, loc, opts.now()); err != nil {
+		return err
+	}
+	opts.hook("verified")
+	unlock(ctx, s, j)
+	return nil
+}
+
+// pending reads every action's file and returns what is left to do; a file that is neither as
+// before nor as after the action stops it with ErrChanged before anything changes.
+func pending(ctx context.Context, st stores, j *Journal) ([]todo, error) {
+	var work []todo
+	var conflicts []string
+	ph := newPhase(ctx, "checking the files", len(j.Actions))
+	defer ph.end()
+	for i := range j.Actions {
+		a := j.Actions[i].Action
+		as := st.of(a)
+		data, d, err := readDigest(ctx, as, a.Path)
+		if err != nil {
+			return nil, err
+		}
+		ph.add(1)
 		if a.Op == OpReplace && d.Absent() {
 			work = append(work, todo{i: i, mid: true})
 			continue
@@ -136,9 +312,9 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 			continue
 		}
 		if a.Op == OpCopy {
-			src, sd, err := readDigest(ctx, s, a.From)
+			src, sd, err := readDigest(ctx, as, a.From)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if sd != a.After {
 				conflicts = append(conflicts, fmt.Sprintf("%s (the source of the copy) is %s, expected %s", a.From, sd.Short(), a.After.Short()))
@@ -148,110 +324,40 @@ func apply(ctx context.Context, s storage.Store, loc Location, j *Journal, opts 
 		}
 		if a.Op == OpWrite {
 			if DigestOf(a.Data) != a.After {
-				return fmt.Errorf("journal: the bytes to write to %s are %s, expected %s", a.Path, DigestOf(a.Data).Short(), a.After.Short())
+				return nil, fmt.Errorf("journal: the bytes to write to %s are %s, expected %s", a.Path, DigestOf(a.Data).Short(), a.After.Short())
 			}
 			data = a.Data
 		}
 		work = append(work, todo{i: i, data: data})
 	}
 	if len(conflicts) > 0 {
-		return fmt.Errorf("%w:\n  %s", ErrChanged, strings.Join(conflicts, "\n  "))
+		return nil, fmt.Errorf("%w:\n  %s", ErrChanged, strings.Join(conflicts, "\n  "))
 	}
-
-	// Backups first, all of them, so that no change happens before every original is safe.
-	for _, w := range work {
-		ja := j.Actions[w.i]
-		if ja.Before.Absent() {
-			continue
-		}
-		if w.mid {
-			if _, d, err := readDigest(ctx, loc.Store, storage.Join(loc.Dir, ja.Backup)); err != nil || d != ja.Before {
-				return fmt.Errorf("%s is gone half-way through its replacement and its backup %s/%s is not the original (%v); refusing to continue", ja.Path, loc.URI(), ja.Backup, err)
-			}
-			continue
-		}
-		if err := ensureBackup(ctx, loc, ja, w.data); err != nil {
-			return err
-		}
+	if work == nil {
+		work = []todo{}
 	}
-	if j.State == StatePlanned {
-		j.State = StateBackedUp
-		if err := j.write(ctx, loc, opts.now()); err != nil {
-			return err
-		}
-		if n := countBackups(j); n > 0 {
-			what := "1 file"
-			if n > 1 {
-				what = fmt.Sprintf("%d files", n)
-			}
-			opts.progress("backed up %s to %s", what, loc.URI())
-		}
-	}
-
-	meter := progress.From(ctx)
-	meter.Stage("applying")
-	meter.Expect(progress.Done, len(work))
-	for k, w := range work {
-		ja := &j.Actions[w.i]
-		// The journal records each change as under way before it happens. A plan of thousands of
-		// deletions (ckpt purge) records them journalChunk at a time: a snapshot per file would
-		// write the whole journal once per file. Resume and undo decide from the files' hashes,
-		// not from these states, so a chunk marked applying is as safe as one action.
-		if k%chunkOf(len(work)) == 0 {
-			for _, w2 := range work[k:min(k+chunkOf(len(work)), len(work))] {
-				j.Actions[w2.i].State = ActionApplying
-			}
-			j.State = StateApplying
-			if err := j.write(ctx, loc, opts.now()); err != nil {
-				return err
-			}
-		}
-		switch ja.Op {
-		case OpDelete:
-			err = del(ctx, s, ja.Path)
-		case OpCopy, OpWrite:
-			err = put(ctx, s, ja.Path, w.data)
-		case OpReplace:
-			if !w.mid {
-				err = del(ctx, s, ja.Path)
-			}
-			if err == nil {
-				err = put(ctx, s, ja.Path, ja.Data)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", ja.Op, ja.Path, err)
-		}
-		ja.State = ActionDone
-		if ja.Op == OpCopy {
-			ja.Written = writtenTime(ctx, s, ja.Path)
-		}
-		opts.progress("%s %s", ja.Op, ja.Path)
-		meter.Add(progress.Done, 1)
-	}
-	if j.State != StateApplied && j.State != StateDone {
-		j.State = StateApplied
-		if err := j.write(ctx, loc, opts.now()); err != nil {
-			return err
-		}
-	}
-
-	res, err := verify(ctx, s, j.Options.planner())
-	if err != nil {
-		return fmt.Errorf("verify the repaired checkpoint: %w", err)
-	}
-	j.Verified = res
-	j.State = StateDone
-	j.Error = ""
-	if msg := mismatch(j.Predicted, res); msg != "" {
-		j.Warnings = append(j.Warnings, msg)
-	}
-	if err := j.write(ctx, loc, opts.now()); err != nil {
-		return err
-	}
-	unlock(ctx, s, j)
-	return nil
+	return work, nil
 }
+
+// MismatchError is returned when the checkpoint, once changed, does not restart as predicted (or
+// its file sink's log does not agree with it). The change was rolled back (RolledBack), or the
+// rollback failed and Err says why.
+type MismatchError struct {
+	Journal    string
+	Problem    string
+	RolledBack bool
+	Err        error
+}
+
+func (e *MismatchError) Error() string {
+	if e.RolledBack {
+		return fmt.Sprintf("not as predicted, so rolled back: %s. Every file is as before (journal %s); plan again", e.Problem, e.Journal)
+	}
+	return fmt.Sprintf("not as predicted: %s; rolling it back failed: %v", e.Problem, e.Err)
+}
+
+// Unwrap returns the rollback's error, if any.
+func (e *MismatchError) Unwrap() error { return e.Err }
 
 // unlock releases the lock at the end of a successful run. Failing to is not a failure of the
 // run: the checkpoint is as it should be, and the next resume or undo of this journal takes the
@@ -266,18 +372,96 @@ func unlock(ctx context.Context, s storage.Store, j *Journal) {
 // this run's bookkeeping, say whether the checkpoint was changed: if it was, the lock stays (the
 // journal is the only explanation of the checkpoint's state) and the error says how to resume or
 // undo; if not, the lock goes and the error says nothing changed.
-func stopped(ctx context.Context, s storage.Store, loc Location, j *Journal, opts *ExecOptions, op string, err error) error {
+func stopped(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecOptions, op string, err error) error {
 	bg := context.WithoutCancel(ctx)
 	j.Error = err.Error()
 	_ = j.write(bg, loc, opts.now()) // best effort: the hashes are the truth anyway
-	if anyApplied(bg, s, j) {
+	if anyApplied(bg, st, j) {
 		return &HalfwayError{Journal: loc.URI(), Op: op, Err: err}
 	}
-	_ = releaseLock(bg, s, j.lock)
+	_ = releaseLock(bg, st.cp, j.lock)
 	if op == "undo" {
 		return fmt.Errorf("undo: every file the repair touched has its original bytes, but the undo did not finish cleanly (journal %s): %w", loc.URI(), err)
 	}
 	return fmt.Errorf("%s stopped before changing the checkpoint (nothing changed; journal %s): %w", op, loc.URI(), err)
+}
+
+// backUp copies the originals of ws into the backup (or checks the copies an earlier run made),
+// several at once on stores where each copy is a round trip.
+func backUp(ctx context.Context, loc Location, j *Journal, ws []todo, opts *ExecOptions) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	ph := newPhase(ctx, "backing up", len(ws))
+	defer ph.end()
+	workers := 1
+	if _, local := localRoot(loc.Store); !local {
+		workers = backupWorkers
+	}
+	return forEach(ctx, len(ws), workers, func(k int) error {
+		w := ws[k]
+		if err := ensureBackup(ctx, loc, j.Actions[w.i], w.data); err != nil {
+			return err
+		}
+		ph.add(1)
+		return nil
+	})
+}
+
+// backupWorkers is how many backups run at once on an object store.
+const backupWorkers = 16
+
+// forEach runs f(0..n-1) on up to workers goroutines and returns the first error.
+func forEach(ctx context.Context, n, workers int, f func(int) error) error {
+	if workers <= 1 || n <= 1 {
+		for k := range n {
+			if err := f(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	errs := make(chan error, workers)
+	for range min(workers, n) {
+		go func() {
+			for k := range next {
+				if err := f(k); err != nil {
+					errs <- err
+					cancel()
+					for range next {
+					}
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	go func() {
+		defer close(next)
+		for k := range n {
+			select {
+			case next <- k:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var first error
+	for range min(workers, n) {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		first = ctx.Err()
+		if errors.Is(first, context.Canceled) {
+			first = nil
+		}
+	}
+	return first
 }
 
 // ensureBackup copies data (the original of ja.Path) to the backup, or checks the copy an earlier
@@ -301,21 +485,18 @@ func ensureBackup(ctx context.Context, loc Location, ja JournalAction, data []by
 	return nil
 }
 
-func countBackups(j *Journal) int {
-	n := 0
-	for _, a := range j.Actions {
-		if a.Backup != "" {
-			n++
-		}
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
 	}
-	return n
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // anyApplied reports whether some action's file is no longer as it was; errors count as yes, the
 // safe answer (it keeps the lock).
-func anyApplied(ctx context.Context, s storage.Store, j *Journal) bool {
+func anyApplied(ctx context.Context, st stores, j *Journal) bool {
 	for _, a := range j.Actions {
-		_, d, err := readDigest(context.WithoutCancel(ctx), s, a.Path)
+		_, d, err := readDigest(context.WithoutCancel(ctx), st.of(a.Action), a.Path)
 		if err != nil || d != a.Before {
 			return true
 		}
@@ -352,14 +533,22 @@ func equalPtr(a, b *int64) bool {
 	return *a == *b
 }
 
-// journalChunk is how many changes of a large plan one journal snapshot announces.
+// journalChunk is how many changes of a large plan one journal snapshot announces at least.
 const journalChunk = 256
 
 // chunkOf is 1 (a snapshot before every change, as small repairs always did) for plans of up to
-// journalChunk changes, else journalChunk.
-func chunkOf(n int) int {
-	if n <= journalChunk {
+// journalChunk changes. Larger plans announce at least journalChunk changes, and at most eight
+// snapshots in all, since every snapshot holds the whole journal; renames on a local file system
+// (local), which are made durable together at the end, are announced in one snapshot.
+func chunkOf(n int, local bool) int {
+	switch {
+	case n <= journalChunk:
 		return 1
+	case local:
+		return n
 	}
-	return journalChunk
+	return max(journalChunk, (n+7)/8)
 }
+
+// restartsAsPredicted reports whether got is the restart pred predicted.
+func restartsAsPredicted(pred, got *recovery.Result) bool { return mismatch(pred, got) == "" }

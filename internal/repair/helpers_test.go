@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path"
 	"sort"
 	"strings"
@@ -171,4 +172,14 @@ func nothingLost(t testing.TB, s storage.Store, orig map[string]string) {
 			t.Errorf("%s is lost: not in the checkpoint with its bytes, and not in any backup", p)
 		}
 	}
+}
+
+// deadPID is the pid of a process of this host that has exited: a lock holder that is gone.
+func deadPID(t testing.TB) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skipf("cannot run a process to get a dead pid: %v", err)
+	}
+	return cmd.ProcessState.Pid()
 }

@@ -2,10 +2,13 @@ package repair
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -28,8 +31,10 @@ const (
 	LockPath = Dir + "/lock"
 )
 
-// JournalVersion is the version of the journal format this package writes and reads.
-const JournalVersion = 1
+// JournalVersion is the version of the journal format this package writes and reads. Version 2
+// added the digest chain (Binding, Prev); a version 1 journal has none and is refused, since
+// nothing would show whether it was edited.
+const JournalVersion = 2
 
 // Location is a repair's directory: the journal snapshots under journal/ and the backups under
 // files/. By default it is <checkpoint>/_ckpt/repairs/<id> in the checkpoint's own store, so the
@@ -93,6 +98,8 @@ type Journal struct {
 	QueryID string `json:"queryId,omitempty"`
 	// Location is where the journal and the backups are.
 	Location string `json:"location"`
+	// Sink is the file sink output directory of the actions with Store "sink", "" for none.
+	Sink string `json:"sink,omitempty"`
 	// Strategy is the strategy of the plan applied.
 	Strategy Strategy `json:"strategy"`
 	State    State    `json:"state"`
@@ -112,9 +119,18 @@ type Journal struct {
 	// Warnings were given while it ran (--force overrides, a verified restart that differs from
 	// the prediction).
 	Warnings []string `json:"warnings,omitempty"`
+	// Binding is the SHA-256 of what the repair is (its id, checkpoint, query id, strategy and
+	// every action with its paths, digests and backup), the same in every snapshot; Prev is the
+	// SHA-256 of the previous snapshot's bytes (null in the first). Undo and resume recompute
+	// both and refuse a journal whose actions or backups were edited: they only ever put back
+	// what the repair itself changed.
+	Binding Digest `json:"binding"`
+	Prev    Digest `json:"prevSnapshot"`
 
 	// lock is the repair lock this run holds (not recorded: it belongs to the process).
 	lock Lock
+	// last is the digest of the newest snapshot's bytes, the next snapshot's Prev.
+	last Digest
 }
 
 // JournalAction is an Action with its backup and progress.
@@ -139,6 +155,8 @@ func (j *Journal) write(ctx context.Context, loc Location, now time.Time) error 
 	next := *j
 	next.Seq++
 	next.Updated = now.UTC()
+	next.Binding = j.binding()
+	next.Prev = j.last
 	data, err := json.MarshalIndent(&next, "", "  ")
 	if err != nil {
 		return err
@@ -147,44 +165,160 @@ func (j *Journal) write(ctx context.Context, loc Location, now time.Time) error 
 	if err := put(ctx, loc.Store, storage.Join(loc.journalDir(), snapshotName(next.Seq)), data); err != nil {
 		return fmt.Errorf("write repair journal: %w", err)
 	}
-	j.Seq, j.Updated = next.Seq, next.Updated
+	j.Seq, j.Updated, j.Binding, j.Prev, j.last = next.Seq, next.Updated, next.Binding, next.Prev, DigestOf(data)
+	return nil
+}
+
+// binding hashes what the repair is, not how far it got: the fields no run changes. Every field
+// is length-prefixed, so no two journals share an encoding.
+func (j *Journal) binding() Digest {
+	h := sha256.New()
+	field := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
+	field("ckpt-journal-binding-v2")
+	field(j.ID)
+	field(j.Checkpoint)
+	field(j.QueryID)
+	field(string(j.Strategy))
+	field(j.Sink)
+	field(strconv.Itoa(len(j.Actions)))
+	for _, a := range j.Actions {
+		field(string(a.Op))
+		field(a.Store)
+		field(a.Path)
+		field(a.From)
+		field(string(a.Before))
+		field(string(a.After))
+		field(strconv.FormatInt(a.Size, 10))
+		field(a.Backup)
+		data := ""
+		if a.Data != nil {
+			data = string(DigestOf(a.Data))
+		}
+		field(data)
+	}
+	return Digest(hex.EncodeToString(h.Sum(nil)))
+}
+
+// ErrForged is returned for a journal that is not as ckpt wrote it: its actions, their digests
+// or its backups' names were edited, or a snapshot was changed, added or removed.
+var ErrForged = errors.New("the repair journal is not as ckpt wrote it")
+
+// check refuses a journal whose actions do not fit the repair they claim to be: every change
+// must be one ckpt makes (a delete of an existing file with its backup under files/<path>, a
+// create of a missing file), and the digests must be those the recorded bytes have.
+func (j *Journal) check() error {
+	seen := map[string]bool{}
+	for i, a := range j.Actions {
+		bad := func(why string) error {
+			return fmt.Errorf("%w: action %d (%s %s) %s", ErrForged, i+1, a.Op, a.Path, why)
+		}
+		if a.Store != "" && (a.Store != StoreSink || j.Sink == "") {
+			return bad(fmt.Sprintf("names the store %q, which the journal does not have", a.Store))
+		}
+		key := a.Store + "\x00" + a.Path
+		if seen[key] {
+			return bad("names a file an earlier action changes")
+		}
+		seen[key] = true
+		wantBackup := ""
+		if !a.Before.Absent() {
+			wantBackup = storage.Join("files", a.Store, a.Path)
+		}
+		if a.Backup != wantBackup {
+			return bad(fmt.Sprintf("has the backup %q, not %q", a.Backup, wantBackup))
+		}
+		switch a.Op {
+		case OpDelete:
+			if a.Before.Absent() || !a.After.Absent() || a.Data != nil {
+				return bad("is not a delete of an existing file")
+			}
+		case OpCopy:
+			if !a.Before.Absent() || a.After.Absent() || a.From == "" || a.Data != nil {
+				return bad("is not a copy onto a missing file")
+			}
+		case OpWrite, OpReplace:
+			if (a.Op == OpWrite) != a.Before.Absent() || DigestOf(a.Data) != a.After {
+				return bad("does not carry the bytes its digest names")
+			}
+		default:
+			return bad("has an unknown operation")
+		}
+	}
+	if b := j.binding(); b != j.Binding {
+		return fmt.Errorf("%w: its binding digest is %s, its actions hash to %s", ErrForged, j.Binding.Short(), b.Short())
+	}
 	return nil
 }
 
 // ErrNoJournal is returned when a location holds no journal snapshot.
 var ErrNoJournal = errors.New("no repair journal")
 
-// ReadJournal returns the newest snapshot of the journal at loc. A snapshot that does not parse is
-// skipped in favour of the one before it (stores write atomically, so that only happens to a file
-// edited by hand).
+// ReadJournal returns the newest snapshot of the journal at loc, after checking the chain of
+// every snapshot (journal.check, Prev): a journal edited by hand is refused with ErrForged. A
+// newest snapshot that does not parse is skipped in favour of the one before it (stores write
+// atomically, so that only happens to a file edited by hand, and the chain still holds up to it).
 func ReadJournal(ctx context.Context, loc Location) (*Journal, error) {
 	entries, err := loc.Store.List(ctx, loc.journalDir())
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for i := len(entries) - 1; i >= 0; i-- {
-		e := entries[i]
+	type snap struct {
+		seq  int
+		path string
+	}
+	var snaps []snap
+	for _, e := range entries {
 		name := path.Base(e.Path)
 		if e.IsDir || !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		if _, err := strconv.Atoi(strings.TrimSuffix(name, ".json")); err != nil {
+		n, err := strconv.Atoi(strings.TrimSuffix(name, ".json"))
+		if err != nil {
 			continue
 		}
-		data, err := loc.Store.ReadFile(ctx, e.Path)
+		snaps = append(snaps, snap{n, e.Path})
+	}
+	sort.Slice(snaps, func(a, b int) bool { return snaps[a].seq < snaps[b].seq })
+	var (
+		cur     *Journal
+		prev    Digest
+		binding Digest
+		lastErr error
+	)
+	for i, sn := range snaps {
+		data, err := loc.Store.ReadFile(ctx, sn.path)
 		if err != nil {
 			return nil, err
 		}
 		var j Journal
 		if err := json.Unmarshal(data, &j); err != nil {
-			lastErr = fmt.Errorf("%s: %w", e.Path, err)
-			continue
+			if i == len(snaps)-1 {
+				lastErr = fmt.Errorf("%s: %w", sn.path, err)
+				break
+			}
+			return nil, fmt.Errorf("%w: %s does not parse (%v), and later snapshots follow it", ErrForged, sn.path, err)
 		}
 		if j.Version != JournalVersion {
-			return nil, fmt.Errorf("%s: journal version %d, this ckpt reads version %d", e.Path, j.Version, JournalVersion)
+			return nil, fmt.Errorf("%s: journal version %d, this ckpt reads version %d (a version 1 journal has no digest chain: undo or resume it with the ckpt that wrote it)", sn.path, j.Version, JournalVersion)
 		}
-		return &j, nil
+		if j.Seq != i+1 || sn.seq != i+1 {
+			return nil, fmt.Errorf("%w: %s is snapshot %d of the directory but records seq %d (a snapshot was added or removed)", ErrForged, sn.path, i+1, j.Seq)
+		}
+		if j.Prev != prev {
+			return nil, fmt.Errorf("%w: %s records the previous snapshot as %s, but it is %s", ErrForged, sn.path, j.Prev.Short(), prev.Short())
+		}
+		if err := j.check(); err != nil {
+			return nil, fmt.Errorf("%s: %w", sn.path, err)
+		}
+		if i > 0 && j.Binding != binding {
+			return nil, fmt.Errorf("%w: %s describes other actions than the snapshots before it", ErrForged, sn.path)
+		}
+		binding, prev = j.Binding, DigestOf(data)
+		j.last = prev
+		cur = &j
+	}
+	if cur != nil {
+		return cur, nil
 	}
 	if lastErr != nil {
 		return nil, fmt.Errorf("%w at %s: %v", ErrNoJournal, loc.URI(), lastErr)

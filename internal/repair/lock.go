@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +10,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -52,15 +55,39 @@ func newOwner() string {
 // LockedError is returned when another repair holds the lock.
 type LockedError struct {
 	Holder Lock
+	// Running: the holder is a process on this host that is alive (or this process's own run).
+	Running bool
+	// Journal says whether the holder's journal exists: 1 yes, 0 no, -1 cannot tell (a
+	// --backup-dir elsewhere). Only a journal that exists can be resumed or undone.
+	Journal int
+	// Self: the holder is the very repair being resumed or undone (another run of it).
+	Self bool
 }
 
-// Error names the holder and the ways out (wait, resume or undo its journal, --force).
+// Error names the holder and only the ways out that work: wait for a running holder, resume or
+// undo a journal that exists, --force when nothing on this host can tell.
 func (e *LockedError) Error() string {
 	h := e.Holder
-	return fmt.Sprintf("the checkpoint is locked by another ckpt repair (%s %s, host %s, pid %d, since %s; journal %s).\n"+
-		"If that process is still running, wait for it. If it stopped half-way, finish it with `ckpt repair resume %s` or revert it with `ckpt repair undo %s`. "+
+	who := fmt.Sprintf("%s %s, host %s, pid %d, since %s", h.Op, h.ID, h.Host, h.PID, h.Acquired.Format(time.RFC3339))
+	switch {
+	case e.Running:
+		return fmt.Sprintf("the checkpoint is locked by a ckpt that is running now (%s; journal %s): wait for it to finish", who, h.Journal)
+	case e.Self:
+		return fmt.Sprintf("this repair is held by another run of it (%s) on host %s, which ckpt cannot check from here: "+
+			"if no ckpt runs there any more, --force takes the lock over", who, h.Host)
+	case e.Journal == 1:
+		return fmt.Sprintf("the checkpoint is locked by a ckpt repair that stopped (%s; journal %s).\n"+
+			"Finish it with `ckpt repair resume %s` or revert it with `ckpt repair undo %s`. "+
+			"If you are sure no ckpt is working on this checkpoint, --force takes the lock over",
+			who, h.Journal, h.Journal, h.Journal)
+	case e.Journal == 0:
+		return fmt.Sprintf("the checkpoint is locked by ckpt (%s), which wrote no journal at %s: it stopped before changing anything, or is still starting on host %s. "+
+			"If no ckpt is working on this checkpoint there, --force takes the lock over", who, h.Journal, h.Host)
+	}
+	return fmt.Sprintf("the checkpoint is locked by another ckpt repair (%s; journal %s).\n"+
+		"If that process is still running, wait for it. If it stopped half-way and its journal exists, finish it with `ckpt repair resume %s` or revert it with `ckpt repair undo %s`. "+
 		"If you are sure no ckpt is working on this checkpoint, --force takes the lock over",
-		h.Op, h.ID, h.Host, h.PID, h.Acquired.Format(time.RFC3339), h.Journal, h.Journal, h.Journal)
+		who, h.Journal, h.Journal, h.Journal)
 }
 
 // ReadLock returns the current lock, or nil when there is none.
@@ -80,56 +107,201 @@ func ReadLock(ctx context.Context, s storage.Store) (*Lock, error) {
 	return &l, nil
 }
 
-// acquireLock creates the lock for me (me.Owner must be set). With takeover, a lock with the same
-// ID (the same repair, resumed or undone after a crash) is replaced by mine; another lock is an
-// error unless force, which replaces it. It returns a warning when it replaced someone else's
-// lock, and the lock it replaced (nil when there was none).
-func acquireLock(ctx context.Context, s storage.Store, me Lock, force, takeover bool) (string, *Lock, error) {
+// lockPolicy says which held locks acquireLock may replace.
+type lockPolicy struct {
+	// force replaces any lock, with a warning.
+	force bool
+	// takeover replaces a lock with the same ID (the same repair, resumed or undone) once its
+	// holder is known to be gone.
+	takeover bool
+	// journalAt finds the Location of a held lock's journal (nil: cannot tell).
+	journalAt func(l Lock) (Location, bool)
+}
+
+// acquireLock creates the lock for me (me.Owner must be set). A held lock is replaced only when
+// its holder is known to be gone from this host (a dead pid, or an Owner this process no longer
+// runs) and either it is the same repair (policy.takeover) or it wrote no journal (a stale lock:
+// the holder stopped before changing anything), or with policy.force. It returns a warning when
+// it replaced someone else's lock, and the lock it replaced (nil when there was none).
+func acquireLock(ctx context.Context, s storage.Store, me Lock, policy lockPolicy) (string, *Lock, error) {
 	data, err := json.MarshalIndent(me, "", "  ")
 	if err != nil {
 		return "", nil, err
 	}
+	data = append(data, '\n')
 	for attempt := 0; ; attempt++ {
-		err := put(ctx, s, LockPath, append(data, '\n'))
+		err := put(ctx, s, LockPath, data)
 		if err == nil {
+			running.Store(me.Owner, true)
 			return "", nil, nil
 		}
-		if !errors.Is(err, fs.ErrExist) || attempt > 0 {
+		if !errors.Is(err, fs.ErrExist) || attempt > 3 {
 			return "", nil, fmt.Errorf("take the repair lock: %w", err)
 		}
-		held, rerr := ReadLock(ctx, s)
-		if held == nil && rerr == nil {
+		raw, rerr := s.ReadFile(ctx, LockPath)
+		if errors.Is(rerr, fs.ErrNotExist) {
 			continue // released meanwhile
 		}
-		own := takeover && held != nil && rerr == nil && held.ID == me.ID
-		if !own && !force {
-			if rerr != nil {
-				return "", nil, fmt.Errorf("%w (--force replaces it)", rerr)
-			}
-			return "", nil, &LockedError{Holder: *held}
-		}
-		if err := del(ctx, s, LockPath); err != nil {
-			return "", nil, fmt.Errorf("remove the repair lock: %w", err)
-		}
-		warn := ""
-		switch {
-		case own:
-			// Our own repair, continued after it stopped: the lock becomes ours, so that only
-			// this process releases it.
-		case held != nil && rerr == nil:
-			warn = fmt.Sprintf("--force: took over the repair lock held by %s %s (host %s, pid %d, since %s)",
-				held.Op, held.ID, held.Host, held.PID, held.Acquired.Format(time.RFC3339))
-		default:
-			warn = "--force: took over the repair lock"
-		}
-		if err := put(ctx, s, LockPath, append(data, '\n')); err != nil {
-			return "", nil, fmt.Errorf("take the repair lock: %w", err)
-		}
 		if rerr != nil {
-			held = nil
+			return "", nil, fmt.Errorf("read the repair lock: %w", rerr)
 		}
-		return warn, held, nil
+		var held Lock
+		perr := json.Unmarshal(raw, &held)
+		var warn string
+		switch {
+		case perr != nil:
+			if !policy.force {
+				return "", nil, fmt.Errorf("unreadable repair lock %s: %v (--force replaces it)", LockPath, perr)
+			}
+			warn = "--force: took over the unreadable repair lock"
+		default:
+			lerr := describeLock(ctx, held, policy.journalAt)
+			own := policy.takeover && held.ID == me.ID
+			switch {
+			case !lerr.Running && lerr.Holder.Host == hostname() && own:
+				// Our own repair, continued after it stopped: the lock becomes ours, so that only
+				// this process releases it.
+			case !lerr.Running && lerr.Holder.Host == hostname() && lerr.Journal == 0:
+				warn = fmt.Sprintf("took over a stale repair lock: %s %s (pid %d on this host) is gone and wrote no journal, so it changed nothing",
+					held.Op, held.ID, held.PID)
+			case policy.force:
+				warn = fmt.Sprintf("--force: took over the repair lock held by %s %s (host %s, pid %d, since %s)",
+					held.Op, held.ID, held.Host, held.PID, held.Acquired.Format(time.RFC3339))
+			default:
+				lerr.Self = own
+				return "", nil, lerr
+			}
+		}
+		ok, err := replaceLock(ctx, s, raw, data)
+		if err != nil {
+			return "", nil, err
+		}
+		if !ok {
+			continue // someone else replaced or released it meanwhile: look again
+		}
+		running.Store(me.Owner, true)
+		if perr != nil {
+			return warn, nil, nil
+		}
+		return warn, &held, nil
 	}
+}
+
+// replaceLock replaces the lock whose bytes are old by mine. Stores have no compare-and-swap, so
+// two processes replacing the same stale lock are serialised by a second lock, _ckpt/lock.takeover,
+// created with the same atomic no-overwrite write: the one that creates it checks that the lock
+// still has the old bytes, replaces it, and removes the marker. ok is false when the lock changed
+// meanwhile (the caller looks again).
+func replaceLock(ctx context.Context, s storage.Store, old, mine []byte) (bool, error) {
+	marker := LockPath + ".takeover"
+	if err := put(ctx, s, marker, mine); err != nil {
+		if !errors.Is(err, fs.ErrExist) {
+			return false, fmt.Errorf("take the repair lock over: %w", err)
+		}
+		// A marker left by a process that died while taking over blocks nobody for long: it is
+		// removed when its writer is gone, and the lock is looked at again.
+		var l Lock
+		if raw, rerr := s.ReadFile(ctx, marker); rerr == nil && json.Unmarshal(raw, &l) == nil && l.Host == hostname() && !holderAlive(l) {
+			_ = del(ctx, s, marker)
+			return false, nil
+		}
+		return false, errors.New("another ckpt is taking the repair lock over right now; try again")
+	}
+	defer func() { _ = del(context.WithoutCancel(ctx), s, marker) }()
+	cur, err := s.ReadFile(ctx, LockPath)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !bytes.Equal(cur, old)) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the repair lock: %w", err)
+	}
+	if err := del(ctx, s, LockPath); err != nil {
+		return false, fmt.Errorf("remove the repair lock: %w", err)
+	}
+	if err := put(ctx, s, LockPath, mine); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil // a new repair took it between the two: it is theirs
+		}
+		return false, fmt.Errorf("take the repair lock: %w", err)
+	}
+	return true, nil
+}
+
+// running holds the Owner of every lock a run of this process holds right now: the answer to
+// "is the holder alive" when the holder is this process (tests, or one ckpt running two things).
+var running sync.Map
+
+// holderAlive reports whether the process that wrote l may still be running. Only a holder on
+// this host can be checked; anything else counts as alive, the safe answer.
+func holderAlive(l Lock) bool {
+	if l.Host != hostname() || l.PID <= 0 {
+		return true
+	}
+	if l.PID == os.Getpid() {
+		_, ok := running.Load(l.Owner)
+		return ok
+	}
+	return processAlive(l.PID)
+}
+
+// describeLock fills a LockedError for held: whether its holder runs, whether its journal exists.
+func describeLock(ctx context.Context, held Lock, journalAt func(Lock) (Location, bool)) *LockedError {
+	e := &LockedError{Holder: held, Running: held.Host == hostname() && holderAlive(held), Journal: -1}
+	if journalAt != nil {
+		if loc, ok := journalAt(held); ok {
+			es, err := loc.Store.List(ctx, loc.journalDir())
+			switch {
+			case err == nil && len(es) > 0:
+				e.Journal = 1
+			case err == nil || errors.Is(err, fs.ErrNotExist):
+				e.Journal = 0
+			}
+		}
+	}
+	return e
+}
+
+// journalFinder finds a lock's journal in the checkpoint's store (the default _ckpt/repairs) or
+// under root (--backup-dir), by the location the lock records.
+func journalFinder(s storage.Store, root *Location) func(Lock) (Location, bool) {
+	return func(l Lock) (Location, bool) {
+		cands := []Location{{Store: s}}
+		if root != nil {
+			cands = append(cands, *root)
+		}
+		for _, c := range cands {
+			base := strings.TrimRight(c.URI(), "/") + "/"
+			if rel, ok := strings.CutPrefix(l.Journal, base); ok && rel != "" && lexical(rel) == nil {
+				return Location{Store: c.Store, Dir: storage.Join(c.Dir, rel)}, true
+			}
+		}
+		return Location{}, false
+	}
+}
+
+// DescribeLock reads the lock of the checkpoint in s and says who holds it: nil when there is
+// none. backupRoot is --backup-dir (nil: the default), where the holder's journal may be.
+func DescribeLock(ctx context.Context, s storage.Store, backupRoot *Location) (*LockedError, error) {
+	l, err := ReadLock(ctx, s)
+	if err != nil || l == nil {
+		return nil, err
+	}
+	return describeLock(ctx, *l, journalFinder(s, backupRoot)), nil
+}
+
+// Warning is the plan-time line about a held lock: what --execute will do with it.
+func (e *LockedError) Warning() string {
+	if e.Stale() {
+		h := e.Holder
+		return fmt.Sprintf("a stale repair lock is left by %s %s (pid %d on this host is gone, and it wrote no journal): --execute takes it over", h.Op, h.ID, h.PID)
+	}
+	return e.Error()
+}
+
+// Stale reports whether the lock can be taken over without --force: its holder is gone from this
+// host and wrote no journal.
+func (e *LockedError) Stale() bool {
+	return !e.Running && e.Holder.Host == hostname() && e.Journal == 0
 }
 
 // releaseLock removes the lock if it is still mine: same ID and same Owner. A lock another
@@ -142,6 +314,7 @@ func releaseLock(ctx context.Context, s storage.Store, me Lock) error {
 	if err := del(ctx, s, LockPath); err != nil {
 		return fmt.Errorf("release the repair lock: %w", err)
 	}
+	running.Delete(me.Owner)
 	// With --backup-dir elsewhere the lock was all of _ckpt/; on local disk its empty directory
 	// would stay behind in a checkpoint that is otherwise as it was.
 	if es, err := s.List(ctx, Dir); err == nil && len(es) == 0 {

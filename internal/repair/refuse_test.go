@@ -106,17 +106,18 @@ func TestRefuseLockHeld(t *testing.T) {
 func TestLockIsExclusive(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
-	a := Lock{ID: "a", Op: "repair", Owner: newOwner()}
+	a := Lock{ID: "a", Op: "repair", Owner: newOwner(), Host: hostname(), PID: deadPID(t)}
 	b := Lock{ID: "b", Op: "repair", Owner: newOwner()}
-	if _, _, err := acquireLock(ctx, m, a, false, false); err != nil {
+	if _, _, err := acquireLock(ctx, m, a, lockPolicy{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := acquireLock(ctx, m, b, false, true); err == nil {
+	if _, _, err := acquireLock(ctx, m, b, lockPolicy{takeover: true}); err == nil {
 		t.Fatal("second lock acquired")
 	}
-	// The same repair (resume, undo) takes its own lock over, and then owns it.
-	a2 := Lock{ID: "a", Op: "resume", Owner: newOwner()}
-	_, prev, err := acquireLock(ctx, m, a2, false, true)
+	// The same repair (resume, undo) takes its own lock over once its holder is gone, and then
+	// owns it.
+	a2 := Lock{ID: "a", Op: "resume", Owner: newOwner(), Host: hostname(), PID: os.Getpid()}
+	_, prev, err := acquireLock(ctx, m, a2, lockPolicy{takeover: true})
 	if err != nil {
 		t.Fatalf("own lock: %v", err)
 	}
@@ -132,7 +133,7 @@ func TestLockIsExclusive(t *testing.T) {
 		}
 	}
 	// A new repair never takes over a lock, not even one with its own id.
-	if _, _, err := acquireLock(ctx, m, Lock{ID: "a", Op: "repair", Owner: newOwner()}, false, false); err == nil {
+	if _, _, err := acquireLock(ctx, m, Lock{ID: "a", Op: "repair", Owner: newOwner()}, lockPolicy{}); err == nil {
 		t.Fatal("a repair with the same id took the lock over")
 	}
 	if err := releaseLock(ctx, m, a2); err != nil {

@@ -77,7 +77,7 @@ func TestReplaceFaults(t *testing.T) {
 	}
 	// Replace is confined to a sink log's compaction files.
 	for _, bad := range []string{"offsets/3", "metadata", SinkLogDir + "/3"} {
-		if err := checkAction(base, Action{Op: OpReplace, Path: bad}); err == nil {
+		if err := checkAction(stores{cp: base}, Action{Op: OpReplace, Path: bad}); err == nil {
 			t.Errorf("replace of %s accepted", bad)
 		}
 	}

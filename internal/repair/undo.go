@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/internal/progress"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -16,7 +15,7 @@ import (
 // explain, since something else wrote it afterwards. Like Resume, it decides from the hashes and
 // can be run again after any failure.
 func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) (j *Journal, err error) {
-	j, err = openJournal(ctx, s, loc)
+	j, err = openJournal(ctx, s, loc, opts.Sink)
 	if err != nil {
 		return nil, err
 	}
@@ -24,6 +23,15 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 	if err != nil {
 		return j, err
 	}
+	defer running.Delete(j.lock.Owner)
+	return j, undoLocked(ctx, stores{cp: s, sink: opts.Sink}, loc, j, &opts, prev)
+}
+
+// undoLocked is Undo once the lock is held: by the undo itself, or by a run that rolls back what
+// it applied because the result was not as predicted. prev is the lock to put back when it
+// refuses before touching anything.
+func undoLocked(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecOptions, prev *Lock) (err error) {
+	s := st.cp
 	changed := false // whether this undo has started restoring files
 	defer func() {
 		if err == nil {
@@ -35,7 +43,7 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 			restoreLock(context.WithoutCancel(ctx), s, j.lock, prev)
 			return
 		}
-		err = stopped(ctx, s, loc, j, &opts, "undo", err)
+		err = stopped(ctx, st, loc, j, opts, "undo", err)
 	}()
 
 	type restore struct {
@@ -45,17 +53,19 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 	var work []restore
 	var conflicts []string
 	var lost []LostFile
+	ph := newPhase(ctx, "checking the files and backups", len(j.Actions))
 	for i := len(j.Actions) - 1; i >= 0; i-- {
 		a := j.Actions[i]
-		_, d, err := readDigest(ctx, s, a.Path)
+		_, d, err := readDigest(ctx, st.of(a.Action), a.Path)
 		if err != nil {
-			return j, err
+			return err
 		}
-		st := classify(a.Action, d)
+		ph.add(1)
+		state := classify(a.Action, d)
 		if a.Op == OpReplace && d.Absent() {
-			st = fileApplied // stopped between the delete and the write
+			state = fileApplied // stopped between the delete and the write
 		}
-		switch st {
+		switch state {
 		case fileOriginal:
 			j.Actions[i].State = ActionUndone
 			continue
@@ -68,7 +78,7 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 			backup := storage.Join(loc.Dir, a.Backup)
 			b, bd, err := readDigest(ctx, loc.Store, backup)
 			if err != nil {
-				return j, fmt.Errorf("read the backup of %s: %w", a.Path, err)
+				return fmt.Errorf("read the backup of %s: %w", a.Path, err)
 			}
 			if bd != a.Before {
 				lost = append(lost, LostFile{Path: a.Path, Digest: a.Before, Backup: storage.Join(loc.URI(), a.Backup), BackupDigest: bd})
@@ -78,50 +88,65 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 		}
 		work = append(work, restore{i: i, data: data})
 	}
+	ph.end()
 	if len(conflicts) > 0 {
-		return j, fmt.Errorf("%w after the repair; undo would destroy that change:\n  %s", ErrChanged, strings.Join(conflicts, "\n  "))
+		return fmt.Errorf("%w after the repair; undo would destroy that change:\n  %s", ErrChanged, strings.Join(conflicts, "\n  "))
 	}
 	if len(lost) > 0 {
-		return j, &BackupLostError{Repair: j.ID, Lost: lost}
+		return &BackupLostError{Repair: j.ID, Lost: lost}
 	}
 	j.State = StateUndoing
 	if err := j.write(ctx, loc, opts.now()); err != nil {
-		return j, err
+		return err
 	}
+	opts.hook("undoing")
+	mv := newMover(st, loc)
+	ph = newPhase(ctx, "restoring", len(work))
+	defer ph.end()
 	for _, w := range work {
 		a := &j.Actions[w.i]
+		as := st.of(a.Action)
 		changed = true
 		var err error
-		if a.Before.Absent() {
-			err = del(ctx, s, a.Path)
-		} else if a.Op == OpReplace {
+		switch {
+		case a.Before.Absent():
+			err = del(ctx, as, a.Path)
+		case a.Op == OpReplace:
 			// The replacement goes first; the store then takes the original back.
-			if err = del(ctx, s, a.Path); err == nil {
-				err = put(ctx, s, a.Path, w.data)
+			if err = del(ctx, as, a.Path); err == nil {
+				err = put(ctx, as, a.Path, w.data)
 			}
-		} else {
+		case mv.can(a.Action):
+			// A hard link from the backup: no copy of the bytes, the backup stays, and the
+			// link never replaces a file.
+			err = mv.linkBack(ctx, a, w.data)
+		default:
 			// The repaired file is gone (repair only deletes or creates), so this write cannot
 			// clobber anything: the store refuses to replace a file.
-			err = put(ctx, s, a.Path, w.data)
+			err = put(ctx, as, a.Path, w.data)
 		}
 		if err != nil {
-			return j, fmt.Errorf("restore %s: %w", a.Path, err)
+			return fmt.Errorf("restore %s: %w", a.Path, err)
 		}
 		a.State = ActionUndone
 		a.Written = nil
 		if !a.Before.Absent() {
-			a.Written = writtenTime(ctx, s, a.Path)
+			a.Written = writtenTime(ctx, as, a.Path)
 		}
 		opts.progress("restored %s", a.Path)
-		progress.Add(ctx, progress.Done, 1)
+		opts.hook("restored")
+		ph.add(1)
+	}
+	if err := mv.sync(); err != nil {
+		return err
 	}
 	j.State = StateUndone
 	j.Error = ""
 	if err := j.write(ctx, loc, opts.now()); err != nil {
-		return j, err
+		return err
 	}
 	unlock(ctx, s, j)
-	return j, nil
+	return nil
 }
 
 // LostFile is an original that undo cannot restore: its backup is gone or holds other bytes.

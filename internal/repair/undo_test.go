@@ -79,8 +79,8 @@ func TestUndoBackupGone(t *testing.T) {
 func TestUndoRefusedKeepsHalfwayLock(t *testing.T) {
 	ctx := context.Background()
 	m, j, loc := executed(t)
-	halfway := Lock{ID: j.ID, Journal: loc.URI(), Op: "repair", Host: "h", PID: 1, Owner: "crashed"}
-	if _, _, err := acquireLock(ctx, m, halfway, false, false); err != nil {
+	halfway := Lock{ID: j.ID, Journal: loc.URI(), Op: "repair", Host: hostname(), PID: deadPID(t), Owner: "crashed"}
+	if _, _, err := acquireLock(ctx, m, halfway, lockPolicy{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range j.Actions {

@@ -192,8 +192,8 @@ func Refused(what, reason string) error {
 // that is (or looks) alive. The plan itself is harmless to print either way.
 func StateWarnings(ctx context.Context, env Env, f *Flags, s storage.Store) []string {
 	var out []string
-	if l, err := repair.ReadLock(ctx, s); err == nil && l != nil {
-		out = append(out, (&repair.LockedError{Holder: *l}).Error())
+	if l, err := repair.DescribeLock(ctx, s, nil); err == nil && l != nil {
+		out = append(out, l.Warning())
 	}
 	if env.Now == nil {
 		return out

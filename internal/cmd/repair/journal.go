@@ -178,6 +178,13 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 		Now: opts.Now, Tool: "ckpt " + opts.Version, ActiveWindow: opts.ActiveWindow, Force: opts.Force,
 		Progress: func(format string, args ...any) { fmt.Fprintf(opts.IO.ErrOut, "ckpt: "+format+"\n", args...) },
 	}
+	if j.Sink != "" {
+		// One journal covers the checkpoint and its file sink's log (offsets reset --sink,
+		// rewind --sink): both halves are undone or finished together.
+		if eo.Sink, err = opts.OpenStore(ctx, j.Sink); err != nil {
+			return fmt.Errorf("the file sink %s of this journal: %w", j.Sink, err)
+		}
+	}
 	var res *repair.Journal
 	if opts.Op == "undo" {
 		res, err = repair.Undo(ctx, cs, loc, eo)

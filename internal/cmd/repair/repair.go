@@ -357,8 +357,8 @@ func readSinkLatest(ctx context.Context, opts *Options) (*int64, error) {
 // addStateWarnings tells, at plan time, what would stop --execute: a live-looking query or a held
 // lock. The plan itself is harmless to print in either case.
 func addStateWarnings(ctx context.Context, s storage.Store, p *repair.Plan, opts *Options) {
-	if l, err := repair.ReadLock(ctx, s); err == nil && l != nil {
-		p.Warnings = append(p.Warnings, (&repair.LockedError{Holder: *l}).Error())
+	if l, err := repair.DescribeLock(ctx, s, nil); err == nil && l != nil {
+		p.Warnings = append(p.Warnings, l.Warning())
 	}
 	if len(p.Actions) == 0 || opts.ActiveWindow <= 0 || opts.Now == nil {
 		return

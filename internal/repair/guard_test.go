@@ -1,0 +1,248 @@
+package repair
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// newestSnapshot returns the path and the parsed newest journal snapshot at loc.
+func newestSnapshot(t *testing.T, loc Location) (string, map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	es, err := loc.Store.List(ctx, loc.journalDir())
+	if err != nil || len(es) == 0 {
+		t.Fatalf("journal: %v %v", es, err)
+	}
+	p := es[len(es)-1].Path
+	b, err := loc.Store.ReadFile(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return p, doc
+}
+
+// rewrite replaces the snapshot at p by doc (a hand edit: stores never overwrite, so delete first).
+func rewrite(t *testing.T, m *storage.Mem, p string, doc map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteFile(ctx, p, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Undo only ever puts back what the repair changed: a journal edited by hand (an added write
+// naming a live file, which undo would delete; a delete renamed onto a state file, which undo
+// would create; either with its binding digest recomputed) is refused, and nothing changes.
+// Before the digest chain, undo deleted offsets/0 and created state/0/0/1.delta.
+func TestUndoRefusesEditedJournal(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		edit func(t *testing.T, m *storage.Mem, j *Journal, doc map[string]any)
+	}{
+		{"added write of a live file", func(t *testing.T, m *storage.Mem, j *Journal, doc map[string]any) {
+			live, _ := m.ReadFile(ctx, "offsets/0")
+			acts := doc["actions"].([]any)
+			doc["actions"] = append(acts, map[string]any{"op": "write", "path": "offsets/0", "data": live,
+				"reason": "x", "sha256Before": nil, "sha256After": string(DigestOf(live)), "size": len(live), "state": "done"})
+		}},
+		{"delete renamed onto a state file", func(t *testing.T, m *storage.Mem, j *Journal, doc map[string]any) {
+			a := doc["actions"].([]any)[0].(map[string]any)
+			a["path"] = "state/0/0/1.delta"
+		}},
+		{"delete renamed, backup too", func(t *testing.T, m *storage.Mem, j *Journal, doc map[string]any) {
+			a := doc["actions"].([]any)[0].(map[string]any)
+			a["path"] = "state/0/0/1.delta"
+			a["backup"] = "files/state/0/0/1.delta"
+		}},
+		{"added write, binding recomputed", func(t *testing.T, m *storage.Mem, j *Journal, doc map[string]any) {
+			live, _ := m.ReadFile(ctx, "offsets/0")
+			forged := *j
+			forged.Actions = append(append([]JournalAction(nil), j.Actions...), JournalAction{Action: Action{Op: OpWrite, Path: "offsets/0", Data: live, After: DigestOf(live), Size: int64(len(live))}, State: ActionDone})
+			b, _ := json.Marshal(forged.Actions)
+			var acts []any
+			_ = json.Unmarshal(b, &acts)
+			doc["actions"] = acts
+			doc["binding"] = string(forged.binding())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, j, loc := executed(t)
+			before := snapshot(t, m)
+			p, doc := newestSnapshot(t, loc)
+			tc.edit(t, m, j, doc)
+			rewrite(t, m, p, doc)
+			_, err := Undo(ctx, m, loc, execOpts())
+			if !errors.Is(err, ErrForged) {
+				t.Fatalf("undo of an edited journal = %v, want ErrForged", err)
+			}
+			if d := diffSnapshots(before, snapshot(t, m)); d != "" {
+				t.Fatalf("the refused undo changed the checkpoint:\n%s", d)
+			}
+			if _, err := Resume(ctx, m, loc, execOpts()); !errors.Is(err, ErrForged) {
+				t.Fatalf("resume of an edited journal = %v, want ErrForged", err)
+			}
+		})
+	}
+	// A snapshot added by hand (the chain of previous-snapshot digests breaks) is refused too.
+	m, _, loc := executed(t)
+	p, doc := newestSnapshot(t, loc)
+	doc["seq"] = doc["seq"].(float64) + 1
+	b, _ := json.Marshal(doc)
+	next := strings.Replace(p, fmt.Sprintf("%06d", int(doc["seq"].(float64))-1), fmt.Sprintf("%06d", int(doc["seq"].(float64))), 1)
+	if err := m.WriteFile(ctx, next, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadJournal(ctx, loc); !errors.Is(err, ErrForged) {
+		t.Fatalf("a copied snapshot: %v, want ErrForged", err)
+	}
+}
+
+// A resume or undo of a journal whose repair is still running (here: called while Execute holds
+// the lock, between two of its changes) is refused, not run alongside it. Before, a lock with
+// the same repair id was taken over without asking whether its holder was alive.
+func TestUndoWhileRunningRefused(t *testing.T) {
+	ctx := context.Background()
+	m := storage.NewMem()
+	buildScenario(t, "commits-ahead", m)
+	p, err := NewPlan(ctx, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inner []error
+	o := execOpts()
+	o.Hook = func(point string) {
+		if point != "changed" || len(inner) > 0 {
+			return
+		}
+		dirs := repairDirs(t, m)
+		loc := Location{Store: m, Dir: dirs[0]}
+		_, uerr := Undo(ctx, m, loc, execOpts())
+		_, rerr := Resume(ctx, m, loc, execOpts())
+		inner = append(inner, uerr, rerr)
+	}
+	j, err := Execute(ctx, m, p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inner) != 2 {
+		t.Fatal("the hook did not run")
+	}
+	for i, err := range inner {
+		var locked *LockedError
+		if !errors.As(err, &locked) || !locked.Running || !strings.Contains(err.Error(), "running now") {
+			t.Errorf("%s while the repair runs = %v, want a LockedError for a running holder", []string{"undo", "resume"}[i], err)
+		}
+	}
+	if j.State != StateDone {
+		t.Errorf("the repair ended %s", j.State)
+	}
+}
+
+// A lock whose holder is gone from this host and which wrote no journal (killed between taking
+// the lock and writing the journal) is stale: the next command takes it over and says so. A
+// lock whose journal exists names resume and undo; one without never does.
+func TestStaleLock(t *testing.T) {
+	ctx := context.Background()
+	dead := deadPID(t)
+	for _, tc := range []struct {
+		name    string
+		host    string
+		journal bool
+		ok      bool
+		want    string
+		notWant string
+	}{
+		{"dead, no journal", hostname(), false, true, "took over a stale repair lock", ""},
+		{"dead, journal", hostname(), true, false, "ckpt repair resume", ""},
+		{"elsewhere, no journal", "elsewhere", false, false, "wrote no journal", "ckpt repair resume"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := storage.NewMem()
+			buildScenario(t, "commits-ahead", m)
+			id := "20290101T000000Z-deadbeef"
+			jl := Location{Store: m, Dir: RepairsDir + "/" + id}
+			if tc.journal {
+				j := &Journal{Version: JournalVersion, ID: id, State: StatePlanned}
+				if err := j.write(ctx, jl, testNow); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l := Lock{ID: id, Journal: jl.URI(), Op: "repair", Host: tc.host, PID: dead, Owner: "killed"}
+			b, _ := json.Marshal(l)
+			if err := m.WriteFile(ctx, LockPath, b); err != nil {
+				t.Fatal(err)
+			}
+			p, err := NewPlan(ctx, m, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := Execute(ctx, m, p, execOpts())
+			msg := fmt.Sprint(err)
+			if j != nil {
+				msg = strings.Join(j.Warnings, "\n")
+			}
+			if (err == nil) != tc.ok || !strings.Contains(msg, tc.want) || (tc.notWant != "" && strings.Contains(msg, tc.notWant)) {
+				t.Fatalf("execute = %v (%s); want ok=%v, %q", err, msg, tc.ok, tc.want)
+			}
+		})
+	}
+}
+
+// A result that is not as predicted is never a success: here another writer adds a batch after
+// the changes and before the verification; the repair is rolled back and returns a
+// MismatchError. Before, it printed "NOT as predicted" and succeeded.
+func TestNotAsPredictedRolledBack(t *testing.T) {
+	ctx := context.Background()
+	m := storage.NewMem()
+	buildScenario(t, "commits-ahead", m)
+	orig := snapshot(t, m)
+	p, err := NewPlan(ctx, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := execOpts()
+	o.Hook = func(point string) {
+		if point == "applied" {
+			// Spark (or anything else) deletes the newest offsets file meanwhile.
+			es, _ := m.List(ctx, "offsets")
+			if err := m.Delete(ctx, es[len(es)-1].Path); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_, err = Execute(ctx, m, p, o)
+	var mm *MismatchError
+	if !errors.As(err, &mm) || !mm.RolledBack {
+		t.Fatalf("execute = %v, want a rolled-back MismatchError", err)
+	}
+	now := snapshot(t, m)
+	for path, data := range orig {
+		if strings.HasPrefix(path, "offsets/") {
+			continue // the other writer's deletion stays: it is not the repair's to undo
+		}
+		if now[path] != data {
+			t.Errorf("%s not restored", path)
+		}
+	}
+	if l, _ := ReadLock(ctx, m); l != nil {
+		t.Errorf("lock left: %+v", l)
+	}
+}
