@@ -289,7 +289,23 @@ func finish(ctx context.Context, s storage.Store, actions []repair.Action, popts
 
 // RepairPlan is the plan in the form repair.Execute applies.
 func (p *ResetPlan) RepairPlan() *repair.Plan {
-	return &repair.Plan{Checkpoint: p.Checkpoint, Strategy: StrategyReset, Actions: p.Actions, Before: p.Before, After: p.After, Options: p.options, Warnings: p.Warnings}
+	as := p.Actions
+	if p.Sink != nil {
+		as = withSink(as, p.Sink.Actions)
+	}
+	return &repair.Plan{Checkpoint: p.Checkpoint, Strategy: StrategyReset, Actions: as, Before: p.Before, After: p.After, Options: p.options, Warnings: p.Warnings}
+}
+
+// withSink appends the file sink half to the checkpoint's actions, in one journal: an
+// interruption anywhere is then finished or undone by one `ckpt repair resume|undo`, and the
+// verification checks that the sink's log agrees with the checkpoint.
+func withSink(cp, sink []repair.Action) []repair.Action {
+	out := append([]repair.Action(nil), cp...)
+	for _, a := range sink {
+		a.Store = repair.StoreSink
+		out = append(out, a)
+	}
+	return out
 }
 
 func lookup(b Broker, tp logformat.TopicPartition) *Partition {

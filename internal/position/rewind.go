@@ -66,7 +66,11 @@ type RewindPlan struct {
 
 // RepairPlan is the plan in the form repair.Execute applies.
 func (p *RewindPlan) RepairPlan() *repair.Plan {
-	return &repair.Plan{Checkpoint: p.Checkpoint, Strategy: StrategyRewind, Actions: p.Actions, Before: p.Before, After: p.After, Options: p.options, Warnings: p.Warnings}
+	as := p.Actions
+	if p.Sink != nil {
+		as = withSink(as, p.Sink.Actions)
+	}
+	return &repair.Plan{Checkpoint: p.Checkpoint, Strategy: StrategyRewind, Actions: as, Before: p.Before, After: p.After, Options: p.options, Warnings: p.Warnings}
 }
 
 // PlanRewind plans moving the checkpoint in s back to batch N: offsets and commits above N and

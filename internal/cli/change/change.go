@@ -74,6 +74,9 @@ type Env struct {
 	JSON      bool
 	// Rand is the source of the random bits of repair ids (nil: crypto/rand; tests pin it).
 	Rand io.Reader
+	// Sink is the file sink output directory a plan's actions with Store "sink" change (the
+	// --sink half of offsets reset and rewind, in the same journal). nil: none.
+	Sink storage.Store
 	// Quiet leaves out the line per changed file on stderr (ckpt purge changes thousands; its
 	// progress shows on a terminal instead). Default false.
 	Quiet bool
@@ -109,6 +112,8 @@ func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *repair.Pl
 		Force:        f.Force,
 		Progress:     progress(env.IO, env.Quiet),
 		Rand:         env.Rand,
+		Sink:         env.Sink,
+		Hook:         killHook(),
 	}
 	if f.BackupDir != "" {
 		bs, err := env.OpenStore(ctx, f.BackupDir)
@@ -124,6 +129,26 @@ func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *repair.Pl
 // crash test of every journaled command (kill -9 during --execute, then undo restores byte for
 // byte). Only tests set it.
 const killAfterEnv = "CKPT_TEST_KILL_AFTER_CHANGES"
+
+// killAtEnv makes the process kill itself with SIGKILL at the N-th point of the engine's run
+// (repair.ExecOptions.Hook: "locked", "journaled", "backed-up", "applying", "changed",
+// "applied", "verified"), or at the first point of that name: the kill matrices of the tests.
+const killAtEnv = "CKPT_TEST_KILL_AT"
+
+func killHook() func(string) {
+	at := os.Getenv(killAtEnv)
+	if at == "" {
+		return nil
+	}
+	n, numeric := strconv.Atoi(at)
+	count := 0
+	return func(point string) {
+		count++
+		if (numeric == nil && count == n) || point == at {
+			killSelf()
+		}
+	}
+}
 
 func progress(io *iostreams.IOStreams, quiet bool) func(format string, args ...any) {
 	killAfter, _ := strconv.Atoi(os.Getenv(killAfterEnv))

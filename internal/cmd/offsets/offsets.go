@@ -356,7 +356,7 @@ func runReset(ctx context.Context, opts *Options, store storage.Store, broker po
 		What: "offsets reset", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute}); !ok {
 		return err
 	}
-	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand}
+	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand, Sink: ro.Sink}
 	j, err := change.Apply(ctx, env, &opts.Apply, store, p.RepairPlan(),
 		fmt.Sprintf("Write batch %d with the new offsets to %s?", p.NewBatch, p.Checkpoint))
 	if errors.Is(err, change.ErrDeclined) {
@@ -372,19 +372,8 @@ func runReset(ctx context.Context, opts *Options, store storage.Store, broker po
 		return err
 	}
 	if p.Sink != nil {
-		// The checkpoint first: should the sink's half fail, the output's readers fail until it
-		// is written (ckpt offsets reset names the journal); the other order would make the
-		// sink skip batch L+1 as already committed if the checkpoint's half then failed.
-		sj, err := change.ApplyAfter(ctx, env, opts.Apply, ro.Sink, p.Sink.RepairPlan())
-		if sj != nil {
-			doc.SinkJournal = &sj.Location
-		}
-		if err != nil {
-			if jsonOut {
-				_ = render.JSON(opts.IO.Out, doc)
-			}
-			return fmt.Errorf("the checkpoint is reset (journal %s), but the file sink's log misses batch %d: %w", j.Location, p.NewBatch, err)
-		}
+		// One journal covers the checkpoint and the sink's log: resume and undo do both.
+		doc.SinkJournal = &j.Location
 	}
 	if jsonOut {
 		return render.JSON(opts.IO.Out, doc)
@@ -392,7 +381,6 @@ func runReset(ctx context.Context, opts *Options, store storage.Store, broker po
 	change.PrintExecuted(r, p.After, j)
 	if doc.SinkJournal != nil {
 		r.Printf("File sink log: entry of batch %d written (no file)\n", p.NewBatch)
-		r.Printf("To revert the sink: ckpt repair undo %s\n", *doc.SinkJournal)
 	}
 	return nil
 }
@@ -465,7 +453,7 @@ func printReset(r *render.Renderer, p *position.ResetPlan) {
 		r.Printf("%s: write batch %d, so the query resumes at batch %d from the new offsets\n", r.Bold("Plan"), p.NewBatch, p.NewBatch+1)
 		change.PrintActions(r, p.Actions)
 		if p.Sink != nil {
-			r.Printf("%s: write the log entry of batch %d in %s (a journal of its own)\n", r.Bold("File sink"), p.NewBatch, p.Sink.Sink)
+			r.Printf("%s: write the log entry of batch %d in %s (in the same journal)\n", r.Bold("File sink"), p.NewBatch, p.Sink.Sink)
 			change.PrintActions(r, p.Sink.Actions)
 		}
 		r.Println()

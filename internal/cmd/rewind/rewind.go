@@ -176,7 +176,7 @@ func run(ctx context.Context, opts *Options) error {
 		What: "rewind", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute}); !ok {
 		return err
 	}
-	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand}
+	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand, Sink: ro.Sink}
 	j, err := change.Apply(ctx, env, &opts.Apply, store, p.RepairPlan(),
 		fmt.Sprintf("Move %d file(s) of %s into the backup?", len(p.Actions), p.Checkpoint))
 	if errors.Is(err, change.ErrDeclined) {
@@ -192,18 +192,8 @@ func run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if p.Sink != nil {
-		// The checkpoint first: should the sink's half fail, the re-run batches are skipped by
-		// the sink as already committed, which loses nothing; the other order would hide output.
-		sj, err := change.ApplyAfter(ctx, env, opts.Apply, ro.Sink, p.Sink.RepairPlan())
-		if sj != nil {
-			doc.SinkJournal = &sj.Location
-		}
-		if err != nil {
-			if jsonOut {
-				_ = render.JSON(opts.IO.Out, doc)
-			}
-			return fmt.Errorf("the checkpoint is rewound (journal %s), but the file sink's log is not: %w", j.Location, err)
-		}
+		// One journal covers the checkpoint and the sink's log: resume and undo do both.
+		doc.SinkJournal = &j.Location
 	}
 	if jsonOut {
 		return render.JSON(opts.IO.Out, doc)
@@ -211,7 +201,6 @@ func run(ctx context.Context, opts *Options) error {
 	change.PrintExecuted(r, p.After, j)
 	if doc.SinkJournal != nil {
 		r.Printf("File sink log: %d entr(ies) moved; %d data file(s) they added are left in place, invisible to readers\n", len(p.Sink.Entries), len(p.Sink.DataFiles))
-		r.Printf("To revert the sink: ckpt repair undo %s\n", *doc.SinkJournal)
 	}
 	return nil
 }
@@ -251,7 +240,7 @@ func printPlan(r *render.Renderer, p *position.RewindPlan) {
 		r.KV([][2]string{{"Restart after the plan", strings.TrimPrefix(verdict(p.After), "Restart ")}, {"Replay", again}})
 		if p.Sink != nil {
 			r.Println()
-			r.Printf("%s: move %d log entr(ies) of %s into a backup there (a journal of its own)\n", r.Bold("File sink"), len(p.Sink.Entries), p.Sink.Sink)
+			r.Printf("%s: move %d log entr(ies) of %s into the backup (in the same journal)\n", r.Bold("File sink"), len(p.Sink.Entries), p.Sink.Sink)
 			change.PrintActions(r, p.Sink.Actions)
 			r.Printf("  %d data file(s) those entries added stay in place, invisible to readers of the sink:\n", len(p.Sink.DataFiles))
 			for i, f := range p.Sink.DataFiles {
