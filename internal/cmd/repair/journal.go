@@ -3,7 +3,11 @@ package repair
 import (
 	"context"
 	"fmt"
+	"path"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -34,7 +38,13 @@ type JournalOptions struct {
 	DryRun       bool
 	ActiveWindow time.Duration
 	Output       render.Format
+	// Verbose is the global -v: every action and every restored file, one line each, instead of
+	// the summary a journal of more than listLimit actions gets.
+	Verbose bool
 }
+
+// listLimit is the most actions undo and resume list one by one without -v.
+const listLimit = 20
 
 var journalLong = map[string]string{
 	"undo": `Restore every file a repair changed to the bytes it had before the repair.
@@ -72,6 +82,9 @@ func newJournalCmd(env *cli.Env, op string, runF func(context.Context, *JournalO
 		Args:  cli.ExactArgs(1, "a repair journal (the directory printed by ckpt repair --execute)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Journal = args[0]
+			if v := cmd.Flag("verbose"); v != nil && v.Value.String() == "true" {
+				opts.Verbose = true
+			}
 			f, err := cli.ParseOutput(output)
 			if err != nil {
 				return err
@@ -145,12 +158,19 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 			{"Checkpoint", cpURI},
 			{"Repair", fmt.Sprintf("%s (%s, %s)", j.ID, orNone(string(j.Strategy)), j.State)},
 		})
-		for i, a := range j.Actions {
-			line := fmt.Sprintf("  %d. %s %s", i+1, a.Op, a.Path)
-			if a.Op == repair.OpCopy {
-				line = fmt.Sprintf("  %d. copy %s to %s", i+1, a.From, a.Path)
+		if opts.Verbose || len(j.Actions) <= listLimit {
+			for i, a := range j.Actions {
+				line := fmt.Sprintf("  %d. %s %s", i+1, a.Op, a.Path)
+				if a.Op == repair.OpCopy {
+					line = fmt.Sprintf("  %d. copy %s to %s", i+1, a.From, a.Path)
+				}
+				r.Printf("%s  %s\n", line, r.Faint("["+string(a.State)+"]"))
 			}
-			r.Printf("%s  %s\n", line, r.Faint("["+string(a.State)+"]"))
+		} else {
+			for _, g := range summarize(j.Actions) {
+				r.Printf("  %s\n", g)
+			}
+			r.Printf("  %s\n", r.Faint("(-v lists every file, -o json too)"))
 		}
 	}
 	if opts.DryRun {
@@ -174,10 +194,18 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 			return nil
 		}
 	}
+	quiet := !opts.Verbose && len(j.Actions) > listLimit
 	eo := repair.ExecOptions{
 		Now: opts.Now, Tool: "ckpt " + opts.Version, ActiveWindow: opts.ActiveWindow, Force: opts.Force,
-		Progress: func(format string, args ...any) { fmt.Fprintf(opts.IO.ErrOut, "ckpt: "+format+"\n", args...) },
+		Progress: func(format string, args ...any) {
+			line := fmt.Sprintf(format, args...)
+			if quiet && perFile(line) {
+				return // the summary at the end says it in a few lines
+			}
+			fmt.Fprintf(opts.IO.ErrOut, "ckpt: %s\n", line)
+		},
 	}
+	started := time.Now()
 	if j.Sink != "" {
 		// One journal covers the checkpoint and its file sink's log (offsets reset --sink,
 		// rewind --sink): both halves are undone or finished together.
@@ -210,12 +238,116 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 	}
 	if opts.Op == "undo" {
 		r.Printf("%s every file the repair changed has its original bytes again.\n", r.Good("Undone:"))
+		if quiet {
+			r.Printf("%s\n", undoSummary(res.Actions, time.Since(started)))
+		}
 		r.Printf("Check with: ckpt doctor %s\n", doctor.ShellQuote(cpURI))
 		return nil
 	}
 	r.Printf("%s %s\n", r.Good("Applied and verified:"), restartText(res.Verified))
 	r.Printf("To revert: ckpt repair undo %s\n", doctor.ShellQuote(dir))
 	return nil
+}
+
+// perFile reports whether a progress line is about one file ("restored offsets/3").
+func perFile(line string) bool {
+	for _, p := range []string{"restored ", "delete ", "copy ", "write ", "replace "} {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// group is the actions of one operation in one directory.
+type group struct {
+	dir   string
+	op    repair.Op
+	n     int
+	bytes int64
+}
+
+func groups(as []repair.JournalAction) []group {
+	var out []group
+	idx := map[string]int{}
+	for _, a := range as {
+		dir := path.Dir(a.Path) + "/"
+		if a.Store != "" {
+			dir = a.Store + ":" + dir
+		}
+		k := dir + "\x00" + string(a.Op)
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, group{dir: dir, op: a.Op})
+		}
+		out[i].n++
+		out[i].bytes += a.Size
+	}
+	return out
+}
+
+// summarize is the journal's actions in a few lines: per directory and operation, how many files
+// and bytes.
+func summarize(as []repair.JournalAction) []string {
+	verb := map[repair.Op]string{repair.OpDelete: "moved into the backup", repair.OpCopy: "created by copy", repair.OpWrite: "written", repair.OpReplace: "replaced"}
+	var out []string
+	for _, g := range groups(as) {
+		out = append(out, fmt.Sprintf("%-16s %s %s (%s)", escape(g.dir), files(g.n), verb[g.op], size(g.bytes)))
+	}
+	return out
+}
+
+// undoSummary closes an undo of many files: how many were restored and removed per directory,
+// the bytes, the time.
+func undoSummary(as []repair.JournalAction, took time.Duration) string {
+	var parts []string
+	var total int
+	var bytes int64
+	for _, g := range groups(as) {
+		what := "restored"
+		if g.op == repair.OpCopy || g.op == repair.OpWrite {
+			what = "removed"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %s", escape(g.dir), files(g.n), what))
+		total += g.n
+		bytes += g.bytes
+	}
+	return fmt.Sprintf("%s in all (%s; %s), in %s.", files(total), strings.Join(parts, ", "), size(bytes), took.Round(time.Millisecond))
+}
+
+// escape quotes a name with control characters, so a file name never reaches the terminal raw.
+func escape(s string) string {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == utf8.RuneError {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+func files(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if n == 1 {
+		return s + " file"
+	}
+	return s + " files"
+}
+
+func size(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func orNone(s string) string {
