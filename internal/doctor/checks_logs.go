@@ -3,9 +3,11 @@
 package doctor
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -23,6 +25,41 @@ const (
 	manyFiles        = 10 * minBatchesToRetain
 	longRunningBatch = 2 * minBatchesToRetain
 )
+
+// repairLockPath is repair.LockPath (repair imports doctor, not the reverse).
+const repairLockPath = "_ckpt/lock"
+
+// repairLock reports the lock of a ckpt command that changes the checkpoint, if one is held.
+func (r *runner) repairLock() {
+	data, err := r.cp.Store.ReadFile(r.ctx, repairLockPath)
+	if err != nil {
+		return
+	}
+	var l struct {
+		ID       string `json:"id"`
+		Journal  string `json:"journal"`
+		Op       string `json:"op"`
+		Host     string `json:"host"`
+		PID      int    `json:"pid"`
+		Acquired string `json:"acquired"`
+	}
+	msg := repairLockPath + " is held, but does not parse"
+	if json.Unmarshal(data, &l) == nil {
+		msg = fmt.Sprintf("%s is held by ckpt %s %s (host %s, pid %d, since %s; journal %s)",
+			repairLockPath, plain(l.Op), plain(l.ID), plain(l.Host), l.PID, plain(l.Acquired), plain(l.Journal))
+	}
+	r.findings = append(r.findings, Finding{Code: CodeRepairLock, Severity: Warning, Path: repairLockPath, Message: msg,
+		Fix: "ckpt commands that change this checkpoint refuse while it is held: wait for a running holder; resume or undo its journal if it exists; without a journal the next change takes a stale lock over."})
+}
+
+// plain is s as it is when it has nothing to escape, else quoted: a lock's fields come from a
+// file and never reach the terminal raw.
+func plain(s string) string {
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		return q
+	}
+	return s
+}
 
 // leftovers reports temporary and orphan checksum files, from the listings.
 func (r *runner) leftovers() {

@@ -90,6 +90,7 @@ const (
 	CodeAsyncProgressGaps       = "async-progress-gaps"
 	CodeOrphanChecksum          = "orphan-checksum"
 	CodeLeftoverTempFile        = "leftover-temp-file"
+	CodeRepairLock              = "repair-lock"
 	CodeRetentionAnomaly        = "retention-anomaly"
 	CodeUncommittedBatch        = "uncommitted-batch"
 	CodeBatchSpanTooLarge       = "batch-span-too-large"
@@ -563,6 +564,20 @@ file means a write was interrupted (a killed driver, a failed rename on an objec
 these files and never removes them; they say a crash happened around batch N.`,
 		SparkError: "",
 		Fix:        "`ckpt repair <checkpoint> --execute` removes leftover temporary files (after a backup).",
+	},
+	{
+		ID:         CodeRepairLock,
+		Title:      "A ckpt repair lock is held",
+		Severities: []Severity{Warning},
+		Summary:    "`_ckpt/lock` names a ckpt command that holds the checkpoint for a change.",
+		Explanation: `Every ckpt command that changes a checkpoint (repair, purge, offsets reset, rewind, sink
+repair, and the undo and resume of their journals) takes this lock first and removes it when it
+ends. A lock that stays means that command is running, stopped half-way (its journal explains the
+checkpoint's state), or was killed before it wrote a journal (then it changed nothing). Spark
+ignores the lock; other ckpt commands that change the checkpoint refuse while it is held, except
+that a lock whose holder is gone from this host and wrote no journal is taken over.`,
+		SparkError: "",
+		Fix:        "Wait for a running holder. If its journal exists: `ckpt repair resume <journal>` or `ckpt repair undo <journal>`. Without a journal the next change takes the stale lock over; `--force` if the holder ran on another host and is gone.",
 	},
 	{
 		ID:         CodeRetentionAnomaly,
