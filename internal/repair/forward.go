@@ -178,8 +178,11 @@ func apply(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecO
 	}
 	if j.State == StatePlanned {
 		j.State = StateBackedUp
-		if err := j.write(ctx, loc, opts.now()); err != nil {
-			return err
+		// Nothing copied (every original moves by rename): the next snapshot says it.
+		if len(copies) > 0 {
+			if err := j.write(ctx, loc, opts.now()); err != nil {
+				return err
+			}
 		}
 		if n := len(copies); n > 0 {
 			opts.progress("backed up %s to %s", plural(n, "file"), loc.URI())

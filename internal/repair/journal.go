@@ -280,15 +280,43 @@ func ReadJournal(ctx context.Context, loc Location) (*Journal, error) {
 	}
 	sort.Slice(snaps, func(a, b int) bool { return snaps[a].seq < snaps[b].seq })
 	var (
-		cur     *Journal
-		prev    Digest
-		binding Digest
-		lastErr error
+		cur      *Journal
+		prev     Digest
+		prevData []byte
+		binding  Digest
+		lastErr  error
 	)
 	for i, sn := range snaps {
 		data, err := loc.Store.ReadFile(ctx, sn.path)
 		if err != nil {
 			return nil, err
+		}
+		if i < len(snaps)-1 {
+			// An older snapshot: its place in the chain is all that matters, so only the
+			// chain's fields are decoded (a purge's journal holds tens of thousands of actions).
+			var h struct {
+				Version int    `json:"version"`
+				Seq     int    `json:"seq"`
+				Binding Digest `json:"binding"`
+				Prev    Digest `json:"prevSnapshot"`
+			}
+			if err := json.Unmarshal(data, &h); err != nil {
+				return nil, fmt.Errorf("%w: %s does not parse (%v), and later snapshots follow it", ErrForged, sn.path, err)
+			}
+			if h.Version != JournalVersion {
+				return nil, fmt.Errorf("%s: journal version %d, this ckpt reads version %d (a version 1 journal has no digest chain: undo or resume it with the ckpt that wrote it)", sn.path, h.Version, JournalVersion)
+			}
+			if h.Seq != i+1 || sn.seq != i+1 {
+				return nil, fmt.Errorf("%w: %s is snapshot %d of the directory but records seq %d (a snapshot was added or removed)", ErrForged, sn.path, i+1, h.Seq)
+			}
+			if h.Prev != prev {
+				return nil, fmt.Errorf("%w: %s records the previous snapshot as %s, but it is %s", ErrForged, sn.path, h.Prev.Short(), prev.Short())
+			}
+			if i > 0 && h.Binding != binding {
+				return nil, fmt.Errorf("%w: %s describes other actions than the snapshots before it", ErrForged, sn.path)
+			}
+			binding, prev, prevData = h.Binding, DigestOf(data), data
+			continue
 		}
 		var j Journal
 		if err := json.Unmarshal(data, &j); err != nil {
@@ -319,6 +347,18 @@ func ReadJournal(ctx context.Context, loc Location) (*Journal, error) {
 	}
 	if cur != nil {
 		return cur, nil
+	}
+	if lastErr != nil && prevData != nil {
+		// The newest snapshot does not parse: the one before it, whose place in the chain was
+		// checked, is the journal.
+		var j Journal
+		if err := json.Unmarshal(prevData, &j); err == nil {
+			if err := j.check(); err != nil {
+				return nil, err
+			}
+			j.last = prev
+			return &j, nil
+		}
 	}
 	if lastErr != nil {
 		return nil, fmt.Errorf("%w at %s: %v", ErrNoJournal, loc.URI(), lastErr)

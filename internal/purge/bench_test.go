@@ -1,0 +1,74 @@
+package purge
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/scenario"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// BenchmarkPurgeLocal is `ckpt purge --execute` and its undo on a local checkpoint of
+// CKPT_BENCH_BATCHES batches (default 20,000: 40,000 files), keeping 100: the figures of
+// docs/benchmarks.md. The plan is not timed; Execute (lock, checks, backups, changes, verify)
+// and Undo are, separately.
+func BenchmarkPurgeLocal(b *testing.B) {
+	n := int64(20000)
+	if v, err := strconv.ParseInt(os.Getenv("CKPT_BENCH_BATCHES"), 10, 64); err == nil && v > 100 {
+		n = v
+	}
+	ctx := context.Background()
+	src := storage.NewMem()
+	sb := scenario.NewBuilder("bench").Metadata()
+	sb.OffsetsRange(0, n-1, func(id int64) []string { return []string{scenario.Kafka("events", id, 2)} })
+	sb.Commits(0, n-1)
+	if err := sb.WriteTo(ctx, src); err != nil {
+		b.Fatal(err)
+	}
+	files, err := src.Walk(ctx, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var exec, undo time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dir := b.TempDir()
+		old := time.Now().Add(-time.Hour)
+		for _, e := range files {
+			data, _ := src.ReadFile(ctx, e.Path)
+			p := filepath.Join(dir, filepath.FromSlash(e.Path))
+			_ = os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			_ = os.Chtimes(p, old, old)
+		}
+		s, err := storage.NewLocal(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := NewPlan(ctx, s, Options{Keep: 100})
+		if err != nil || len(p.Actions) == 0 {
+			b.Fatalf("plan: %v, %d actions", err, len(p.Actions))
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		j, err := repair.Execute(ctx, s, p.RepairPlan(), repair.ExecOptions{Tool: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := repair.Undo(ctx, s, repair.Location{Store: s, Dir: repair.RepairsDir + "/" + j.ID}, repair.ExecOptions{Tool: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		exec += t1.Sub(t0)
+		undo += time.Since(t1)
+	}
+	b.ReportMetric(exec.Seconds()/float64(b.N), "execute-s")
+	b.ReportMetric(undo.Seconds()/float64(b.N), "undo-s")
+}
