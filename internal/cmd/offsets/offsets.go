@@ -90,8 +90,8 @@ By default it only prints the plan. --execute applies it like a repair: backup, 
 verification by the recovery planner, and 'ckpt repair undo <journal>' restores every byte.
 
 A query that writes to a file sink needs --sink DIR (its output directory): batch L+1 never runs,
-so the reset also writes its _spark_metadata entry, with no file, into a backup and journal of the
-sink's own. Without it the sink's log skips L+1, and every spark.read of the output and the sink's
+so the reset also writes its _spark_metadata entry, with no file, in the same journal (one resume
+or undo does both halves). Without it the sink's log skips L+1, and every spark.read of the output and the sink's
 next compaction fail ("_spark_metadata/L+1 doesn't exist"; verified with real Spark).
 
 Refused: the latest batch uncommitted (the refusal names the command that settles it), the query

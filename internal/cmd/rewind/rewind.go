@@ -62,8 +62,8 @@ By default it only prints the plan. --execute applies it like a repair: backup, 
 verification by the recovery planner; 'ckpt repair undo <journal>' restores every byte.
 
 Sinks: output already written is not taken back.
-  --sink DIR        a file sink: its _spark_metadata entries above N move too, into a backup and
-                    a journal of their own in the sink (undo it with ckpt repair undo as well);
+  --sink DIR        a file sink: its _spark_metadata entries above N move too, into the backup
+                    of the same journal (one ckpt repair undo reverts both);
                     the data files they added stay, invisible to readers. Without --sink the sink
                     would skip the re-run batches as already committed
   --kafka-sink      the query writes to Kafka, which cannot unsend: refused unless
