@@ -157,6 +157,7 @@ func apply(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecO
 	// the change and its backup at once (moveInto), so it is never without a copy either.
 	mv := newMover(st, loc)
 	var copies []todo
+	moved := map[int]bool{} // deletes whose backup is the rename itself (moveInto)
 	for _, w := range work {
 		ja := j.Actions[w.i]
 		if ja.Before.Absent() {
@@ -169,6 +170,7 @@ func apply(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecO
 			continue
 		}
 		if ja.Op == OpDelete && mv.can(ja.Action) {
+			moved[w.i] = true
 			continue
 		}
 		copies = append(copies, w)
@@ -212,7 +214,9 @@ func apply(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecO
 		as := st.of(ja.Action)
 		switch ja.Op {
 		case OpDelete:
-			if mv.can(ja.Action) {
+			// Decided before the backups: a file without a copy in the backup is always moved
+			// (moveInto copies first when a rename turns out to cross devices).
+			if moved[w.i] {
 				err = mv.moveInto(ctx, ja)
 			} else {
 				err = del(ctx, as, ja.Path)

@@ -246,3 +246,38 @@ func TestNotAsPredictedRolledBack(t *testing.T) {
 		t.Errorf("lock left: %+v", l)
 	}
 }
+
+// Once one rename crosses devices, the files after it are still backed up before they go (a
+// copy, then the delete): a file is never deleted without its backup.
+func TestMoveCrossDeviceKeepsBackups(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildScenario(t, "commits-ahead", s)
+	orig := snapshot(t, s)
+	p, err := NewPlan(ctx, s, Options{})
+	if err != nil || len(p.Actions) < 2 {
+		t.Fatalf("plan: %v, %d actions", err, len(p.Actions))
+	}
+	o := execOpts()
+	o.Hook = func(point string) {
+		if point == "applying" {
+			crossDeviceForTest = true
+		}
+	}
+	defer func() { crossDeviceForTest = false }()
+	j, err := Execute(ctx, s, p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nothingLost(t, s, orig)
+	if _, err := Undo(ctx, s, Location{Store: s, Dir: RepairsDir + "/" + j.ID}, execOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffSnapshots(orig, snapshot(t, s)); d != "" {
+		t.Fatalf("undo after cross-device moves:\n%s", d)
+	}
+}

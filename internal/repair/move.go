@@ -77,7 +77,12 @@ func (m *mover) moveInto(ctx context.Context, ja *JournalAction) error {
 	if err := m.mkdirAll(filepath.Dir(backup)); err != nil {
 		return err
 	}
-	err := os.Rename(file, backup)
+	var err error
+	if m.crossDevice || crossDeviceForTest {
+		err = syscall.EXDEV
+	} else {
+		err = os.Rename(file, backup)
+	}
 	if errors.Is(err, syscall.EXDEV) {
 		m.crossDevice = true
 		data, d, rerr := readDigest(ctx, m.st.of(ja.Action), ja.Path)
@@ -99,6 +104,9 @@ func (m *mover) moveInto(ctx context.Context, ja *JournalAction) error {
 	m.dirs[filepath.Dir(backup)] = true
 	return nil
 }
+
+// crossDeviceForTest makes every rename fail as across devices (tests).
+var crossDeviceForTest bool
 
 // linkBack restores ja's file as a hard link to its backup: the link fails rather than replace
 // a file, and the backup stays. Where links are refused it writes the bytes (data) instead.
