@@ -118,8 +118,8 @@ func connStringValue(cs, key string) string {
 // azureAttempts is how often one call is tried (the SDK's retry policy counts the retries).
 const azureAttempts = 3
 
-// NewAzure returns an Azure store for loc (see the type's doc for the credentials). Each
-// request attempt may wait opts.Timeout (see Options) for the endpoint. No request is made.
+// NewAzure returns an Azure store for loc (see the type's doc for the credentials). Each call
+// may wait opts.Timeout (see Options) for the endpoint, all attempts included. No request is made.
 func NewAzure(loc AzureLocation, opts Options) (*Azure, error) {
 	timeout, err := storeTimeout(opts)
 	if err != nil {
@@ -259,7 +259,7 @@ func (s *Azure) List(ctx context.Context, dir string) ([]Entry, error) {
 		Include: container.ListBlobsInclude{Metadata: true},
 	})
 	for pager.More() {
-		page, err := pager.NextPage(ctx)
+		page, err := pager.NextPage(withAnswerDeadline(ctx, s.timeout))
 		if err != nil {
 			return nil, pathErr(OpList, s.uri, c, s.err(err))
 		}
@@ -308,7 +308,7 @@ func (s *Azure) Walk(ctx context.Context, dir string) ([]Entry, error) {
 		Include: container.ListBlobsInclude{Metadata: true},
 	})
 	for pager.More() {
-		page, err := pager.NextPage(ctx)
+		page, err := pager.NextPage(withAnswerDeadline(ctx, s.timeout))
 		if err != nil {
 			return nil, pathErr(OpWalk, s.uri, c, s.err(err))
 		}
@@ -333,7 +333,7 @@ func (s *Azure) Stat(ctx context.Context, path string) (Entry, error) {
 		return Entry{}, err
 	}
 	if c != "" {
-		p, err := s.client.NewBlobClient(k).GetProperties(ctx, nil)
+		p, err := s.client.NewBlobClient(k).GetProperties(withAnswerDeadline(ctx, s.timeout), nil)
 		if err == nil {
 			if isFolder(p.Metadata) {
 				return Entry{Path: c, IsDir: true}, nil
@@ -353,7 +353,7 @@ func (s *Azure) Stat(ctx context.Context, path string) (Entry, error) {
 	}
 	lp := dirPrefix(k)
 	one := int32(1)
-	page, err := s.client.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &lp, MaxResults: &one}).NextPage(ctx)
+	page, err := s.client.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &lp, MaxResults: &one}).NextPage(withAnswerDeadline(ctx, s.timeout))
 	if err != nil {
 		return Entry{}, pathErr(OpStat, s.uri, c, s.err(err))
 	}
@@ -368,7 +368,7 @@ func (s *Azure) get(ctx context.Context, op Op, path string) (string, io.ReadClo
 	if err != nil {
 		return "", nil, err
 	}
-	resp, err := s.client.NewBlobClient(k).DownloadStream(ctx, nil)
+	resp, err := s.client.NewBlobClient(k).DownloadStream(withAnswerDeadline(ctx, s.timeout), nil)
 	if err != nil {
 		return "", nil, pathErr(op, s.uri, c, s.err(err))
 	}
@@ -386,8 +386,7 @@ func (s *Azure) ReadFile(ctx context.Context, path string) ([]byte, error) {
 
 // Open implements Store; the reader is the download's body.
 func (s *Azure) Open(ctx context.Context, path string) (io.ReadCloser, error) {
-	_, body, err := s.get(ctx, OpOpen, path)
-	return body, err
+	return openStream(ctx, s.uri, path, s.get, s.err)
 }
 
 // WriteFile implements Store (see the type's doc).
@@ -397,7 +396,7 @@ func (s *Azure) WriteFile(ctx context.Context, path string, data []byte) error {
 		return err
 	}
 	etagAny := azcore.ETagAny
-	_, err = s.client.NewBlockBlobClient(k).Upload(ctx, streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{
+	_, err = s.client.NewBlockBlobClient(k).Upload(withAnswerDeadline(ctx, s.timeout), streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &etagAny}},
 	})
 	if err != nil {
@@ -417,7 +416,7 @@ func (s *Azure) Delete(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.client.NewBlobClient(k).Delete(ctx, nil); err != nil {
+	if _, err := s.client.NewBlobClient(k).Delete(withAnswerDeadline(ctx, s.timeout), nil); err != nil {
 		if err = s.err(err); errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}

@@ -68,7 +68,7 @@ const (
 
 // NewGCS returns a GCS store for bucket and name prefix ("" = the whole bucket; slashes at
 // either end are ignored), with Application Default Credentials, or none when
-// STORAGE_EMULATOR_HOST names an emulator. Each request attempt may wait opts.Timeout (see
+// STORAGE_EMULATOR_HOST names an emulator. Each call may wait opts.Timeout (see
 // Options) for the endpoint. No request is made, but finding the credentials may read files
 // and, on Google Cloud, ask the metadata server.
 func NewGCS(ctx context.Context, bucket, prefix string, opts Options) (*GCS, error) {
@@ -106,7 +106,7 @@ func NewGCS(ctx context.Context, bucket, prefix string, opts Options) (*GCS, err
 // NewGCSAt returns a GCS store that sends its requests to endpoint (scheme://host[:port] of
 // the JSON API, e.g. GCSEndpoint or an emulator) through client, for callers (and tests) that
 // set up the endpoint and credentials themselves. A nil client has no credentials and
-// DefaultTimeout per attempt. Its URI is gs://bucket/prefix.
+// DefaultTimeout as its deadlines. Its URI is gs://bucket/prefix.
 func NewGCSAt(endpoint string, client *http.Client, bucket, prefix string) *GCS {
 	if client == nil {
 		client = &http.Client{Transport: timeoutTransport(DefaultTimeout)}
@@ -225,6 +225,10 @@ func (s *GCS) readGCSError(resp *http.Response) *GCSError {
 
 // gcsTransient reports whether a failed attempt may succeed when tried again.
 func gcsTransient(err error) bool {
+	var de *deadlineError // the deadline covers every attempt: it is spent
+	if errors.As(err, &de) {
+		return false
+	}
 	var ge *GCSError
 	if errors.As(err, &ge) {
 		return ge.Status == http.StatusRequestTimeout || ge.Status == http.StatusTooManyRequests || ge.Status >= 500
@@ -254,6 +258,7 @@ type gcsRequest struct {
 // too. The error of the last attempt is returned unmapped (see err); the caller's context
 // ending stops the retries.
 func (s *GCS) do(ctx context.Context, req gcsRequest, read func(*http.Response) (keep bool, err error)) error {
+	ctx = withAnswerDeadline(ctx, s.timeout)
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = s.attempt(ctx, req, read)
@@ -534,11 +539,7 @@ func (s *GCS) ReadFile(ctx context.Context, path string) ([]byte, error) {
 
 // Open implements Store; the reader streams the object.
 func (s *GCS) Open(ctx context.Context, path string) (io.ReadCloser, error) {
-	_, r, err := s.get(ctx, OpOpen, path)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return openStream(ctx, s.uri, path, s.get, func(err error) error { return s.err(err, objectCall) })
 }
 
 // WriteFile implements Store (see the type's doc).

@@ -401,8 +401,7 @@ func (s *HDFS) ReadFile(ctx context.Context, p string) ([]byte, error) {
 
 // Open implements Store; the reader streams from the DataNode.
 func (s *HDFS) Open(ctx context.Context, p string) (io.ReadCloser, error) {
-	_, body, err := s.get(ctx, OpOpen, p)
-	return body, err
+	return openStream(ctx, s.uri, p, s.get, s.err)
 }
 
 // create writes data to the new file full (overwrite=false): the NameNode redirects to a

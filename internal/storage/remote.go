@@ -4,18 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
 // DefaultTimeout is Options.Timeout's default, for the same reasons as DefaultS3Timeout: a
 // store starts answering within a second or so, so 30s leaves a wide margin for a slow
-// emulator or a congested link while an endpoint that never answers fails in a minute or two
-// (a few attempts) instead of hanging the command.
+// emulator or a congested link while an endpoint that never answers fails in 30s, all attempts
+// included, instead of hanging the command.
 const DefaultTimeout = 30 * time.Second
 
 // storeTimeout resolves Options.Timeout's default.
@@ -33,38 +35,191 @@ func storeTimeout(opts Options) (time.Duration, error) {
 	return DefaultTimeout, nil
 }
 
-// timeoutTransport is an HTTP transport whose every attempt must connect, finish TLS and
-// receive the response headers within timeout. The body is not limited, so a large file
-// still streams.
-func timeoutTransport(timeout time.Duration) *http.Transport {
+// timeoutTransport is an HTTP transport whose connections are dialed and TLS-handshaken within
+// timeout, wrapped in the deadlines of guardTransport.
+func timeoutTransport(timeout time.Duration) http.RoundTripper {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = timeout
-	tr.ResponseHeaderTimeout = timeout
 	tr.MaxIdleConnsPerHost = DefaultReadParallelism
-	return tr
+	return guardTransport(tr, timeout)
+}
+
+// guardTransport puts two deadlines on every request sent through base:
+//
+//   - the answer deadline: the response headers must arrive by the deadline withAnswerDeadline
+//     put in the request's context, or within timeout of sending when there is none. One
+//     deadline covers every attempt of a call (the clients' retries each see what is left of
+//     it), so "did not answer within 30s" is what the user waited;
+//   - the idle-read deadline: once the headers are in, every Read of the body must get data
+//     within timeout. A server that sends headers and then stalls fails; a large file that keeps
+//     streaming, however slowly, does not.
+//
+// Either failure is a *url.Error naming the URL whose cause is a *deadlineError, which the
+// stores' error mapping turns into a TimeoutError naming the endpoint, and which tells the
+// clients' retry policies not to try again: the deadline is spent.
+func guardTransport(base http.RoundTripper, timeout time.Duration) http.RoundTripper {
+	return &guard{do: base.RoundTrip, timeout: timeout}
+}
+
+// guard implements guardTransport, as an http.RoundTripper and (for the AWS SDK, which takes a
+// client) as an HTTP client.
+type guard struct {
+	do      func(*http.Request) (*http.Response, error)
+	timeout time.Duration
+}
+
+// answerByKey is the context key of the answer deadline (a time.Time).
+type answerByKey struct{}
+
+// withAnswerDeadline gives the requests made with the returned context one deadline for their
+// answer: timeout from now, over all attempts. A context that has one already keeps it.
+func withAnswerDeadline(ctx context.Context, timeout time.Duration) context.Context {
+	if timeout <= 0 {
+		return ctx
+	}
+	if _, ok := ctx.Value(answerByKey{}).(time.Time); ok {
+		return ctx
+	}
+	return context.WithValue(ctx, answerByKey{}, time.Now().Add(timeout))
+}
+
+// deadlineError is a request the guard gave up on.
+type deadlineError struct {
+	// stalled: the headers came, then the body stopped; else no answer came.
+	stalled bool
+	limit   time.Duration
+}
+
+func (e *deadlineError) Error() string {
+	if e.stalled {
+		return fmt.Sprintf("the answer stopped: no data for %s", e.limit)
+	}
+	return fmt.Sprintf("no answer within %s", e.limit)
+}
+
+// Timeout makes it a net.Error that timed out.
+func (e *deadlineError) Timeout() bool { return true }
+
+// Temporary is false: trying again would wait past the deadline.
+func (e *deadlineError) Temporary() bool { return false }
+
+// RetryableError tells the AWS SDK's retryer not to try again.
+func (e *deadlineError) RetryableError() bool { return false }
+
+// NonRetriable tells azcore's retry policy not to try again.
+func (e *deadlineError) NonRetriable() {}
+
+// RoundTrip implements http.RoundTripper.
+func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
+	by, ok := req.Context().Value(answerByKey{}).(time.Time)
+	if !ok {
+		by = time.Now().Add(g.timeout)
+	}
+	fail := func(stalled bool) error {
+		return &url.Error{Op: req.Method, URL: req.URL.String(), Err: &deadlineError{stalled: stalled, limit: g.timeout}}
+	}
+	wait := time.Until(by)
+	if wait <= 0 {
+		if req.Body != nil {
+			req.Body.Close() // a RoundTripper closes the body, even on error
+		}
+		return nil, fail(false)
+	}
+	ctx, cancel := context.WithCancel(req.Context())
+	var fired atomic.Bool
+	t := time.AfterFunc(wait, func() { fired.Store(true); cancel() })
+	resp, err := g.do(req.WithContext(ctx))
+	if !t.Stop() || fired.Load() {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		cancel()
+		return nil, fail(false)
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	b := &idleBody{rc: resp.Body, cancel: cancel, limit: g.timeout, fail: func() error { return fail(true) }}
+	b.timer = time.AfterFunc(g.timeout, func() { b.fired.Store(true); cancel() })
+	b.timer.Stop()
+	resp.Body = b
+	return resp, nil
+}
+
+// Do implements the AWS SDK's HTTPClient over an inner client's Do.
+func (g *guard) Do(req *http.Request) (*http.Response, error) { return g.RoundTrip(req) }
+
+// idleBody is a response body whose every Read must return within limit; when one does not, the
+// request is canceled and the Read fails with the guard's error.
+type idleBody struct {
+	rc     io.ReadCloser
+	cancel context.CancelFunc
+	limit  time.Duration
+	timer  *time.Timer
+	fired  atomic.Bool
+	fail   func() error
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	b.timer.Reset(b.limit)
+	n, err := b.rc.Read(p)
+	b.timer.Stop()
+	if err != nil && b.fired.Load() {
+		return n, b.fail()
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	err := b.rc.Close()
+	b.cancel()
+	return err
 }
 
 // TimeoutError is returned when a GCS, Azure or WebHDFS endpoint did not answer a request in
-// time: it accepted no connection, or accepted one and sent no response. (S3 has its own,
-// S3TimeoutError, which names the S3 flags.)
+// time (it accepted no connection, or accepted one and sent no response), or stopped sending the
+// body of an answer. (S3 has its own, S3TimeoutError, which names the S3 flags.)
 type TimeoutError struct {
 	// Store names the kind of store ("GCS", "Azure Blob Storage", "WebHDFS").
 	Store string
 	// Endpoint is the server (scheme and host) that did not answer.
 	Endpoint string
-	// Timeout is the per-request limit.
+	// Timeout is the limit: for the answer, over all attempts of a call, and for each wait for
+	// data of its body.
 	Timeout time.Duration
 	Err     error
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("the %s endpoint %s did not answer within %s: check that it is the right endpoint and that it is up, or wait longer with --store-timeout or CKPT_STORE_TIMEOUT (%v)",
-		e.Store, e.Endpoint, e.Timeout, e.Err)
+	return fmt.Sprintf("the %s endpoint %s %s: check that it is the right endpoint and that it is up, or wait longer with --store-timeout or CKPT_STORE_TIMEOUT (%v)",
+		e.Store, e.Endpoint, timeoutWhat(e.Err, e.Timeout), e.Err)
 }
+
+// Stalled reports an answer whose body stopped, rather than no answer.
+func (e *TimeoutError) Stalled() bool { return stalled(e.Err) }
 
 // Unwrap returns the cause.
 func (e *TimeoutError) Unwrap() error { return e.Err }
+
+func stalled(err error) bool {
+	var de *deadlineError
+	return errors.As(err, &de) && de.stalled
+}
+
+// timeoutWhat says what an endpoint failed to do in time.
+func timeoutWhat(err error, limit time.Duration) string {
+	within := ""
+	if limit > 0 {
+		within = " within " + limit.String()
+	}
+	if stalled(err) {
+		return "stopped sending an answer: no data" + within
+	}
+	return "did not answer" + within
+}
 
 // asTimeout returns a *TimeoutError when err is an HTTP request that timed out in the
 // transport (not the caller's own deadline, which is not the endpoint's fault), else nil.

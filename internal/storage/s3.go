@@ -55,29 +55,29 @@ type S3 struct {
 	prefix string // no leading or trailing "/"
 	uri    string
 	// endpoint names the server in timeout errors when the failed request's URL is unknown;
-	// timeout is the per-request limit NewS3 configured (0: unknown, a caller's client).
+	// timeout is the limit NewS3 configured (0: unknown, a caller's client).
 	endpoint string
 	timeout  time.Duration
 }
 
-// S3TimeoutError is returned when an S3 endpoint did not answer a request in time: it accepted
-// no connection, or accepted one and sent no response.
+// S3TimeoutError is returned when an S3 endpoint did not answer a request in time (it accepted
+// no connection, or accepted one and sent no response), or stopped sending the body of an answer.
 type S3TimeoutError struct {
 	// Endpoint is the server (scheme and host) that did not answer.
 	Endpoint string
-	// Timeout is the per-request limit (0 when not known).
+	// Timeout is the limit (0 when not known): for the answer, over all attempts of a call, and
+	// for each wait for data of its body.
 	Timeout time.Duration
 	Err     error
 }
 
 func (e *S3TimeoutError) Error() string {
-	within := ""
-	if e.Timeout > 0 {
-		within = " within " + e.Timeout.String()
-	}
-	return fmt.Sprintf("the S3 endpoint %s did not answer%s: check that it is the right endpoint and that it is up (--s3-endpoint), or wait longer with --s3-timeout or CKPT_S3_TIMEOUT (%v)",
-		e.Endpoint, within, e.Err)
+	return fmt.Sprintf("the S3 endpoint %s %s: check that it is the right endpoint and that it is up (--s3-endpoint), or wait longer with --s3-timeout or CKPT_S3_TIMEOUT (%v)",
+		e.Endpoint, timeoutWhat(e.Err, e.Timeout), e.Err)
 }
+
+// Stalled reports an answer whose body stopped, rather than no answer.
+func (e *S3TimeoutError) Stalled() bool { return stalled(e.Err) }
 
 // Unwrap returns the SDK's error.
 func (e *S3TimeoutError) Unwrap() error { return e.Err }
@@ -141,8 +141,8 @@ func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error
 	if err != nil {
 		return nil, err
 	}
-	// The deadline covers connecting and the wait for the response headers of each attempt, not
-	// the reading of a body, so a large object still streams.
+	// Each attempt must connect and get its response headers within timeout (also the clients
+	// of the credential chain); the S3 client's calls get the guard on top (below).
 	httpClient := awshttp.NewBuildableClient().
 		WithDialerOptions(func(d *net.Dialer) { d.Timeout = timeout }).
 		WithTransportOptions(func(tr *http.Transport) {
@@ -163,6 +163,11 @@ func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
+	// One deadline covers the answer of a call over all its attempts, and each wait for data of
+	// a body has it too (guardTransport); a large object still streams. It wraps the client the
+	// configuration resolved (with AWS_CA_BUNDLE's roots), which must stay a BuildableClient
+	// until then.
+	cfg.HTTPClient = &guard{timeout: timeout, do: cfg.HTTPClient.Do}
 	if opts.Trace != nil {
 		cfg.APIOptions = append(cfg.APIOptions, addS3Trace(opts.Trace))
 	}
@@ -345,7 +350,7 @@ func (s *S3) List(ctx context.Context, dir string) ([]Entry, error) {
 		Delimiter: aws.String("/"),
 	})
 	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+		page, err := p.NextPage(withAnswerDeadline(ctx, s.timeout))
 		if err != nil {
 			return nil, pathErr(OpList, s.uri, c, s.s3Err(err))
 		}
@@ -377,7 +382,7 @@ func (s *S3) Walk(ctx context.Context, dir string) ([]Entry, error) {
 		Prefix: aws.String(s.listPrefix(k)),
 	})
 	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+		page, err := p.NextPage(withAnswerDeadline(ctx, s.timeout))
 		if err != nil {
 			return nil, pathErr(OpWalk, s.uri, c, s.s3Err(err))
 		}
@@ -404,7 +409,7 @@ func (s *S3) Stat(ctx context.Context, path string) (Entry, error) {
 		return Entry{}, err
 	}
 	if c != "" {
-		out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
+		out, err := s.client.HeadObject(withAnswerDeadline(ctx, s.timeout), &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
 		if err == nil {
 			return Entry{Path: c, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
 		}
@@ -413,7 +418,7 @@ func (s *S3) Stat(ctx context.Context, path string) (Entry, error) {
 		}
 	}
 	lp := s.listPrefix(k)
-	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+	out, err := s.client.ListObjectsV2(withAnswerDeadline(ctx, s.timeout), &s3.ListObjectsV2Input{
 		Bucket: aws.String(s.bucket), Prefix: aws.String(lp), MaxKeys: aws.Int32(1),
 	})
 	if err != nil {
@@ -430,7 +435,7 @@ func (s *S3) get(ctx context.Context, op Op, path string) (string, io.ReadCloser
 	if err != nil {
 		return "", nil, err
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
+	out, err := s.client.GetObject(withAnswerDeadline(ctx, s.timeout), &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
 	if err != nil {
 		return "", nil, pathErr(op, s.uri, c, s.s3Err(err))
 	}
@@ -444,8 +449,7 @@ func (s *S3) ReadFile(ctx context.Context, path string) ([]byte, error) {
 
 // Open implements Store; the reader is the GetObject response body.
 func (s *S3) Open(ctx context.Context, path string) (io.ReadCloser, error) {
-	_, body, err := s.get(ctx, OpOpen, path)
-	return body, err
+	return openStream(ctx, s.uri, path, s.get, s.s3Err)
 }
 
 // WriteFile implements Store (see the type's doc).
@@ -454,14 +458,14 @@ func (s *S3) WriteFile(ctx context.Context, path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
+	_, err = s.client.HeadObject(withAnswerDeadline(ctx, s.timeout), &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
 	if err == nil {
 		return pathErr(OpWrite, s.uri, c, fs.ErrExist)
 	}
 	if err = s.s3Err(err); !errors.Is(err, fs.ErrNotExist) {
 		return pathErr(OpWrite, s.uri, c, err)
 	}
-	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
+	_, err = s.client.PutObject(withAnswerDeadline(ctx, s.timeout), &s3.PutObjectInput{
 		Bucket:      aws.String(s.bucket),
 		Key:         aws.String(k),
 		Body:        bytes.NewReader(data),
@@ -483,7 +487,7 @@ func (s *S3) Delete(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
+	_, err = s.client.DeleteObject(withAnswerDeadline(ctx, s.timeout), &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
 	if err != nil {
 		if err = s.s3Err(err); errors.Is(err, fs.ErrNotExist) {
 			return nil

@@ -100,11 +100,11 @@ type Options struct {
 	// (AWS_REGION, AWS_DEFAULT_REGION, the profile), falling back to
 	// us-east-1.
 	S3Region string
-	// S3Timeout is how long one S3 request may wait for the endpoint to
-	// accept the connection and to start answering (per attempt; the SDK
-	// tries 3 times). Default: 0, which means CKPT_S3_TIMEOUT (a Go
-	// duration such as "45s") when set, else DefaultS3Timeout. A request
-	// that times out fails with an *S3TimeoutError naming the endpoint.
+	// S3Timeout is how long one S3 call may wait for the endpoint to connect and start
+	// answering, over all its attempts (the SDK tries up to 3 times within it), and how long each
+	// wait for more of an answer's body may take. Default: 0, which means CKPT_S3_TIMEOUT (a Go
+	// duration such as "45s") when set, else Timeout's value (30s by default). A call that
+	// times out fails with an *S3TimeoutError naming the endpoint and is not retried.
 	S3Timeout time.Duration
 	// Trace, when set, receives one line per S3 request (operation, URL, status, time): the
 	// global --verbose and --debug. Default: nil, nothing logged.
@@ -112,12 +112,14 @@ type Options struct {
 	// Debug adds the SDK's own log (retries, response headers) to Trace. Without it the SDK
 	// logs nothing: its warnings never reach stderr. Default: false.
 	Debug bool
-	// Timeout is how long one request to GCS, Azure Blob Storage or WebHDFS may wait for the
-	// endpoint to accept the connection and to start answering (per attempt; the clients
-	// try up to 3 times). It is also S3's when neither S3Timeout nor CKPT_S3_TIMEOUT is set.
-	// Default: 0, which means CKPT_STORE_TIMEOUT (a Go duration such as "45s") when set,
-	// else DefaultTimeout (30s). A request that times out fails with a *TimeoutError (S3: an
-	// *S3TimeoutError) naming the endpoint.
+	// Timeout is how long one call to GCS, Azure Blob Storage or WebHDFS may wait for the
+	// endpoint to connect and start answering, over all its attempts (the clients try up to 3
+	// times within it), and how long each wait for more of an answer's body may take (so a
+	// server that sends headers and stalls fails, and a large file that keeps streaming does
+	// not). It is also S3's when neither S3Timeout nor CKPT_S3_TIMEOUT is set. Default: 0, which
+	// means CKPT_STORE_TIMEOUT (a Go duration such as "45s") when set, else DefaultTimeout
+	// (30s). A call that times out fails with a *TimeoutError (S3: an *S3TimeoutError) naming
+	// the endpoint and is not retried.
 	Timeout time.Duration
 	// WebHDFSEndpoint is the NameNode's HTTP server for hdfs:// locations
 	// ("http://namenode:9870"; for HA name services, the active NameNode's, or an HttpFS
@@ -130,8 +132,8 @@ type Options struct {
 // DefaultS3Timeout is Options.S3Timeout's default: S3 starts answering a
 // request within a second or so, even a listing of 1,000 keys, so 30s
 // leaves a wide margin for slow S3-compatible servers while an endpoint
-// that accepts connections and never answers fails in about a minute and a
-// half (3 attempts) instead of hanging.
+// that accepts connections and never answers fails in 30s, all attempts
+// included, instead of hanging.
 const DefaultS3Timeout = 30 * time.Second
 
 // ErrLocation marks an error in how a location is written (no bucket, an unknown scheme, an
@@ -320,4 +322,30 @@ func readWhole[R io.ReadCloser](ctx context.Context, uri, path string, get func(
 		return nil, pathErr(OpRead, uri, c, mapErr(err))
 	}
 	return b, nil
+}
+
+// streamBody is the reader Open returns for the remote stores: a failure while reading the body
+// (the endpoint stalled, the connection dropped) is mapped by mapErr, the store's error
+// translation, and names the file, as ReadFile's does.
+type streamBody struct {
+	io.ReadCloser
+	uri, path string
+	mapErr    func(error) error
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = pathErr(OpOpen, b.uri, b.path, b.mapErr(err))
+	}
+	return n, err
+}
+
+// openStream is Open for the remote stores, over get (see readWhole).
+func openStream[R io.ReadCloser](ctx context.Context, uri, path string, get func(context.Context, Op, string) (string, R, error), mapErr func(error) error) (io.ReadCloser, error) {
+	c, body, err := get(ctx, OpOpen, path)
+	if err != nil {
+		return nil, err
+	}
+	return &streamBody{ReadCloser: body, uri: uri, path: c, mapErr: mapErr}, nil
 }

@@ -49,7 +49,7 @@ func addStorageFlags(cmd *cobra.Command, env *cli.Env) {
 	pf.BoolVar(&env.Storage.S3PathStyle, "s3-path-style", env.Storage.S3PathStyle, "use path-style S3 addressing (for S3-compatible stores; also CKPT_S3_PATH_STYLE=true)")
 	pf.StringVar(&env.Storage.S3Endpoint, "s3-endpoint", env.Storage.S3Endpoint, "S3 endpoint URL (default: AWS_ENDPOINT_URL or AWS)")
 	pf.StringVar(&env.Storage.S3Region, "s3-region", env.Storage.S3Region, "S3 region (default: the AWS config chain, then us-east-1)")
-	pf.DurationVar(&env.Storage.S3Timeout, "s3-timeout", env.Storage.S3Timeout, "how long one S3 request waits for the endpoint to connect and answer (default --store-timeout, or CKPT_S3_TIMEOUT)")
+	pf.DurationVar(&env.Storage.S3Timeout, "s3-timeout", env.Storage.S3Timeout, "how long one S3 call waits for the endpoint to answer, all attempts included, and for each part of a body (default CKPT_S3_TIMEOUT, else --store-timeout: 30s)")
 	pf.StringVar(&env.Storage.WebHDFSEndpoint, "webhdfs-endpoint", env.Storage.WebHDFSEndpoint, "WebHDFS endpoint for hdfs:// locations (default: CKPT_WEBHDFS_ENDPOINT, else http://<namenode host>:9870)")
-	pf.DurationVar(&env.Storage.Timeout, "store-timeout", env.Storage.Timeout, "how long one request to GCS, Azure, HDFS (and S3) waits for the endpoint to connect and answer (default 30s, or CKPT_STORE_TIMEOUT)")
+	pf.DurationVar(&env.Storage.Timeout, "store-timeout", env.Storage.Timeout, "how long one call to GCS, Azure, HDFS (and S3) waits for the endpoint to answer, all attempts included, and for each part of a body (default CKPT_STORE_TIMEOUT, else 30s)")
 }
