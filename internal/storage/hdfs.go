@@ -24,7 +24,7 @@ import (
 // and empty directories are listed, as on Local.
 //
 // WriteFile publishes as Spark's HDFS checkpoint file manager does: it creates a hidden temp
-// file beside the target (".name.<uuid>.tmp", CREATE with overwrite=false, through the DataNode
+// file beside the target (".name.<uuid>.tmp", TempName, CREATE with overwrite=false, through the DataNode
 // the NameNode redirects to), then renames it to the target with rename options NONE, which the
 // NameNode applies atomically and refuses when the target exists (FileAlreadyExistsException):
 // readers never see a partial file, and of several racing writers exactly one wins; the others
@@ -453,7 +453,7 @@ func (s *HDFS) WriteFile(ctx context.Context, p string, data []byte) error {
 // publish writes a temp file beside full and renames it to full, refusing an existing target.
 func (s *HDFS) publish(ctx context.Context, c, full string, data []byte) error {
 	dir, name := path.Split(full)
-	tmp := dir + "." + name + "." + newUUID() + ".tmp"
+	tmp := dir + TempName(name)
 	if err := s.create(ctx, tmp, data); err != nil {
 		s.removeTemp(tmp)
 		return pathErr(OpWrite, s.uri, c, err)

@@ -23,7 +23,7 @@ import (
 // before any name points to it, then gives it the final name with linkat(2),
 // which fails with EEXIST when the name exists: no overwrite, and nothing for
 // a crash to leave behind. Where the file system has no O_TMPFILE (or /proc
-// is not mounted) it writes ".<name>.<uuid>.tmp" instead, fsyncs it, and
+// is not mounted) it writes ".<name>.<uuid>.tmp" (TempName) instead, fsyncs it, and
 // gives it the final name without ever replacing one: on Linux with
 // renameat2(RENAME_NOREPLACE), which fails with EEXIST when the name exists
 // and leaves no temporary file behind; elsewhere, or where the file system
@@ -484,7 +484,7 @@ func (l *Local) writeFile(p string, data []byte, deferred bool) (err error) {
 		others()
 		return fs.ErrExist
 	}
-	tmp := filepath.Join(dir, "."+name+"."+newUUID()+".tmp")
+	tmp := filepath.Join(dir, TempName(name))
 	werr := writeSynced(tmp, data)
 	others()
 	if werr != nil {

@@ -299,14 +299,52 @@ func sortEntries(es []Entry) {
 	slices.SortFunc(es, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 }
 
-// newUUID returns a random (version 4) UUID, as Spark uses for temp names.
-func newUUID() string {
+// ownTempTag starts the UUID of ckpt's own temporary files: "ckpt" in ASCII.
+const ownTempTag = "636b7074"
+
+// tempUUID returns the UUID in the name of a temporary file ckpt writes: Spark's form (a UUID,
+// so Spark and doctor see a temp file of the target) but RFC 9562's version 8 (vendor-specific)
+// starting with ownTempTag, where Spark's are random (version 4). A leftover of a killed ckpt is
+// told from Spark's by its name alone (IsOwnTemp).
+func tempUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	b[6] = b[6]&0x0f | 0x40
+	copy(b[:4], "ckpt")
+	b[6] = b[6]&0x0f | 0x80
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// TempName is the name of the temporary file a write of the file name uses where the store
+// needs one (HDFS always, Local without O_TMPFILE): Spark's ".<name>.<uuid>.tmp" with
+// tempUUID.
+func TempName(name string) string { return "." + name + "." + tempUUID() + ".tmp" }
+
+// IsOwnTemp reports whether the base name is one TempName made: a temporary file of ckpt's own,
+// left by a write that was killed before it could rename or remove it.
+func IsOwnTemp(name string) bool {
+	inner, ok := strings.CutSuffix(name, ".tmp")
+	if !ok || !strings.HasPrefix(inner, ".") || len(inner) < 1+2+36 {
+		return false
+	}
+	u := inner[len(inner)-36:]
+	if inner[len(inner)-37] != '.' || !strings.HasPrefix(u, ownTempTag+"-") || u[14] != '8' {
+		return false
+	}
+	for i, c := range u {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // readWhole is ReadFile for the remote stores: get opens the object (its errors already name the

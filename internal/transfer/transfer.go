@@ -10,6 +10,7 @@ package transfer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -124,6 +126,17 @@ type Result struct {
 	Unchecked    int           `json:"unchecked"`
 	Missing      []MissingPath `json:"missing"`
 	MissingCount int           `json:"missingCount"`
+	// Outside lists rewritten sink log entries that do not name a file in the sink's
+	// destination (at most 100; OutsideCount is exact): readers of the copied log would look
+	// for them elsewhere.
+	Outside      []MissingPath `json:"outside"`
+	OutsideCount int           `json:"outsideCount"`
+	// Links are the symlinked source directories the copy followed (local sources), as doctor
+	// and Spark read through them; the copy holds real directories there.
+	Links []string `json:"followedLinks"`
+	// TempsRemoved are temporary files of ckpt's own (storage.IsOwnTemp) that an earlier,
+	// killed run of the copy left in the destination, removed by --resume.
+	TempsRemoved []string `json:"tempsRemoved"`
 	// Sink is `ckpt sink verify` of the copied sink (nil without one): its live files resolved
 	// against the destination.
 	Sink *sinklog.Verification `json:"sink"`
@@ -155,6 +168,11 @@ type MissingPath struct {
 // ErrNotEmpty is returned when the destination holds files and Resume is not set.
 var ErrNotEmpty = errors.New("the destination is not empty")
 
+// ErrOverlap is returned when a destination lies inside a source, a source inside a
+// destination, or one destination inside a log directory of the other: the copy would write
+// into what it reads, or into the logs it writes.
+var ErrOverlap = errors.New("the locations overlap")
+
 // marker is the content of StartedFile and DoneFile.
 type marker struct {
 	Tool     string    `json:"tool"`
@@ -178,13 +196,19 @@ type file struct {
 func Copy(ctx context.Context, pairs []Pair, opts Options) (*Result, error) {
 	rw := slices.Clone(opts.Rewrites)
 	sort.SliceStable(rw, func(i, j int) bool { return len(rw[i].Old) > len(rw[j].Old) })
-	c := &copier{opts: opts, rewrites: rw, res: &Result{ChecksumsDropped: []string{}, Missing: []MissingPath{}, Warnings: []string{}}}
-	if c.opts.Parallelism <= 0 {
-		c.opts.Parallelism = 4
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = 4
+	}
+	c := &copier{opts: opts, rewrites: rw, res: &Result{ChecksumsDropped: []string{}, Missing: []MissingPath{}, Outside: []MissingPath{},
+		Links: []string{}, TempsRemoved: []string{}, Warnings: []string{}}}
+	if err := CheckLayout(pairs); err != nil {
+		return nil, err
 	}
 	plans := make([][]file, len(pairs))
+	resumed := make([]bool, len(pairs))
 	for i, p := range pairs {
-		if err := c.checkDestination(ctx, p); err != nil {
+		var err error
+		if resumed[i], err = c.checkDestination(ctx, p); err != nil {
 			return nil, err
 		}
 		files, err := c.list(ctx, p)
@@ -195,6 +219,14 @@ func Copy(ctx context.Context, pairs []Pair, opts Options) (*Result, error) {
 		for _, f := range files {
 			c.total.Files++
 			c.total.Bytes += f.size
+		}
+	}
+	for i, p := range pairs {
+		if !resumed[i] {
+			continue
+		}
+		if err := c.cleanDestination(ctx, p, plans[i]); err != nil {
+			return nil, err
 		}
 	}
 	for _, p := range pairs {
@@ -216,6 +248,10 @@ func Copy(ctx context.Context, pairs []Pair, opts Options) (*Result, error) {
 			return c.res, err
 		}
 	}
+	// Parallel copies find them in any order; the list is the logs' order.
+	slices.SortFunc(c.res.Outside, func(a, b MissingPath) int {
+		return cmp.Or(strings.Compare(a.LogFile, b.LogFile), strings.Compare(a.Path, b.Path))
+	})
 	return c.res, c.verify(ctx, pairs)
 }
 
@@ -292,11 +328,11 @@ func (c *copier) liveWarning(ctx context.Context, p Pair) string {
 }
 
 // checkDestination refuses a destination with files, unless Resume finds a copy of the same
-// source with the same rewrites there.
-func (c *copier) checkDestination(ctx context.Context, p Pair) error {
+// source with the same rewrites there; resumed reports that.
+func (c *copier) checkDestination(ctx context.Context, p Pair) (resumed bool, err error) {
 	es, err := p.Dst.Walk(ctx, "")
 	if err != nil {
-		return err
+		return false, err
 	}
 	n := 0
 	for _, e := range es {
@@ -305,28 +341,56 @@ func (c *copier) checkDestination(ctx context.Context, p Pair) error {
 		}
 	}
 	if n == 0 {
-		return nil
+		return false, nil
 	}
 	data, err := p.Dst.ReadFile(ctx, StartedFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %s holds %d file(s) and no partial copy of ckpt cp (%s); copy into an empty location", ErrNotEmpty, p.Dst.URI(), n, StartedFile)
+		return false, fmt.Errorf("%w: %s holds %d file(s) and no partial copy of ckpt cp (%s); copy into an empty location", ErrNotEmpty, p.Dst.URI(), n, StartedFile)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	var m marker
 	if err := json.Unmarshal(data, &m); err != nil {
-		return fmt.Errorf("%s/%s: %w", p.Dst.URI(), StartedFile, err)
+		return false, fmt.Errorf("%s/%s: %w", p.Dst.URI(), StartedFile, err)
 	}
 	if !c.opts.Resume {
 		what := "a partial copy"
 		if _, err := p.Dst.Stat(ctx, DoneFile); err == nil {
 			what = "a complete copy"
 		}
-		return fmt.Errorf("%w: %s holds %s of %s made by ckpt cp; continue it with --resume, or copy into an empty location", ErrNotEmpty, p.Dst.URI(), what, m.Source)
+		return false, fmt.Errorf("%w: %s holds %s of %s made by ckpt cp; continue it with --resume, or copy into an empty location", ErrNotEmpty, p.Dst.URI(), what, m.Source)
 	}
 	if m.Source != p.Src.URI() || m.Kind != p.Kind || !slices.Equal(m.Rewrites, c.sortedRewrites()) {
-		return fmt.Errorf("--resume: %s holds a copy of %s (%s) with rewrites %v, not of %s with %v", p.Dst.URI(), m.Source, m.Kind, m.Rewrites, p.Src.URI(), c.sortedRewrites())
+		return false, fmt.Errorf("--resume: %s holds a copy of %s (%s) with rewrites %v, not of %s with %v", p.Dst.URI(), m.Source, m.Kind, m.Rewrites, p.Src.URI(), c.sortedRewrites())
+	}
+	return true, nil
+}
+
+// cleanDestination readies a partial copy for --resume: a temporary file of ckpt's own
+// writes (storage.IsOwnTemp: a write killed between creating its temporary file and renaming
+// it, as on HDFS) is removed; any other file the copy would not write is refused, since the
+// finished copy would not equal the source. ckpt's own directory is left alone.
+func (c *copier) cleanDestination(ctx context.Context, p Pair, plan []file) error {
+	es, err := p.Dst.Walk(ctx, "")
+	if err != nil {
+		return err
+	}
+	want := make(map[string]bool, len(plan))
+	for _, f := range plan {
+		want[f.path] = true
+	}
+	for _, e := range es {
+		if e.IsDir || want[e.Path] || e.Path == OwnDir || strings.HasPrefix(e.Path, OwnDir+"/") {
+			continue
+		}
+		if !storage.IsOwnTemp(path.Base(e.Path)) {
+			return fmt.Errorf("--resume: %s/%s is not in the source %s, so the copy would not equal it; it was not written by this copy (remove it, or copy into an empty location)", p.Dst.URI(), e.Path, p.Src.URI())
+		}
+		if err := p.Dst.Delete(ctx, e.Path); err != nil {
+			return fmt.Errorf("--resume: remove the temporary file an earlier run left: %w", err)
+		}
+		c.res.TempsRemoved = append(c.res.TempsRemoved, e.Path)
 	}
 	return nil
 }
@@ -355,10 +419,20 @@ func (c *copier) mark(ctx context.Context, p Pair, name string) error {
 }
 
 // list walks the source and orders its files by phase.
+//
+// A symlinked directory in a local source is followed (storage.WalkReadable), not skipped:
+// Local's reads follow links (only its writes and deletes are confined to the root), so doctor
+// and Spark read commits/ through a link, and a copy that left it out would lose every commit.
+// A link back to a directory above it is refused (storage.ErrSymlinkCycle).
 func (c *copier) list(ctx context.Context, p Pair) ([]file, error) {
-	es, err := p.Src.Walk(ctx, "")
+	es, links, err := storage.WalkReadable(ctx, p.Src, "")
 	if err != nil {
 		return nil, err
+	}
+	for _, l := range links {
+		if l != OwnDir && !strings.HasPrefix(l, OwnDir+"/") {
+			c.res.Links = append(c.res.Links, p.Src.URI()+"/"+l)
+		}
 	}
 	var out []file
 	for _, e := range es {
@@ -537,7 +611,9 @@ func (c *copier) copyFile(ctx context.Context, p Pair, f file) (changed bool, er
 	if err != nil {
 		return changed, err
 	}
-	if err := c.check(ctx, checks); err != nil {
+	if p.Kind == KindSink {
+		c.checkInside(p.Dst, checks)
+	} else if err := c.check(ctx, checks); err != nil {
 		return changed, err
 	}
 	c.mu.Lock()
@@ -652,6 +728,9 @@ func (c *copier) rewrite(kind, name string, data []byte) (out []byte, n, unrewri
 			if np != e.Path {
 				e.Path = np
 				n++
+				if e.Action == "add" {
+					paths = append(paths, np)
+				}
 			}
 		}
 		if n == 0 {
@@ -680,5 +759,113 @@ func (c *copier) rewrite(kind, name string, data []byte) (out []byte, n, unrewri
 			return data, 0, unrewritten, nil, true
 		}
 		return lg.Marshal(), n, unrewritten, paths, true
+	}
+}
+
+// checkInside counts the rewritten sink entries that do not name a file in the sink's
+// destination: a rewrite to another place (file:// to s3a:// in a local copy) would make every
+// reader of the copied log look there, while verify, which guesses the base from the entries,
+// still found the files.
+func (c *copier) checkInside(dst storage.Store, paths []MissingPath) {
+	loc := c.opts.SinkLocation
+	if loc == "" {
+		loc = dst.URI()
+	}
+	if l, ok := dst.(*storage.Local); ok {
+		loc = l.Root()
+	}
+	res := sinklog.NewResolver(loc, nil)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range paths {
+		if _, ok := res.Rel(m.Path); ok {
+			continue
+		}
+		c.res.OutsideCount++
+		if len(c.res.Outside) < 100 {
+			c.res.Outside = append(c.res.Outside, m)
+		}
+	}
+}
+
+// logDirs are the directories of a tree that hold what Spark reads as the query's own: a copy's
+// other tree written there would be read as part of it.
+var logDirs = map[string][]string{
+	KindCheckpoint: {"offsets", "commits", "sources", "state", "metadata", OwnDir},
+	KindSink:       {sinklog.Dir, OwnDir},
+}
+
+// CheckLayout refuses pairs that would write into what the copy reads or into the other
+// tree's logs: a destination inside a source or a source inside a destination (any pair's,
+// not only its own: `--sink-dst ck/offsets/x` wrote 92 files into the source checkpoint), two
+// destinations at one place, or a destination inside a log directory of the other destination
+// (a sink copied into the checkpoint copy's offsets/). A sink output holding its checkpoint
+// (out/_checkpoint, a common layout) stays possible. Local locations are compared with their
+// symlinks resolved.
+func CheckLayout(pairs []Pair) error {
+	type loc struct {
+		at   sinklog.Location
+		name string
+		kind string
+	}
+	var srcs, dsts []loc
+	for _, p := range pairs {
+		srcs = append(srcs, loc{location(p.Src), p.Src.URI(), p.Kind})
+		dsts = append(dsts, loc{location(p.Dst), p.Dst.URI(), p.Kind})
+	}
+	for _, d := range dsts {
+		for _, s := range srcs {
+			if within(d.at, s.at) || within(s.at, d.at) {
+				return fmt.Errorf("%w: the destination %s and the source %s: copy to a separate location", ErrOverlap, d.name, s.name)
+			}
+		}
+	}
+	for i, a := range dsts {
+		for j, b := range dsts {
+			if i == j {
+				continue
+			}
+			if a.at == b.at {
+				return fmt.Errorf("%w: the destinations %s and %s are one place", ErrOverlap, a.name, b.name)
+			}
+			for _, dir := range logDirs[a.kind] {
+				in := a.at
+				in.Path = path.Join(in.Path, dir)
+				if within(b.at, in) {
+					return fmt.Errorf("%w: the %s destination %s lies in %s, a directory of the %s copy %s; Spark would read it as part of that %s",
+						ErrOverlap, b.kind, b.name, dir, a.kind, a.name, a.kind)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// within reports whether a is b or lies below it.
+func within(a, b sinklog.Location) bool {
+	if a.Scheme != b.Scheme || a.Host != b.Host {
+		return false
+	}
+	return a.Path == b.Path || strings.HasPrefix(a.Path, strings.TrimSuffix(b.Path, "/")+"/")
+}
+
+// location is where a store's root is, for CheckLayout: a local root with the symlinks of its
+// longest existing part resolved, so a link into the source is seen for what it is.
+func location(st storage.Store) sinklog.Location {
+	l, ok := st.(*storage.Local)
+	if !ok {
+		return sinklog.ParseLocation(st.URI())
+	}
+	p, rest := l.Root(), ""
+	for {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return sinklog.ParseLocation(filepath.Join(real, rest))
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return sinklog.ParseLocation(l.Root())
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
 	}
 }

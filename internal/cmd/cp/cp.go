@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -142,10 +143,12 @@ func run(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		if a, b := strings.TrimRight(src.URI(), "/")+"/", strings.TrimRight(dst.URI(), "/")+"/"; strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
-			return exitcode.UsageError(fmt.Errorf("%s and its destination %s overlap: copy to a separate location", p[1], p[2]))
-		}
 		pairs = append(pairs, transfer.Pair{Kind: p[0], Src: src, Dst: dst})
+	}
+	// Every destination against every source and the other destination's logs, before anything
+	// is written.
+	if err := transfer.CheckLayout(pairs); err != nil {
+		return exitcode.UsageError(err)
 	}
 	if opts.Sink != "" && sinklog.Locate(opts.Sink) == "" {
 		return exitcode.UsageError(fmt.Errorf("--sink %s: give the output directory, not its _spark_metadata", opts.Sink))
@@ -163,7 +166,7 @@ func run(ctx context.Context, opts *Options) error {
 		}
 		return err
 	}
-	failed := res.MissingCount > 0 || (res.Doctor != nil && res.Doctor.Count(doctor.Error) > 0)
+	failed := res.MissingCount > 0 || res.OutsideCount > 0 || (res.Doctor != nil && res.Doctor.Count(doctor.Error) > 0)
 	if res.Sink != nil {
 		for code, n := range res.Sink.Counts {
 			if code != sinklog.CodeFileExtra && n > 0 {
@@ -191,6 +194,12 @@ func printResult(r *render.Renderer, res *transfer.Result) {
 	if res.Skipped > 0 {
 		r.Printf("Resumed: %d file(s) were already copied\n", res.Skipped)
 	}
+	if n := len(res.TempsRemoved); n > 0 {
+		r.Printf("Resumed: removed %d temporary file(s) the interrupted run left (%s)\n", n, safe(strings.Join(res.TempsRemoved, ", ")))
+	}
+	for _, l := range res.Links {
+		r.Printf("Followed: %s is a symlink to a directory; its files are copied as a directory\n", safe(l))
+	}
 	for _, w := range res.Warnings {
 		r.Printf("%s %s\n", r.Warn("warning:"), w)
 	}
@@ -215,8 +224,14 @@ func printResult(r *render.Renderer, res *transfer.Result) {
 			}
 		}
 	}
+	if res.OutsideCount > 0 {
+		r.Printf("%s %d rewritten sink entr(ies) do not name a file in the sink's destination; readers of the copied log would look elsewhere:\n", r.Bad("outside:"), res.OutsideCount)
+		for _, m := range res.Outside {
+			r.Printf("  %s (in %s)\n", safe(m.Path), safe(m.LogFile))
+		}
+	}
 	if v := res.Sink; v != nil {
-		if v.OK() {
+		if v.OK() && res.OutsideCount == 0 {
 			r.Printf("%s the copied sink's %d live file(s) are all in the destination\n", r.Good("OK:"), v.Live)
 		} else {
 			var parts []string
@@ -333,4 +348,15 @@ func human(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// safe is s for the terminal: quoted with Go's escapes when it holds anything unprintable (a
+// control sequence in a file name must not reach the terminal raw).
+func safe(s string) string {
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }

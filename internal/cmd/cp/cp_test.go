@@ -90,3 +90,44 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 		t.Fatalf("progress %q", errOut)
 	}
 }
+
+// `--sink-dst` inside the source checkpoint is a usage error and writes nothing (before, 92
+// files went into the source's offsets/ and cp exited 0).
+func TestSinkDestinationInsideSourceRefused(t *testing.T) {
+	root := t.TempDir()
+	ck, err := storage.NewLocal(root + "/ck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := storage.NewLocal(root + "/out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, data := range map[string]string{
+		"metadata":  `{"id":"8a6ea7b6-6c9b-4a05-a8ef-0e7e2ad1e6d1"}`,
+		"offsets/0": "v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1700000000000,\"conf\":{}}\n{\"logOffset\":0}",
+		"commits/0": "v1\n{\"nextBatchWatermarkMs\":0}",
+	} {
+		if err := ck.WriteFile(context.Background(), p, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := out.WriteFile(context.Background(), "_spark_metadata/0", []byte("v1\n")); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _, _ := iostreams.Test()
+	err = run(context.Background(), &Options{
+		IO: ios, Now: time.Now, Version: "test", Parallelism: 4,
+		OpenStore: func(ctx context.Context, uri string) (storage.Store, error) {
+			return storage.Open(ctx, uri, storage.Options{})
+		},
+		Src: root + "/ck", Dst: root + "/d", Sink: root + "/out", SinkDst: root + "/ck/offsets/sinkcopy",
+	})
+	if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "overlap") {
+		t.Fatalf("err = %v, want a usage error about the overlap", err)
+	}
+	es, err := ck.Walk(context.Background(), "")
+	if err != nil || len(es) != 3 {
+		t.Fatalf("the source holds %v (%v), want its 3 files", es, err)
+	}
+}
