@@ -53,6 +53,16 @@ type Checkpoint struct {
 	commits  map[int64]*commitEntry
 	metadata *metadataEntry
 	raw      map[string]*rawEntry
+	// sizes are the sizes of files read or stat'ed (Size), by path.
+	sizes map[string]int64
+}
+
+// setSize records the size of rel; c.mu is held.
+func (c *Checkpoint) setSize(rel string, n int64) {
+	if c.sizes == nil {
+		c.sizes = map[string]int64{}
+	}
+	c.sizes[rel] = n
 }
 
 type offsetsEntry struct {
@@ -200,9 +210,21 @@ func (l *Log) ChecksumFor(name string) (storage.Entry, bool) {
 // Load lists the checkpoint root (List), offsets/ and commits/ (ListNames):
 // exactly three listings, no stat per batch file, no file read.
 func Load(ctx context.Context, s storage.Store) (*Checkpoint, error) {
-	root, err := s.List(ctx, "")
-	if err != nil {
-		return nil, fmt.Errorf("list checkpoint root: %w", err)
+	return LoadAt(ctx, s, nil)
+}
+
+// LoadAt is Load reusing the root listing of loc, what Detect or Require found at s a moment
+// before, so that checking the location and loading it list the root once (on S3 a request
+// fewer per command). A nil loc, or one of another location, lists the root as Load does.
+func LoadAt(ctx context.Context, s storage.Store, loc *Location) (*Checkpoint, error) {
+	var root []storage.Entry
+	if loc != nil && loc.root != nil && loc.URI == s.URI() {
+		root = loc.root
+	} else {
+		var err error
+		if root, err = s.List(ctx, ""); err != nil {
+			return nil, fmt.Errorf("list checkpoint root: %w", err)
+		}
 	}
 	offsets, err := loadLog(ctx, s, DirOffsets)
 	if err != nil {
@@ -439,7 +461,40 @@ func (c *Checkpoint) readLog(ctx context.Context, l *Log, id int64) ([]byte, err
 	if len(data) > logformat.MaxFileBytes {
 		return nil, logformat.TooLarge(p, int64(len(data)))
 	}
+	c.mu.Lock()
+	c.setSize(p, int64(len(data)))
+	c.mu.Unlock()
 	return data, nil
+}
+
+// Size is the size of the file rel as this view knows it: the length of what ReadOffsets,
+// ReadCommit or ReadFile read, else a Stat (whose answer is kept). A check that needs the size of
+// a file the restart planner already read costs no request (doctor's empty-file check sent a
+// HEAD for offsets/L, offsets/L-1 and commits/C on S3). A missing file gives an error wrapping
+// fs.ErrNotExist.
+func (c *Checkpoint) Size(ctx context.Context, rel string) (int64, error) {
+	c.mu.Lock()
+	n, ok := c.sizes[rel]
+	if !ok {
+		if e, hit := c.raw[rel]; hit && e.err == nil {
+			n, ok = int64(len(e.data)), true
+		}
+	}
+	c.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	e, err := c.Store.Stat(ctx, rel)
+	if err != nil {
+		return 0, err
+	}
+	if e.IsDir {
+		return 0, fmt.Errorf("%s is a directory", rel)
+	}
+	c.mu.Lock()
+	c.setSize(rel, e.Size)
+	c.mu.Unlock()
+	return e.Size, nil
 }
 
 func isTooLarge(err error) bool {

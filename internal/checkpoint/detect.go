@@ -53,6 +53,9 @@ type Location struct {
 	// Names are the first few entries of a KindUnrelated location; Entries counts them all.
 	Names   []string `json:"names,omitempty"`
 	Entries int      `json:"entries"`
+	// root is the listing of the root Detect made, for LoadAt: a command that checks the
+	// location and then loads it lists the root once.
+	root []storage.Entry
 }
 
 // detectListings bounds the listings Detect makes to look for checkpoints below a directory: a
@@ -72,6 +75,7 @@ func Detect(ctx context.Context, s storage.Store) (*Location, error) {
 		return nil, err
 	}
 	loc.Entries = len(entries)
+	loc.root = entries
 	if len(entries) == 0 {
 		e, err := s.Stat(ctx, "")
 		switch {

@@ -183,10 +183,11 @@ func runDoctor(ctx context.Context, opts *Options) error {
 		return err
 	}
 	// A typo in the path must not read as "a new query, nothing wrong".
-	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{AllowEmpty: opts.AllowEmpty, AllowEmptyFlag: true, Command: "ckpt doctor"}); err != nil {
+	loc, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{AllowEmpty: opts.AllowEmpty, AllowEmptyFlag: true, Command: "ckpt doctor"})
+	if err != nil {
 		return err
 	}
-	cp, err := checkpoint.Load(ctx, store)
+	cp, err := checkpoint.LoadAt(ctx, store, loc) // the root listed once
 	if err != nil {
 		return err
 	}

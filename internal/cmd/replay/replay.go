@@ -200,10 +200,11 @@ func runReplay(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{AllowEmpty: opts.AllowEmpty, AllowEmptyFlag: true, Command: "ckpt replay"}); err != nil {
+	loc, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{AllowEmpty: opts.AllowEmpty, AllowEmptyFlag: true, Command: "ckpt replay"})
+	if err != nil {
 		return err
 	}
-	cp, err := checkpoint.Load(ctx, store)
+	cp, err := checkpoint.LoadAt(ctx, store, loc) // the root listed once
 	if err != nil {
 		return err
 	}
