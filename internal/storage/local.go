@@ -44,7 +44,8 @@ import (
 // outside the root; Delete of a symlink removes the link, never its target.
 // The check is made just before the change, so it protects against stray
 // links, not against a concurrent adversary swapping directories. Walk does
-// not descend into symlinked directories.
+// not descend into symlinked directories; WalkLinks does, as the reads see
+// them (ckpt cp copies what doctor and Spark read).
 type Local struct {
 	root string // absolute, OS separators
 	uri  string

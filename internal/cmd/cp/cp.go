@@ -59,11 +59,17 @@ store), the copied sink's live files must be in --sink-dst (ckpt sink verify), a
 copied checkpoint (--deep, with the copied sink). ckpt's own _ckpt directory (journals, locks,
 liveness) is not copied.
 
+A destination inside a source (either pair's), two destinations at one place, or one inside a
+Spark directory of the other copy (offsets/, commits/, sources/, state/, _spark_metadata/) is a
+usage error. A symlinked directory of a local source is followed and copied as a directory, as
+doctor and Spark read through it. Every rewritten sink entry must name a file in --sink-dst.
+
 An interrupted copy continues with --resume: files already there with the right bytes are kept,
-anything else is refused.
+ckpt's own temporary files left by the killed run are removed, anything else is refused.
 
 Exit codes: 0 copied and checked, 1 failed or refused, 2 usage error, 3 copied, but a check found an
-error (a rewritten path missing, a sink problem, a doctor error).`
+error (a rewritten path missing, a rewritten sink entry outside --sink-dst, a sink problem, a doctor
+error).`
 
 // NewCmd builds `ckpt cp`. runF replaces run in tests of the wiring.
 func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Command {
