@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -129,7 +130,18 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
 	var fired atomic.Bool
 	t := time.AfterFunc(wait, func() { fired.Store(true); cancel() })
-	resp, err := g.do(req.WithContext(ctx))
+	out := req.WithContext(ctx)
+	var ub *uploadBody
+	if req.Body != nil && req.Body != http.NoBody {
+		// Sending a large file is not waiting for an answer: while the body goes out, the
+		// limit is between reads of it, and the answer deadline moves by the time it took.
+		ub = &uploadBody{rc: req.Body, timer: t, limit: g.timeout, by: by}
+		out.Body = ub
+	}
+	resp, err := g.do(out)
+	if ub != nil {
+		ub.finish() // before the timer is stopped: a write still going on must not re-arm it
+	}
 	if !t.Stop() || fired.Load() {
 		if resp != nil {
 			resp.Body.Close()
@@ -146,6 +158,52 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	b.timer.Stop()
 	resp.Body = b
 	return resp, nil
+}
+
+// uploadBody is a request body that keeps the guard's timer from firing while the transport
+// reads it: each Read gives the next one the whole limit, and at the end the timer is set to the
+// answer deadline moved by the time the body took. Once the round trip has returned (the
+// transport may still be sending), it leaves the timer alone.
+type uploadBody struct {
+	rc      io.ReadCloser
+	timer   *time.Timer
+	limit   time.Duration
+	by      time.Time
+	mu      sync.Mutex
+	started time.Time
+	done    bool // the body was read to its end, or the round trip returned
+}
+
+func (b *uploadBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	if b.started.IsZero() {
+		b.started = time.Now()
+	}
+	if !b.done && b.timer.Stop() {
+		b.timer.Reset(b.limit)
+	}
+	b.mu.Unlock()
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.mu.Lock()
+		if !b.done {
+			b.done = true
+			if b.timer.Stop() {
+				b.timer.Reset(time.Until(b.by.Add(time.Since(b.started))))
+			}
+		}
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+func (b *uploadBody) Close() error { return b.rc.Close() }
+
+// finish stops the body from touching the timer: the round trip is over.
+func (b *uploadBody) finish() {
+	b.mu.Lock()
+	b.done = true
+	b.mu.Unlock()
 }
 
 // Do implements the AWS SDK's HTTPClient over an inner client's Do.

@@ -227,3 +227,32 @@ func TestStoresDeadlineCoversAttempts(t *testing.T) {
 		})
 	}
 }
+
+// Sending a large file to a server that takes it slowly, for longer than the limit but never
+// pausing that long, is not a timeout: the answer deadline waits for the body to be sent.
+func TestStoresSlowUploadIsNotATimeout(t *testing.T) {
+	const limit = 700 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 256<<10)
+		for {
+			_, err := io.ReadFull(r.Body, buf)
+			if err != nil {
+				break
+			}
+			time.Sleep(15 * time.Millisecond)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"name":"ckpt/state/big"}`)
+	}))
+	defer srv.Close()
+	s := openRemote(t, "GCS", strings.TrimPrefix(srv.URL, "http://"), limit)
+	data := bytes.Repeat([]byte("s"), 48<<20) // 192 reads of 256 KiB, about 3s at this pace
+	start := time.Now()
+	err := within(t, time.Minute, "write", func() error { return s.WriteFile(context.Background(), "state/big", data) })
+	if err != nil {
+		t.Fatalf("a slow upload failed: %v", err)
+	}
+	if el := time.Since(start); el < 2*limit {
+		t.Fatalf("the upload took %s, not over the limit %s: the test shows nothing", el, limit)
+	}
+}
