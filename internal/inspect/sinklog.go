@@ -32,8 +32,9 @@ type SinkLog struct {
 	CompactIntervalSource string `json:"compactIntervalSource"`
 	// ValidBatches are what Spark's allFiles reads; Missing are those without a file (Spark's
 	// allFiles then fails).
-	ValidBatches []int64 `json:"validBatches"`
-	Missing      []int64 `json:"missing"`
+	// Both are runs, never expanded: a batch id may be 2^63-1.
+	ValidBatches []Range `json:"validBatches"`
+	Missing      []Range `json:"missing"`
 	// Entries counts entries in ValidBatches; Deletes the delete actions among them.
 	Entries int64 `json:"entries"`
 	Deletes int64 `json:"deletes"`
@@ -58,8 +59,8 @@ func SinkLogSummary(ctx context.Context, store storage.Store, dir string) (*Sink
 			Compacts:              s.Compacts,
 			CompactInterval:       s.CompactInterval,
 			CompactIntervalSource: s.IntervalSource,
-			ValidBatches:          s.ValidBatches,
-			Missing:               s.Missing,
+			ValidBatches:          []Range{},
+			Missing:               []Range{},
 			Entries:               s.Entries,
 			Deletes:               s.Deletes,
 			Files:                 s.Files,
@@ -71,6 +72,12 @@ func SinkLogSummary(ctx context.Context, store storage.Store, dir string) (*Sink
 	r.SinkLog.Gaps = Gaps(r.SinkLog.Ranges)
 	if s.HasLatest {
 		r.SinkLog.Latest = ptr(s.Latest)
+		if sp, ok := sinklog.ValidBatches(s.Latest, s.CompactInterval); ok {
+			r.SinkLog.ValidBatches = append(r.SinkLog.ValidBatches, Range{sp.First, sp.Last})
+		}
+	}
+	for _, m := range s.Missing {
+		r.SinkLog.Missing = append(r.SinkLog.Missing, Range{m.First, m.Last})
 	}
 	for _, e := range s.Temps {
 		r.Leftovers.Temps = append(r.Leftovers.Temps, Leftover{Path: e.Path, Size: e.Size})

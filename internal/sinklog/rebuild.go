@@ -90,43 +90,63 @@ func PlanRebuild(ctx context.Context, store storage.Store, opts RebuildOptions) 
 	rb.Latest = l.batches[len(l.batches)-1]
 	var present map[string]bool
 	var res *Resolver
-	for _, id := range ValidBatches(rb.Latest, b.interval) {
-		p, ok := l.files[id]
-		compact := IsCompactionBatch(id, b.interval)
-		var reason string
-		switch {
-		case !ok && compact:
-			reason = "missing"
-		case !ok:
-			rb.Unrepairable = append(rb.Unrepairable, fmt.Sprintf("%s/%d is gone: it is a batch's own log file, whose entries no other file holds", Dir, id))
-			continue
-		default:
-			if _, err := b.read(p); err == nil {
-				continue
-			} else if !isFormatError(err) {
-				return nil, err
-			} else if !compact || path.Base(p) != fmt.Sprint(id)+CompactSuffix {
-				rb.Unrepairable = append(rb.Unrepairable, fmt.Sprintf("%s does not parse (%v): it is a batch's own log file, whose entries no other file holds", p, err))
-				continue
-			}
-			reason = "corrupt"
-		}
+	sp, ok := ValidBatches(rb.Latest, b.interval)
+	if !ok {
+		return rb, nil
+	}
+	fix := func(id int64, reason string) error {
 		c, why, err := b.rebuild(id, reason)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if why != "" {
 			rb.Unrepairable = append(rb.Unrepairable, why)
-			continue
+			return nil
 		}
 		if present == nil {
 			present, res, err = b.presence(c)
 			if err != nil {
-				return nil, err
+				return err
 			}
 		}
 		b.finish(c, present, res)
 		rb.Compacts = append(rb.Compacts, *c)
+		return nil
+	}
+	ids, missing := b.l.present(sp)
+	// Only the first valid batch can be a compaction batch: the span ends before the next.
+	if len(missing) > 0 && missing[0].First == sp.First && IsCompactionBatch(sp.First, b.interval) {
+		if err := fix(sp.First, "missing"); err != nil {
+			return nil, err
+		}
+		if missing[0].First == missing[0].Last {
+			missing = missing[1:]
+		} else {
+			missing[0].First++
+		}
+	}
+	// Runs, not ids: a run may hold 2^63 of them.
+	for _, m := range missing {
+		if m.First == m.Last {
+			rb.Unrepairable = append(rb.Unrepairable, fmt.Sprintf("%s/%d is gone: it is a batch's own log file, whose entries no other file holds", Dir, m.First))
+			continue
+		}
+		rb.Unrepairable = append(rb.Unrepairable, fmt.Sprintf("%s/%d to %s/%d are gone (%d files): each is a batch's own log file, whose entries no other file holds", Dir, m.First, Dir, m.Last, m.Len()))
+	}
+	for _, id := range ids {
+		p := b.l.files[id]
+		compact := IsCompactionBatch(id, b.interval)
+		if _, err := b.read(p); err == nil {
+			continue
+		} else if !isFormatError(err) {
+			return nil, err
+		} else if !compact || path.Base(p) != fmt.Sprint(id)+CompactSuffix {
+			rb.Unrepairable = append(rb.Unrepairable, fmt.Sprintf("%s does not parse (%v): it is a batch's own log file, whose entries no other file holds", p, err))
+			continue
+		}
+		if err := fix(id, "corrupt"); err != nil {
+			return nil, err
+		}
 	}
 	if opts.DropMissing {
 		if err := b.dropMissing(rb, present, res); err != nil {
@@ -263,11 +283,11 @@ func (b *builder) replaces(c *CompactRebuild) {
 // files that are gone (DropMissing). Entries of the batch files after it cannot be dropped: each
 // is a batch's own record.
 func (b *builder) dropMissing(rb *Rebuild, present map[string]bool, res *Resolver) error {
-	valid := ValidBatches(rb.Latest, b.interval)
-	if len(valid) == 0 || !IsCompactionBatch(valid[0], b.interval) {
+	valid, ok := ValidBatches(rb.Latest, b.interval)
+	if !ok || !IsCompactionBatch(valid.First, b.interval) {
 		return nil
 	}
-	id := valid[0]
+	id := valid.First
 	for _, c := range rb.Compacts {
 		if c.Batch == id {
 			return nil

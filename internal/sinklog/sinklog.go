@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -52,11 +53,13 @@ type Summary struct {
 	// Spark's rules gave it.
 	CompactInterval int    `json:"compactInterval"`
 	IntervalSource  string `json:"compactIntervalSource"`
-	// ValidBatches are the batches allFiles reads: the latest compact file at or below Latest and
-	// every batch after it.
-	ValidBatches []int64 `json:"validBatches"`
-	// Missing are valid batches with no file. Spark's allFiles fails on the first of them.
-	Missing []int64 `json:"missing"`
+	// Valid are the batches allFiles reads: the latest compact file at or below Latest and
+	// every batch after it (zero for an empty log).
+	Valid Span `json:"validBatches"`
+	// Missing are the runs of valid batches with no file, ascending. Spark's allFiles fails on
+	// the first of them. Runs, not ids: a file named 9223372036854775807 makes every batch
+	// from 0 on valid, and there are at most one more runs than files.
+	Missing []Span `json:"missing"`
 	// Entries counts every entry read from ValidBatches, adds and deletes.
 	Entries int64 `json:"entries"`
 	// Deletes counts "delete" entries among them.
@@ -167,28 +170,66 @@ func DeriveCompactInterval(defaultInterval, latestCompact int) int {
 	if n <= defaultInterval {
 		return n
 	}
-	if defaultInterval < n/2 {
-		for i := defaultInterval; i <= n/2; i++ {
-			if i > 0 && n%i == 0 {
-				return i
+	if defaultInterval >= n/2 || n > math.MaxInt32 {
+		// Past Int.MaxValue Spark's toInt has already truncated the id; ckpt does not search
+		// divisors of an id Spark cannot hold (a search sized by a batch id).
+		return n
+	}
+	// The least divisor in [defaultInterval, n/2], found among the pairs (d, n/d) with d*d <= n:
+	// the same answer as Spark's scan from defaultInterval, in sqrt(n) steps.
+	best := n
+	for d := 1; d*d <= n; d++ {
+		if n%d != 0 {
+			continue
+		}
+		for _, c := range [2]int{d, n / d} {
+			if c >= defaultInterval && c <= n/2 && c < best {
+				best = c
 			}
 		}
 	}
-	return n
+	return best
 }
 
-// ValidBatches is Spark's getAllValidBatches: the batches allFiles reads for latest.
-func ValidBatches(latest int64, interval int) []int64 {
+// Span is an inclusive run of batch ids, First to Last. A run is never expanded into its ids:
+// a batch id may be as large as 2^63-1, so no id may size an allocation or a loop.
+type Span struct {
+	First int64 `json:"first"`
+	Last  int64 `json:"last"`
+}
+
+// Len is the number of ids in s (as uint64: 0 to 2^63-1 holds 2^63 of them).
+func (s Span) Len() uint64 { return uint64(s.Last-s.First) + 1 }
+
+// ValidBatches is Spark's getAllValidBatches: the batches allFiles reads for latest, as a span
+// (ok is false for an empty log or an interval Spark's assertion refuses). The arithmetic wraps
+// as the JVM's Long does, so latest 2^63-1 reads from batch 0, as Spark would try to.
+func ValidBatches(latest int64, interval int) (Span, bool) {
 	if latest < 0 || interval <= 0 {
-		return nil
+		return Span{}, false
 	}
 	iv := int64(interval)
-	start := max(0, (latest+1)/iv*iv-1)
-	out := make([]int64, 0, latest-start+1)
-	for id := start; id <= latest; id++ {
-		out = append(out, id)
+	return Span{First: max(0, (latest+1)/iv*iv-1), Last: latest}, true
+}
+
+// present returns the ids of l's files inside sp, ascending, and the runs of sp without a
+// file. Both are bounded by the number of files, whatever the span.
+func (l *listing) present(sp Span) (ids []int64, missing []Span) {
+	i, _ := slices.BinarySearch(l.batches, sp.First)
+	next := sp.First // the first id not yet accounted for
+	for ; i < len(l.batches) && l.batches[i] <= sp.Last; i++ {
+		id := l.batches[i]
+		if id > next {
+			missing = append(missing, Span{next, id - 1})
+		}
+		ids = append(ids, id)
+		next = id + 1
 	}
-	return out
+	// next wraps past 2^63-1 only when Last is that id and has a file.
+	if len(ids) == 0 || (ids[len(ids)-1] < sp.Last) {
+		missing = append(missing, Span{next, sp.Last})
+	}
+	return ids, missing
 }
 
 // Summarize lists the log at dir and streams the batches Spark's allFiles would read, counting
@@ -200,12 +241,11 @@ func Summarize(ctx context.Context, store storage.Store, dir string) (*Summary, 
 		return nil, err
 	}
 	s := &Summary{
-		Dir:          dir,
-		Batches:      nonNil(l.batches),
-		Compacts:     nonNil(l.compacts),
-		ValidBatches: []int64{},
-		Missing:      []int64{},
-		Temps:        l.temps,
+		Dir:      dir,
+		Batches:  nonNil(l.batches),
+		Compacts: nonNil(l.compacts),
+		Missing:  []Span{},
+		Temps:    l.temps,
 	}
 	for _, c := range l.crcs {
 		// ".N.crc" guards "N"; without "N" it is a leftover.
@@ -221,16 +261,14 @@ func Summarize(ctx context.Context, store storage.Store, dir string) (*Summary, 
 		return s, nil
 	}
 	s.Latest, s.HasLatest = l.batches[len(l.batches)-1], true
-	s.ValidBatches = ValidBatches(s.Latest, s.CompactInterval)
-
 	var paths []string
-	for _, id := range s.ValidBatches {
-		p, ok := l.files[id]
-		if !ok {
-			s.Missing = append(s.Missing, id)
-			continue
+	if sp, ok := ValidBatches(s.Latest, s.CompactInterval); ok {
+		s.Valid = sp
+		ids, missing := l.present(sp)
+		s.Missing = append(s.Missing, missing...)
+		for _, id := range ids {
+			paths = append(paths, l.files[id])
 		}
-		paths = append(paths, p)
 	}
 	deleted := map[string]struct{}{}
 	for _, p := range paths {
@@ -283,11 +321,13 @@ func Walk(ctx context.Context, store storage.Store, dir string, fn func(file str
 		return nil, err
 	}
 	interval, _ := CompactInterval(l.compacts, DefaultCompactInterval)
-	for _, id := range ValidBatches(l.batches[len(l.batches)-1], interval) {
-		p, ok := l.files[id]
-		if !ok {
-			continue
-		}
+	sp, ok := ValidBatches(l.batches[len(l.batches)-1], interval)
+	if !ok {
+		return nil, nil
+	}
+	ids, _ := l.present(sp)
+	for _, id := range ids {
+		p := l.files[id]
 		err := stream(ctx, store, p, func(e *logformat.SinkFileStatus) { fn(p, e) })
 		if err != nil {
 			if !isFormatError(err) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,13 +73,18 @@ func TestValidBatches(t *testing.T) {
 		interval int
 		want     string
 	}{
-		{0, 10, "[0]"},
-		{5, 10, "[0 1 2 3 4 5]"},
-		{9, 10, "[9]"},
-		{12, 10, "[9 10 11 12]"},
-		{9, 8, "[7 8 9]"},
+		{0, 10, "{0 0} true"},
+		{5, 10, "{0 5} true"},
+		{9, 10, "{9 9} true"},
+		{12, 10, "{9 12} true"},
+		{9, 8, "{7 9} true"},
+		// (2^63-1)+1 wraps, as the JVM's Long does: Spark reads from batch 0.
+		{math.MaxInt64, 10, "{0 9223372036854775807} true"},
+		{-1, 10, "{0 0} false"},
+		{5, 0, "{0 0} false"},
 	} {
-		if got := fmt.Sprint(ValidBatches(tc.latest, tc.interval)); got != tc.want {
+		sp, ok := ValidBatches(tc.latest, tc.interval)
+		if got := fmt.Sprint(sp, " ", ok); got != tc.want {
 			t.Errorf("ValidBatches(%d, %d) = %s, want %s", tc.latest, tc.interval, got, tc.want)
 		}
 	}
@@ -95,7 +101,7 @@ func TestSummarizeNoCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	if sum.Latest != 2 || sum.CompactInterval != 10 || sum.IntervalSource != IntervalDefault ||
-		fmt.Sprint(sum.ValidBatches) != "[0 1 2]" || sum.Files != 3 || sum.Bytes != 60 || sum.Entries != 3 {
+		fmt.Sprint(sum.Valid) != "{0 2}" || sum.Files != 3 || sum.Bytes != 60 || sum.Entries != 3 {
 		t.Errorf("summary = %+v", sum)
 	}
 	latest, ok, err := Latest(ctx, s, "out/_spark_metadata")
@@ -125,8 +131,8 @@ func TestSummarizeTwoCompacts(t *testing.T) {
 	if sum.CompactInterval != 3 || sum.IntervalSource != IntervalLatest2 {
 		t.Errorf("interval = %d %s", sum.CompactInterval, sum.IntervalSource)
 	}
-	if fmt.Sprint(sum.ValidBatches) != "[5 6 7]" || fmt.Sprint(sum.Compacts) != "[2 5]" || fmt.Sprint(sum.Batches) != "[0 2 3 5 6 7]" {
-		t.Errorf("valid %v compacts %v batches %v", sum.ValidBatches, sum.Compacts, sum.Batches)
+	if fmt.Sprint(sum.Valid) != "{5 7}" || fmt.Sprint(sum.Compacts) != "[2 5]" || fmt.Sprint(sum.Batches) != "[0 2 3 5 6 7]" {
+		t.Errorf("valid %v compacts %v batches %v", sum.Valid, sum.Compacts, sum.Batches)
 	}
 	// live: /x/0, /x/3, /x/5, /x/6, /x/7 (the delete removes /x/2)
 	if sum.Files != 5 || sum.Bytes != 1+3+5+6+7 || sum.Entries != 7 || sum.Deletes != 1 {
@@ -148,7 +154,7 @@ func TestSummarizeMissingAndCorrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(sum.Missing) != "[9]" {
+	if fmt.Sprint(sum.Missing) != "[{9 9}]" {
 		t.Errorf("missing = %v", sum.Missing)
 	}
 	if len(sum.Errors) != 2 {
@@ -172,7 +178,7 @@ func TestSummarizeEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.HasLatest || sum.Files != 0 || len(sum.ValidBatches) != 0 {
+	if sum.HasLatest || sum.Files != 0 || sum.Valid != (Span{}) {
 		t.Errorf("summary = %+v", sum)
 	}
 	if _, ok, err := Latest(ctx, storage.NewMem(), "_spark_metadata"); ok || err != nil {
@@ -194,5 +200,76 @@ func TestSummarizeFixture(t *testing.T) {
 	// /a/b/9: live /a/b/1..9.
 	if sum.Files != 9 || sum.Bytes != 4500 || sum.Entries != 11 || sum.CompactInterval != 8 || sum.Latest != 9 {
 		t.Errorf("summary = %s (%+v)", sum, sum)
+	}
+}
+
+// A file named 9223372036854775807 makes every batch from 0 on valid (Spark's arithmetic wraps);
+// Summarize, Walk, Verify and PlanRebuild answer with runs of that size, never a slice of it.
+// Before Span they panicked (makeslice: cap out of range).
+func TestHugeBatchIDSizesNothing(t *testing.T) {
+	files := map[string]string{
+		"_spark_metadata/3":                   logFile(entry("/z/3", 3, "add")),
+		"_spark_metadata/9223372036854775807": logFile(entry("/z/max", 7, "add")),
+	}
+	s := mem(t, files)
+	sum, err := Summarize(ctx, s, Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(sum.Valid, sum.Missing) != "{0 9223372036854775807} [{0 2} {4 9223372036854775806}]" || sum.Files != 2 {
+		t.Errorf("valid %v missing %v files %d", sum.Valid, sum.Missing, sum.Files)
+	}
+	n := 0
+	if _, err := Walk(ctx, s, Dir, func(string, *logformat.SinkFileStatus) { n++ }); err != nil || n != 2 {
+		t.Errorf("Walk: %d entries, %v", n, err)
+	}
+	v, err := Verify(ctx, s, VerifyOptions{MaxProblems: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.Counts[CodeLogBatchMissing]; got != math.MaxInt64-1 {
+		t.Errorf("missing count = %d, want 2^63-2", got)
+	}
+	if len(v.Problems) < 5 || v.Problems[0].Path != Dir+"/0" || v.Problems[3].Path != Dir+"/4" {
+		t.Errorf("problems = %v", v.Problems)
+	}
+	rb, err := PlanRebuild(ctx, s, RebuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rb.Unrepairable) != 2 || !strings.Contains(rb.Unrepairable[1], "_spark_metadata/4 to _spark_metadata/9223372036854775806 are gone (9223372036854775803 files)") {
+		t.Errorf("unrepairable = %q", rb.Unrepairable)
+	}
+}
+
+// DeriveCompactInterval finds the same divisor as Spark's scan, without a scan sized by the id.
+func TestDeriveCompactIntervalBounded(t *testing.T) {
+	scan := func(def, latest int) int {
+		n := latest + 1
+		if n <= def {
+			return n
+		}
+		if def < n/2 {
+			for i := def; i <= n/2; i++ {
+				if i > 0 && n%i == 0 {
+					return i
+				}
+			}
+		}
+		return n
+	}
+	for def := 1; def <= 12; def++ {
+		for latest := 0; latest < 400; latest++ {
+			if got, want := DeriveCompactInterval(def, latest), scan(def, latest); got != want {
+				t.Fatalf("DeriveCompactInterval(%d, %d) = %d, want %d", def, latest, got, want)
+			}
+		}
+	}
+	// 2147483646+1 is the prime 2^31-1: Spark scans a billion candidates; this returns at once.
+	if got := DeriveCompactInterval(10, math.MaxInt32-1); got != math.MaxInt32 {
+		t.Errorf("prime: %d", got)
+	}
+	if got := DeriveCompactInterval(10, 1<<61-2); got != 1<<61-1 {
+		t.Errorf("beyond Int: %d", got)
 	}
 }

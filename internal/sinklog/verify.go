@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -68,8 +69,8 @@ type Verification struct {
 	BaseGuessed bool   `json:"baseGuessed"`
 	Latest      int64  `json:"latest"`
 	// CompactInterval and ValidBatches are Spark's, as Summarize computes them.
-	CompactInterval int     `json:"compactInterval"`
-	ValidBatches    []int64 `json:"validBatches"`
+	CompactInterval int   `json:"compactInterval"`
+	ValidBatches    *Span `json:"validBatches"`
 	// Expired counts add entries past Retention, which readers skip.
 	Expired int64 `json:"expired"`
 	// Live and LiveBytes count the live entries; Present and PresentBytes the data files found.
@@ -109,29 +110,44 @@ func Verify(ctx context.Context, store storage.Store, opts VerifyOptions) (*Veri
 		return nil, err
 	}
 	interval, _ := CompactInterval(l.compacts, DefaultCompactInterval)
-	v := &Verification{Latest: -1, CompactInterval: interval, ValidBatches: []int64{},
+	v := &Verification{Latest: -1, CompactInterval: interval,
 		Counts: map[string]int64{}, Problems: []Problem{}}
-	if len(l.batches) > 0 {
-		v.Latest = l.batches[len(l.batches)-1]
-		v.ValidBatches = ValidBatches(v.Latest, interval)
-	}
 	add := func(p Problem) {
 		v.Counts[p.Code]++
 		if v.Counts[p.Code] <= int64(limit) {
 			v.Problems = append(v.Problems, p)
 		}
 	}
-	for _, id := range v.ValidBatches {
-		if _, ok := l.files[id]; ok {
-			continue
+	if len(l.batches) > 0 {
+		v.Latest = l.batches[len(l.batches)-1]
+		if sp, ok := ValidBatches(v.Latest, interval); ok {
+			v.ValidBatches = &sp
+			_, missing := l.present(sp)
+			for _, m := range missing {
+				// One problem per id up to the limit, then the rest of the run is counted at
+				// once: a run can hold 2^63 ids.
+				var listed uint64
+				for id := m.First; v.Counts[CodeLogBatchMissing] < int64(limit); id++ {
+					name := fmt.Sprint(id)
+					if IsCompactionBatch(id, interval) {
+						name += CompactSuffix
+					}
+					add(Problem{Code: CodeLogBatchMissing, Path: path.Join(Dir, name), LogSize: -1, Size: -1,
+						Message: fmt.Sprintf("log file %s is gone: Spark's allFiles fails (%s doesn't exist (latestId: %d, compactInterval: %d))",
+							name, name, v.Latest, interval)})
+					listed++
+					if id == m.Last {
+						break // m.Last may be 2^63-1, where id++ wraps
+					}
+				}
+				rest := m.Len() - listed
+				if c := uint64(v.Counts[CodeLogBatchMissing]); rest > math.MaxInt64-c {
+					v.Counts[CodeLogBatchMissing] = math.MaxInt64
+				} else {
+					v.Counts[CodeLogBatchMissing] += int64(rest)
+				}
+			}
 		}
-		name := fmt.Sprint(id)
-		if IsCompactionBatch(id, interval) {
-			name += CompactSuffix
-		}
-		add(Problem{Code: CodeLogBatchMissing, Path: path.Join(Dir, name), LogSize: -1, Size: -1,
-			Message: fmt.Sprintf("log file %s is gone: Spark's allFiles fails (%s doesn't exist (latestId: %d, compactInterval: %d))",
-				name, name, v.Latest, interval)})
 	}
 
 	var cutoff int64

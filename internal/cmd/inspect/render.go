@@ -496,10 +496,10 @@ func renderSinkLog(r *render.Renderer, s *inspect.SinkLogReport) {
 		[2]string{"Batches", batches},
 		[2]string{"Compact files", compacts},
 		[2]string{"Compact interval", interval},
-		[2]string{"Read by allFiles", inspect.FormatRanges(inspect.Ranges(l.ValidBatches))},
+		[2]string{"Read by allFiles", inspect.FormatRanges(l.ValidBatches)},
 	)
 	if len(l.Missing) > 0 {
-		kv = append(kv, [2]string{"Missing", r.Bad(joinInts(l.Missing) + " (Spark's allFiles fails: the file doesn't exist)")})
+		kv = append(kv, [2]string{"Missing", r.Bad(inspect.FormatRanges(l.Missing) + " (Spark's allFiles fails: the file doesn't exist)")})
 	}
 	entries := strconv.FormatInt(l.Entries, 10)
 	if l.Deletes > 0 {
