@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/flagfile"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
@@ -65,7 +65,7 @@ func (f *BrokerFlags) Enabled() bool {
 func (f *BrokerFlags) ClientOptions() (map[string]string, error) {
 	m := map[string]string{}
 	if f.OptionsFile != "" {
-		data, err := os.ReadFile(f.OptionsFile)
+		data, err := flagfile.Read("--kafka-option-file", f.OptionsFile)
 		if err != nil {
 			return nil, exitcode.UsageError(fmt.Errorf("--kafka-option-file: %w", err))
 		}

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -23,6 +22,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ckpt-dev/ckpt/internal/flagfile"
 	"github.com/ckpt-dev/ckpt/internal/transform"
 )
 
@@ -217,7 +217,7 @@ type Query struct {
 
 // Load reads a YAML query file. Unknown keys are errors.
 func Load(path string) (*Query, error) {
-	data, err := os.ReadFile(path)
+	data, err := flagfile.Read("--file", path)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/cli/change"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/flagfile"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/position"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
@@ -188,7 +189,7 @@ func newResetCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobr
 					return exitcode.UsageError(fmt.Errorf("--by-duration %s: want a positive duration", byDuration))
 				}
 			case position.FromFile:
-				data, err := os.ReadFile(fromFile)
+				data, err := flagfile.Read("--from-file", fromFile)
 				if err != nil {
 					return exitcode.UsageError(fmt.Errorf("--from-file: %w", err))
 				}

@@ -78,8 +78,15 @@ func Execute(ctx context.Context, env *cli.Env, args []string) int {
 // Main runs ckpt as a process: real streams, environment and signals. version, commit and date
 // are the release build's ldflags ("dev", "", "" otherwise).
 func Main(version, commit, date string) int {
+	// The first SIGINT or SIGTERM cancels ctx: every command stops at its next read or write
+	// and leaves a journal it can resume. The second gets Go's default (the process ends at
+	// once), so a user is never left with a ckpt that ignores Ctrl-C.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	env := &cli.Env{
 		IO:        iostreams.System(),
 		Version:   version,
