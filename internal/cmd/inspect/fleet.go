@@ -54,6 +54,7 @@ func runFleet(ctx context.Context, opts *Options) error {
 			return err
 		}
 	} else {
+		render.EscapeStrings(rows) // paths and messages from the listed checkpoints
 		r := render.New(opts.IO)
 		what := fmt.Sprintf("%d checkpoints", len(rows))
 		if len(rows) == 1 {

@@ -238,6 +238,9 @@ func runInspect(ctx context.Context, opts *Options) error {
 		_ = opts.IO.StartPager()
 		defer opts.IO.StopPager()
 	}
+	// Every string of the report came from the checkpoint (names, contents, Spark's messages):
+	// escaped once here, whichever renderer prints it. JSON escapes them itself.
+	render.EscapeStrings(doc)
 	r := render.New(opts.IO)
 	switch d := doc.(type) {
 	case *inspect.Summary:

@@ -264,3 +264,27 @@ func TestBatchesJSONStreamed(t *testing.T) {
 		}
 	}
 }
+
+// A source file holding a window-title sequence and a screen clear, and a leftover whose name
+// holds one: inspect prints them escaped (before, the terminal received them raw).
+func TestRunEscapesFileStrings(t *testing.T) {
+	files := map[string]string{}
+	for k, v := range kafkaFiles {
+		files[k] = v
+	}
+	files["sources/0/0"] = "v1\n{\"path\":\"\x1b]0;pwned\x07\x1b[2Jfile\",\"timestamp\":1,\"batchId\":0}\n"
+	files["offsets/.7.\x1b[2Jx.tmp"] = ""
+	for _, mod := range []func(*Options){nil, func(o *Options) { o.Batches = true }, func(o *Options) { o.Batch, o.HasBatch = 0, true }} {
+		out, err := run(t, files, mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(out, "\x1b\x07") {
+			t.Errorf("raw control characters in:\n%q", out)
+		}
+	}
+	out, _ := run(t, files, nil)
+	if !strings.Contains(out, `offsets/.7.\x1b[2Jx.tmp`) || !strings.Contains(out, `\x1b]0;pwned\x07\x1b[2Jfile`) {
+		t.Errorf("escaped strings missing:\n%s", out)
+	}
+}

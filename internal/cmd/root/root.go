@@ -15,6 +15,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cmd/version"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/render"
 )
 
 const exitCodesHelp = `Exit codes:
@@ -70,7 +71,8 @@ func Execute(ctx context.Context, env *cli.Env, args []string) int {
 	cmd.SetErr(errOut)
 	err := cmd.ExecuteContext(ctx)
 	if msg := exitcode.Message(err); msg != "" {
-		fmt.Fprintf(errOut, "ckpt: %s\n", msg)
+		// Errors quote files, their contents and flags: escaped, so none can drive the terminal.
+		fmt.Fprintf(errOut, "ckpt: %s\n", render.EscapeText(msg))
 	}
 	return exitcode.Code(err)
 }
