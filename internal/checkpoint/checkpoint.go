@@ -444,12 +444,16 @@ func (c *Checkpoint) ReadCommit(ctx context.Context, id int64) (*logformat.Commi
 	return cm, err
 }
 
-// readLog reads log file id of l, refusing (logformat.TooLarge) a file over logformat.MaxFileBytes
-// after reading at most one byte more: a corrupt file of hundreds of megabytes must not be read
-// whole, and the listing no longer carries sizes (no stat per batch file).
+// readLog reads log file id of l with readCapped.
 func (c *Checkpoint) readLog(ctx context.Context, l *Log, id int64) ([]byte, error) {
-	p := l.Path(id)
-	rc, err := c.Store.Open(ctx, p)
+	return ReadCapped(ctx, c.Store, l.Path(id))
+}
+
+// ReadCapped reads p whole, refusing (logformat.TooLarge) a file over logformat.MaxFileBytes
+// after reading at most one byte more: a corrupt file of hundreds of megabytes must not be read
+// whole, and listings no longer carry sizes (no stat per batch file).
+func ReadCapped(ctx context.Context, s storage.Store, p string) ([]byte, error) {
+	rc, err := s.Open(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -458,7 +462,7 @@ func (c *Checkpoint) readLog(ctx context.Context, l *Log, id int64) ([]byte, err
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
-	if len(data) > logformat.MaxFileBytes {
+	if int64(len(data)) > logformat.MaxFileBytes {
 		return nil, logformat.TooLarge(p, int64(len(data)))
 	}
 	c.mu.Lock()
@@ -511,11 +515,14 @@ func (c *Checkpoint) ReadMetadata(ctx context.Context) (*logformat.StreamMetadat
 	if e != nil {
 		return e.m, e.err
 	}
-	data, err := c.Store.ReadFile(ctx, FileMetadata)
-	if err != nil {
+	data, err := ReadCapped(ctx, c.Store, FileMetadata)
+	if err != nil && !isTooLarge(err) {
 		return nil, err
 	}
-	m, err := logformat.ParseStreamMetadata(FileMetadata, data)
+	var m *logformat.StreamMetadata
+	if err == nil {
+		m, err = logformat.ParseStreamMetadata(FileMetadata, data)
+	}
 	c.mu.Lock()
 	c.metadata = &metadataEntry{m: m, err: err}
 	c.mu.Unlock()
@@ -532,8 +539,8 @@ func (c *Checkpoint) ReadFile(ctx context.Context, rel string) ([]byte, error) {
 	if ok {
 		return e.data, e.err
 	}
-	data, err := c.Store.ReadFile(ctx, rel)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	data, err := ReadCapped(ctx, c.Store, rel)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !isTooLarge(err) {
 		return nil, err
 	}
 	c.mu.Lock()

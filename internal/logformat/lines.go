@@ -12,15 +12,21 @@ import (
 // corrupt line of hundreds of megabytes would cost many times its size to parse.
 const MaxLineBytes = 8 << 20
 
-// MaxFileBytes bounds a whole offsets or commits file (64 MiB): callers that know a file's size
-// from a listing refuse a larger one (TooLarge) before reading it.
-const MaxFileBytes = 64 << 20
+// DefaultMaxFileBytes is the default of MaxFileBytes (64 MiB).
+const DefaultMaxFileBytes = 64 << 20
+
+// MaxFileBytes bounds what one checkpoint file read whole may cost: offsets, commits, metadata,
+// source and sink log files. Spark's are small (a Kafka offsets file for 100,000 partitions is
+// about 3 MB), while a corrupt 1 GiB line once cost up to 2 GiB of memory. Readers stop one byte
+// past it (TooLarge). It is the one home of the limit: CKPT_MAX_FILE_BYTES raises it for a
+// process (root.Main sets it once, before any read); nothing else writes it.
+var MaxFileBytes int64 = DefaultMaxFileBytes
 
 // TooLarge is the error for a log file of size bytes, larger than MaxFileBytes.
 func TooLarge(file string, size int64) *Error {
 	return &Error{File: file, Kind: KindLineTooLong,
-		Expected: fmt.Sprintf("a log file of at most %d MiB", MaxFileBytes>>20),
-		Got:      fmt.Sprintf("%d bytes", size)}
+		Expected: fmt.Sprintf("a file of at most %d bytes (CKPT_MAX_FILE_BYTES raises the limit)", MaxFileBytes),
+		Got:      fmt.Sprintf("%d bytes or more", size)}
 }
 
 // lineTooLong is the error for line lineNo of n bytes (n < 0: not read to its end).

@@ -167,9 +167,18 @@ type builder struct {
 
 // read parses one log file whole.
 func (b *builder) read(p string) ([]logformat.SinkFileStatus, error) {
-	data, err := b.store.ReadFile(b.ctx, p)
+	rc, err := b.store.Open(b.ctx, p)
 	if err != nil {
 		return nil, err
+	}
+	defer rc.Close()
+	// One file's cost is capped (logformat.MaxFileBytes), as every checkpoint read is.
+	data, err := io.ReadAll(io.LimitReader(rc, logformat.MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > logformat.MaxFileBytes {
+		return nil, logformat.TooLarge(p, int64(len(data)))
 	}
 	lg, err := logformat.ParseSinkLog(p, data)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cmd/version"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/render"
 )
 
@@ -98,5 +100,13 @@ func Main(version, commit, date string) int {
 		Getenv:    os.Getenv,
 	}
 	env.Storage.S3PathStyle = os.Getenv("CKPT_S3_PATH_STYLE") == "true"
+	if v := os.Getenv("CKPT_MAX_FILE_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(env.IO.ErrOut, "ckpt: CKPT_MAX_FILE_BYTES=%s: want a positive number of bytes (default %d)\n", render.EscapeText(v), logformat.DefaultMaxFileBytes)
+			return exitcode.Usage
+		}
+		logformat.MaxFileBytes = n
+	}
 	return Execute(ctx, env, os.Args[1:])
 }
