@@ -445,3 +445,16 @@ func TestOtherErrors(t *testing.T) {
 	checkErr(t, "long offset", "offsets/2", err, wantErr{kind: KindBadOffset,
 		spark: `java.lang.NumberFormatException: For input string: "1.5"`})
 }
+
+// The refusal comes before the split: lines of "\r" alone count as well.
+func TestOffsetsMaxSourcesBeforeSplit(t *testing.T) {
+	defer func(old int) { MaxSources = old }(MaxSources)
+	MaxSources = 3
+	for _, body := range []string{"-\n-\n-\n-\n-\n", "-\r-\r-\r-\r-\r", "-\r\n-\r\n-\r\n-\r\n"} {
+		_, err := ParseOffsets("offsets/3", []byte("v1\n{}\n"+body))
+		var le *Error
+		if !errors.As(err, &le) || le.Kind != KindLineTooLong {
+			t.Errorf("%q: err = %v", body, err)
+		}
+	}
+}

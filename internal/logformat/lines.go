@@ -22,6 +22,15 @@ const DefaultMaxFileBytes = 64 << 20
 // process (root.Main sets it once, before any read); nothing else writes it.
 var MaxFileBytes int64 = DefaultMaxFileBytes
 
+// DefaultMaxSources is the default of MaxSources (10,000).
+const DefaultMaxSources = 10_000
+
+// MaxSources bounds the source lines of one offsets file: one line per source of the query, so
+// real files have a handful, while each line costs about a kilobyte to inspect and 2 M lines of
+// 3 bytes (a 6 MB file, well under MaxFileBytes) cost gigabytes. CKPT_MAX_SOURCES raises it
+// (root.Main sets it once, before any read).
+var MaxSources = DefaultMaxSources
+
 // TooLarge is the error for a log file of size bytes, larger than MaxFileBytes.
 func TooLarge(file string, size int64) *Error {
 	return &Error{File: file, Kind: KindLineTooLong,

@@ -73,6 +73,11 @@ func parseOffsets(file string, data []byte, keepConf bool) (*OffsetSeq, error) {
 	if err := checkUTF8(file, data); err != nil {
 		return nil, err
 	}
+	// Every "\n" and every "\r" ends a line (a "\r\n" ends one): more of either than the limit
+	// allows is refused before the lines are split, which costs 24 bytes a line.
+	if breaks := max(bytes.Count(data, []byte{'\n'}), bytes.Count(data, []byte{'\r'})); breaks-2 > MaxSources {
+		return nil, tooManySources(file, "at least "+itoa(breaks-2))
+	}
 	ls := splitLines(data)
 	if e := ls.tooLong(file); e != nil {
 		return nil, e
@@ -84,6 +89,9 @@ func parseOffsets(file string, data []byte, keepConf bool) (*OffsetSeq, error) {
 	version, verr := parseVersionHeader(file, 1, ls.text[0], OffsetsMaxVersion)
 	if verr != nil {
 		return nil, verr
+	}
+	if n := len(ls.text) - 2; n > MaxSources {
+		return nil, tooManySources(file, itoa(n))
 	}
 	if len(ls.text) < 2 {
 		return nil, &Error{File: file, Line: 2, Kind: KindMissingMetadata,
@@ -407,4 +415,11 @@ func checkUTF8(file string, data []byte) *Error {
 		i += size
 	}
 	return nil
+}
+
+// tooManySources is the error for an offsets file with more than MaxSources source lines.
+func tooManySources(file, got string) *Error {
+	return &Error{File: file, Line: MaxSources + 3, Kind: KindLineTooLong,
+		Expected: "at most " + itoa(MaxSources) + " source lines (CKPT_MAX_SOURCES raises the limit)",
+		Got:      got + " source lines"}
 }

@@ -108,5 +108,13 @@ func Main(version, commit, date string) int {
 		}
 		logformat.MaxFileBytes = n
 	}
+	if v := os.Getenv("CKPT_MAX_SOURCES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(env.IO.ErrOut, "ckpt: CKPT_MAX_SOURCES=%s: want a positive number of source lines (default %d)\n", render.EscapeText(v), logformat.DefaultMaxSources)
+			return exitcode.Usage
+		}
+		logformat.MaxSources = n
+	}
 	return Execute(ctx, env, os.Args[1:])
 }
