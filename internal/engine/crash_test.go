@@ -291,7 +291,8 @@ func readFileSink(t *testing.T, dir string) map[string]int {
 	interval, _ := sinklog.CompactInterval(sum.Compacts, sinklog.DefaultCompactInterval)
 	fs := &FileSink{store: st}
 	counts := map[string]int{}
-	for _, id := range sinklog.ValidBatches(sum.Latest, interval) {
+	valid, _ := sinklog.ValidBatches(sum.Latest, interval)
+	for id := valid.First; id <= valid.Last; id++ {
 		entries, err := fs.readBatch(ctx, id, sum.Compacts)
 		if err != nil {
 			t.Fatal(err)
