@@ -263,11 +263,14 @@ func runRepair(ctx context.Context, opts *Options) error {
 		return exitcode.New(exitcode.Failure, errors.New("repair refused: "+plan.Refused))
 	case !opts.Execute || len(plan.Actions) == 0:
 		if json {
-			return render.JSON(opts.IO.Out, out.doc())
+			if err := render.JSON(opts.IO.Out, out.doc()); err != nil {
+				return err
+			}
+			return stillFails(plan)
 		}
 		printPlan(r, plan, opts)
 		printNextStep(r, plan, opts)
-		return nil
+		return stillFails(plan)
 	}
 
 	// --execute with something to change: ask, or require --yes.
@@ -310,9 +313,22 @@ func runRepair(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if json {
-		return render.JSON(opts.IO.Out, out.doc())
+		if err := render.JSON(opts.IO.Out, out.doc()); err != nil {
+			return err
+		}
+		return stillFails(plan)
 	}
 	printExecuted(r, plan, j)
+	return stillFails(plan)
+}
+
+// stillFails is exit 3 (exitcode.Findings, as replay's failed prediction) when the restart
+// after the plan still fails on the checkpoint: "Nothing to repair." or an applied repair is no
+// all-clear then, and a script must not read it as one.
+func stillFails(plan *repair.Plan) error {
+	if plan.After != nil && plan.After.Blocked() {
+		return exitcode.Silent(exitcode.Findings)
+	}
 	return nil
 }
 

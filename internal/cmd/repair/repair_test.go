@@ -130,3 +130,25 @@ func TestRefusedExitsOne(t *testing.T) {
 		t.Fatalf("want a LockedError with exit 1, got %v", err)
 	}
 }
+
+// A restart that still fails after the repair is exit 3, with "Nothing to repair." as with a
+// plan (it once exited 0 after printing "warning: after this repair the restart still fails").
+func TestStillFailingRestartExitsNonZero(t *testing.T) {
+	for _, args := range [][]string{{}, {"-o", "json"}, {"--execute", "--yes"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			env, ios, uri := memEnv(t, "previous-offsets-blank-source")
+			err := run(t, env, append([]string{uri}, args...)...)
+			if exitcode.Code(err) != exitcode.Findings {
+				t.Fatalf("exit %d (%v), want %d", exitcode.Code(err), err, exitcode.Findings)
+			}
+			out := ios.Out.(interface{ String() string }).String()
+			if len(args) == 0 && !strings.Contains(out, "Nothing to repair.") {
+				t.Errorf("output:\n%s", out)
+			}
+		})
+	}
+	env, _, uri := memEnv(t, "commits-ahead")
+	if err := run(t, env, uri); err != nil {
+		t.Errorf("a repair that fixes the restart: %v", err)
+	}
+}
