@@ -257,6 +257,10 @@ func (r *runner) blockingFile(p string, unsupported bool) {
 func (r *runner) invalidSourceOffset() {
 	res := r.res
 	p := res.FailedFile
+	if res.RerunBatch == nil {
+		r.invalidCommittedOffset()
+		return
+	}
 	b := *res.RerunBatch
 	r.add(Finding{
 		Code: CodeCorruptLogFile, Severity: Error, Batch: batchOf(p), Path: p, Files: []string{r.cp.Offsets.Path(b)},
@@ -269,6 +273,29 @@ func (r *runner) invalidSourceOffset() {
 			"or start a new checkpoint. ckpt does not rewrite source offsets; the command below shows the range the restart reads.",
 		Commands: []string{r.replayCmd()},
 	})
+}
+
+// invalidCommittedOffset reports a latest committed offsets file whose source offset the resumed
+// query cannot hand to its source (recovery's checkCommittedOffsets): the next batch starts from
+// it, so the query fails before it plans one.
+func (r *runner) invalidCommittedOffset() {
+	res := r.res
+	p := res.FailedFile
+	f := Finding{
+		Code: CodeCorruptLogFile, Severity: Error, Batch: batchOf(p), Path: p, Files: []string{},
+		Message: fmt.Sprintf("%s, the latest committed batch, holds a source offset its source cannot read, and the resumed query starts from it", p),
+		Explanation: fmt.Sprintf("%s is %s. Each line after the metadata is one source's offset, in the order of the query's sources; "+
+			"the resumed query hands each source its offset from this file before it plans the next batch, so a damaged line "+
+			"(truncated JSON, text that is not that source's offset) fails the query although the file parses as a log file.", p, r.role(p)),
+		SparkError: sparkError(res, false),
+		Fix: "Restore the file from a backup. Otherwise go back to the batch before it: `ckpt rewind --to-batch` moves this batch's offsets and " +
+			"commit into the backup, and the restart processes its records again (duplicates in a sink that does not deduplicate).",
+		Commands: []string{},
+	}
+	if b := batchOf(p); b != nil && *b > 0 {
+		f.Commands = []string{r.cmd("rewind", "--to-batch", fmt.Sprint(*b-1))}
+	}
+	r.add(f)
 }
 
 // readableBy names a release the planner predicts a resume for, from its per-release notes.

@@ -221,6 +221,9 @@ func (p *planner) decide(usesCommits bool) error {
 		if p.commit.NextBatchWatermarkMs > r.WatermarkMs {
 			r.WatermarkMs = p.commit.NextBatchWatermarkMs
 		}
+		if err := p.checkCommittedOffsets(); err != nil {
+			return err
+		}
 		if err := p.afterPlan(); err != nil {
 			return err
 		}

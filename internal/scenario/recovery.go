@@ -480,6 +480,27 @@ func init() {
 			},
 		},
 		Scenario{
+			Name: "committed-offsets-truncated",
+			Doc:  "The latest committed batch's Kafka line in offsets/7 is truncated mid-JSON: the file parses as a log, but the resumed query hands the Kafka source that offset before planning batch 8, and it cannot read it.",
+			Tags: []string{"recovery", "corrupt", "kafka"},
+			Build: func(b *Builder) {
+				std(b, ids(0, 7), ids(0, 7))
+				full := b.OffsetsJSON(7, kafka3(7)...)
+				line := kafka3(7)[0]
+				b.Raw("offsets/7", full[:len(full)-len(line)]+line[:len(line)-2])
+			},
+		},
+		Scenario{
+			Name: "committed-offsets-not-json",
+			Doc:  "The latest committed batch's Kafka line in offsets/7 is not JSON (hello): the resumed query hands it to the Kafka source before planning batch 8, and the source cannot read it.",
+			Tags: []string{"recovery", "corrupt", "kafka"},
+			Build: func(b *Builder) {
+				std(b, ids(0, 7), ids(0, 7))
+				full := b.OffsetsJSON(7, kafka3(7)...)
+				b.Raw("offsets/7", full[:len(full)-len(kafka3(7)[0])]+"hello")
+			},
+		},
+		Scenario{
 			Name: "sources-reordered",
 			Doc:  "The query's two sources swapped places between batch 6 (Kafka, file) and batch 7 (file, Kafka): the counts match, but the re-run of batch 7 hands each source the other's start offset.",
 			Tags: []string{"recovery", "kafka", "file-source"},
