@@ -105,6 +105,13 @@ finding is about (relative to the checkpoint; the sink's files are prefixed with
 other files involved; ` + "`commands`" + ` are complete shell commands with the checkpoint location substituted.
 Findings are sorted by severity, then in the order of this page, then by batch.
 
+` + "`notChecked`" + ` lists the checks this run left out for want of a flag, each with a stable ` + "`check`" + ` and a
+` + "`message`" + `: ` + "`kafka-offsets`" + ` (a checkpoint with Kafka sources, without ` + "`--bootstrap-server`" + `: records
+gone from Kafka, a recreated topic or fewer partitions are not seen), ` + "`sink`" + ` (no ` + "`--sink`" + ` or
+` + "`--delta-sink`" + `), ` + "`deep`" + ` (no ` + "`--deep`" + `). A script tells "healthy" from "not checked" by it; the
+exit code stays that of the findings. The summary line says so too: ` + "`✓ no problems found; Kafka offsets not checked: pass --bootstrap-server.`" + `,
+and the other checks left out follow on the next line.
+
 Broker findings (with ` + "`--bootstrap-server`" + `) have ` + "`path`" + ` ` + "`kafka:TOPIC-PARTITION`" + ` (` + "`kafka:TOPIC`" + ` for
 ` + "`topic-missing`" + `), ` + "`files`" + ` the offsets file whose offsets meet the problem, ` + "`batch`" + ` the batch that meets it,
 and a ` + "`kafka`" + ` object: ` + "`topic`, `partition`, `checkpointOffset`, `logStart`, `logEnd`" + ` (−1 unknown), ` + "`records`" + `

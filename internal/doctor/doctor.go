@@ -138,7 +138,11 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 	if r.findings == nil {
 		r.findings = []Finding{}
 	}
-	return &Report{Findings: r.findings, Restart: res}, nil
+	nc, err := notChecked(ctx, cp, opts, sinkLatest != nil || opts.DeltaSink != nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Report{Findings: r.findings, Restart: res, NotChecked: nc}, nil
 }
 
 type runner struct {

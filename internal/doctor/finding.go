@@ -46,6 +46,9 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 	// Restart is recovery.Plan's result for the same options.
 	Restart *recovery.Result `json:"restart"`
+	// NotChecked are the checks left out for want of a flag (--bootstrap-server, --sink,
+	// --deep): the findings say nothing about them.
+	NotChecked []NotChecked `json:"notChecked"`
 }
 
 // Max returns the most serious severity among the findings, "" when there are none.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -113,5 +114,49 @@ func TestRunDoctorBrokerTable(t *testing.T) {
 	opts.Broker.BootstrapServers, opts.Broker.Timeout = "127.0.0.1:1", 500e6
 	if err := runDoctor(context.Background(), opts); exitcode.Code(err) != exitcode.Failure || !strings.Contains(err.Error(), "cannot reach the broker") {
 		t.Fatalf("unreachable broker: %v", err)
+	}
+}
+
+// Without --bootstrap-server the same checkpoint is no "no problems found" without a word: the
+// summary says the Kafka offsets were not checked and -o json lists it (it once printed a bare
+// "✓ no problems found" and exit 0, while the broker made the restart fail).
+func TestRunDoctorSaysKafkaNotChecked(t *testing.T) {
+	e := brokertest.New(t)
+	c, _, _ := brokertest.Scene(e, brokertest.SceneDeleteRecords)
+	io, _, out, _ := iostreams.Test()
+	opts := brokerOptions(e, c, io)
+	opts.Broker = cli.BrokerFlags{}
+	opts.Output = ""
+	if err := runDoctor(context.Background(), opts); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	first, _, _ := strings.Cut(out.String(), "\n")
+	if !strings.HasPrefix(first, "✓ no problems found") || !strings.Contains(first, "; Kafka offsets not checked: pass --bootstrap-server.") {
+		t.Errorf("summary %q", first)
+	}
+	io, _, out, _ = iostreams.Test()
+	opts = brokerOptions(e, c, io)
+	opts.Broker = cli.BrokerFlags{}
+	if err := runDoctor(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	var rep doctor.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.NotChecked) == 0 || rep.NotChecked[0].Check != doctor.CheckKafkaOffsets {
+		t.Errorf("notChecked %+v", rep.NotChecked)
+	}
+	// With the broker the check ran: it is not listed.
+	io, _, out, _ = iostreams.Test()
+	_ = runDoctor(context.Background(), brokerOptions(e, c, io))
+	rep = doctor.Report{}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range rep.NotChecked {
+		if n.Check == doctor.CheckKafkaOffsets {
+			t.Errorf("kafka-offsets listed as not checked with the broker: %+v", rep.NotChecked)
+		}
 	}
 }

@@ -155,8 +155,9 @@ func TestRunExitCodes(t *testing.T) {
 
 func TestRunVerdicts(t *testing.T) {
 	for name, want := range map[string]string{
-		"committed":      "✓ no problems found. Restart resumes at batch 8; nothing re-runs\n",
-		"rerun-last":     "✓ no problems found (1 note). Restart re-runs batch 7, then continues at batch 8\n",
+		// A Kafka checkpoint without --bootstrap-server: the broker's part was not checked.
+		"committed":      "✓ no problems found; Kafka offsets not checked: pass --bootstrap-server. Restart resumes at batch 8; nothing re-runs\n",
+		"rerun-last":     "✓ no problems found (1 note); Kafka offsets not checked: pass --bootstrap-server. Restart re-runs batch 7, then continues at batch 8\n",
 		"commits-behind": "✗ 1 error, 1 note. Restart re-runs batch 7, then continues at batch 8\n",
 	} {
 		out, _ := run(t, name, nil)

@@ -17,6 +17,19 @@ func renderReport(r *render.Renderer, rep *doctor.Report, opts *Options) {
 	res := rep.Restart
 	fmt.Fprintf(r.Writer(), "%s\n", r.Faint(fmt.Sprintf("checkpoint %s · %s engine · Spark %s", opts.Checkpoint, res.Mode, res.SparkVersion)))
 	cli.PrintDetected(r, opts.Detected)
+	// Where the summary says "no problems found", the other checks left out say how far that goes
+	// (the broker's is in the summary itself).
+	if rep.Max().Rank() < doctor.Warning.Rank() {
+		var msgs []string
+		for _, n := range rep.NotChecked {
+			if n.Check != doctor.CheckKafkaOffsets {
+				msgs = append(msgs, n.Message)
+			}
+		}
+		if len(msgs) > 0 {
+			r.Println(r.Faint(strings.Join(msgs, " · ")))
+		}
+	}
 	for _, f := range rep.Findings {
 		r.Println()
 		head := severity(r, f.Severity) + "  " + r.Bold(f.Code)
@@ -87,15 +100,22 @@ func verdict(r *render.Renderer, rep *doctor.Report) string {
 		}
 	}
 	summary := strings.Join(counts, ", ")
+	// "No problems" claims no more than was checked: the broker's offsets first of all.
+	unchecked := ""
+	for _, n := range rep.NotChecked {
+		if n.Check == doctor.CheckKafkaOffsets {
+			unchecked = "; " + n.Message
+		}
+	}
 	switch rep.Max() {
 	case doctor.Error:
 		return r.Bad("✗ "+summary+".") + " " + rep.Restart.Verdict()
 	case doctor.Warning:
 		return r.Warn("! "+summary+".") + " " + rep.Restart.Verdict()
 	case doctor.Info:
-		return r.Good("✓ no problems found ("+summary+").") + " " + rep.Restart.Verdict()
+		return r.Good("✓ no problems found ("+summary+")"+unchecked+".") + " " + rep.Restart.Verdict()
 	}
-	return r.Good("✓ no problems found.") + " " + rep.Restart.Verdict()
+	return r.Good("✓ no problems found"+unchecked+".") + " " + rep.Restart.Verdict()
 }
 
 // withDetected is the -o json report with what was detected ("detected", absent when nothing was).
