@@ -97,6 +97,13 @@ func (c *Collector) refresh(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i, p := range positions {
+		if p != nil {
+			if err := p.Replan(ctx, st); err != nil {
+				positions[i], errs[i] = nil, err
+			}
+		}
+	}
 	var ts map[topicstate.At]time.Time
 	if !c.NoTimeLag {
 		var at []topicstate.At

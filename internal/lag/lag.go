@@ -49,6 +49,20 @@ type CheckpointLag struct {
 	// Issues are recovery.CheckBroker's findings for the committed offsets (failOnDataLoss=true):
 	// what the next batch hits.
 	Issues []recovery.BrokerIssue `json:"issues"`
+	// Restart is the planner's verdict on a restart now; null when the checkpoint could not be
+	// read. When it fails, no partition is "ok".
+	Restart *RestartVerdict `json:"restart,omitempty"`
+}
+
+// RestartVerdict is recovery.Plan's prediction in brief.
+type RestartVerdict struct {
+	// Outcome is "resume" or "fail"; Reason the planner's stable reason when it fails.
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+	// Verdict is the one-line summary ("Restart will FAIL: …").
+	Verdict string `json:"verdict"`
+	// Fails is set when the checkpoint stops the restart (recovery.Result.Blocked).
+	Fails bool `json:"fails"`
 }
 
 // PartitionLag is one partition of one Kafka source.
@@ -89,6 +103,9 @@ type PartitionLag struct {
 const (
 	StatusOK       = "ok"
 	StatusNoCommit = "no-commit"
+	// StatusRestartFails: the partition has no issue of its own, but the restart fails
+	// (CheckpointLag.Restart says why), so the query reads nothing more.
+	StatusRestartFails = "restart-fails"
 )
 
 // TimestampPositions are the records whose timestamps lag in time needs: the first unread
@@ -155,6 +172,11 @@ func partitionsFor(s SourcePosition, st *topicstate.State) []logformat.TopicPart
 func Compute(p *Position, st *topicstate.State, ts map[topicstate.At]time.Time, now time.Time) CheckpointLag {
 	cl := CheckpointLag{Checkpoint: p.Location, LastCommitBatch: p.LastCommit, CorruptCommits: p.CorruptCommits, InFlightBatch: p.InFlight,
 		Partitions: []PartitionLag{}, Issues: []recovery.BrokerIssue{}}
+	fails := false
+	if res := p.Restart; res != nil {
+		fails = res.Blocked()
+		cl.Restart = &RestartVerdict{Outcome: res.Outcome, Reason: res.Reason, Verdict: res.Verdict(), Fails: fails}
+	}
 	if !p.LastCommitTime.IsZero() {
 		t := p.LastCommitTime
 		age := max(0, now.Sub(t).Seconds())
@@ -188,6 +210,8 @@ func Compute(p *Position, st *topicstate.State, ts map[topicstate.At]time.Time, 
 				pl.Status = code
 			case st.IsMissing(tp.Topic):
 				pl.Status = recovery.ReasonTopicMissing
+			case fails:
+				pl.Status = StatusRestartFails
 			case s.Committed == nil:
 				pl.Status = StatusNoCommit
 			}

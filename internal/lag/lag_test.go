@@ -117,10 +117,15 @@ func TestLagStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := rep.Checkpoints[0]
-	if len(q.Partitions) != 3 || q.Partitions[0].Status != recovery.ReasonTopicRecreated || q.Partitions[1].Status != StatusOK ||
+	if len(q.Partitions) != 3 || q.Partitions[0].Status != recovery.ReasonTopicRecreated || q.Partitions[1].Status != StatusRestartFails ||
 		q.Partitions[2].Status != recovery.ReasonPartitionsAdded || q.Partitions[2].Committed != nil || !eq(q.Partitions[2].LagRecords, i64(6)) ||
 		!eq(q.Partitions[0].LagRecords, i64(0)) || q.Partitions[0].LagSeconds != nil {
 		t.Fatalf("statuses %+v", q.Partitions)
+	}
+	// The recreated topic fails the restart (the planner, with the broker): partition 1 reads
+	// nothing more either.
+	if q.Restart == nil || !q.Restart.Fails {
+		t.Fatalf("restart %+v", q.Restart)
 	}
 	if len(q.Issues) != 2 || q.Issues[0].Code != recovery.ReasonPartitionsAdded || q.Issues[1].Code != recovery.ReasonTopicRecreated {
 		t.Fatalf("issues %+v", q.Issues)

@@ -36,6 +36,25 @@ type Position struct {
 	InFlight *int64
 	// Sources are the Kafka sources, by index.
 	Sources []SourcePosition
+	// Restart is the planner's prediction of a restart now (sync engine, Spark's default
+	// release; with the broker once Replan ran): a lag is no "ok" when the query cannot restart.
+	Restart *recovery.Result
+
+	cp *checkpoint.Checkpoint
+}
+
+// Replan predicts the restart again with the broker's offsets (recovery.Options.Broker), so
+// that Restart says what the broker makes of it (records gone, partitions removed).
+func (p *Position) Replan(ctx context.Context, st *topicstate.State) error {
+	if p.cp == nil {
+		return nil
+	}
+	res, err := recovery.Plan(ctx, p.cp, recovery.Options{Broker: st})
+	if err != nil {
+		return err
+	}
+	p.Restart = res
+	return nil
 }
 
 // SourcePosition is one Kafka source of a checkpoint.
@@ -55,7 +74,7 @@ type SourcePosition struct {
 // ReadPosition reads the latest commit and offsets of a checkpoint: one or two offsets files
 // (and sources/<i>/0 before the first commit). A checkpoint with no batch yet has no sources.
 func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location string) (*Position, error) {
-	pos := &Position{Location: location}
+	pos := &Position{Location: location, cp: cp}
 	L, hasL := cp.Offsets.Latest()
 	C, hasC, corrupt, err := readableCommit(ctx, cp)
 	if err != nil {
@@ -121,7 +140,7 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 	// async checkpoint's gaps, say), the latest commit's offsets stay the position.
 	if res, err := recovery.Plan(ctx, cp, recovery.Options{}); err != nil {
 		return nil, err
-	} else if !res.Failed() {
+	} else if pos.Restart = res; !res.Failed() {
 		rs, err := recovery.PlanKafkaRestart(ctx, cp, res)
 		if err != nil {
 			return nil, err

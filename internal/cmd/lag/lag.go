@@ -257,6 +257,12 @@ func reportErr(rep *lag.Report) error {
 	if rep.CommitGroup != nil && rep.CommitGroup.Error != "" {
 		return exitcode.Silent(exitcode.Failure)
 	}
+	// A lag of a query that cannot restart is no all-clear: exit 3, as replay's failed prediction.
+	for _, c := range rep.Checkpoints {
+		if c.Restart != nil && c.Restart.Fails {
+			return exitcode.Silent(exitcode.Findings)
+		}
+	}
 	return nil
 }
 

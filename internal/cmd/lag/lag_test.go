@@ -329,3 +329,40 @@ bad: error: no such thing
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A checkpoint whose restart fails is no "ok" lag: batch 2 in flight lost partition 1 from its
+// end offsets, so its re-run fails (Set(<topic>-1) are gone). Every partition says so, the
+// verdict follows the table and the exit status is 3; it once showed "ok" twice and exit 0.
+func TestRunRestartFails(t *testing.T) {
+	f := newFixture(t)
+	meta := `{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":{}}`
+	if err := os.WriteFile(filepath.Join(f.dir, "offsets", "2"), []byte("v1\n"+meta+"\n"+`{"`+f.topic+`":{"0":45}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, out, _ := iostreams.Test()
+	opts := f.options(ios)
+	err := runLag(context.Background(), opts)
+	if exitcode.Code(err) != exitcode.Findings {
+		t.Fatalf("exit %d (%v), want 3\n%s", exitcode.Code(err), err, out)
+	}
+	if strings.Contains(out.String(), " ok\n") || !strings.Contains(out.String(), "restart-fails") ||
+		!strings.Contains(out.String(), "Restart will FAIL: java.lang.IllegalStateException: Set("+f.topic+"-1) are gone") {
+		t.Fatalf("output\n%s", out)
+	}
+	out.Reset()
+	opts.Output = render.FormatJSON
+	_ = runLag(context.Background(), opts)
+	var rep lag.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	c := rep.Checkpoints[0]
+	if c.Restart == nil || !c.Restart.Fails || c.Restart.Reason != "kafka-range-data-loss" {
+		t.Fatalf("restart %+v", c.Restart)
+	}
+	for _, p := range c.Partitions {
+		if p.Status != lag.StatusRestartFails {
+			t.Errorf("partition %d: status %s", p.Partition, p.Status)
+		}
+	}
+}

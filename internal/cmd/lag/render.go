@@ -74,6 +74,9 @@ func printCheckpoint(r *render.Renderer, c lag.CheckpointLag) {
 			cli.Offset(p.Committed), cli.Offset(p.InFlight), cli.Offset(p.Latest), cli.Offset(p.LagRecords), lt, cli.LagStatus(r, p.Status)})
 	}
 	r.Table(t)
+	if c.Restart != nil && c.Restart.Fails {
+		r.Println(r.Bad(c.Restart.Verdict) + " (ckpt doctor " + c.Checkpoint + " says why)")
+	}
 	printCorrupt(r, c)
 	cli.PrintBrokerIssues(r, c.Issues)
 }
