@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
@@ -62,6 +63,9 @@ func (b *kafkaBroker) Partitions(topic string) ([]Partition, bool) {
 	}
 	return out, true
 }
+
+// State is what the broker said, for the recovery planner's verification after a change.
+func (b *kafkaBroker) State() *recovery.BrokerState { return b.st }
 
 func (b *kafkaBroker) OffsetsAt(ctx context.Context, topics []string, at time.Time) (map[logformat.TopicPartition]int64, error) {
 	adm, err := b.flags.Client(ctx)

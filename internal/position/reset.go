@@ -133,6 +133,18 @@ func PlanReset(ctx context.Context, s storage.Store, opts ResetOptions) (*ResetP
 	if err := checkSelectors(opts.Topics, srcs, opts.Target); err != nil {
 		return nil, err
 	}
+	if err := checkPartitions(opts, srcs); err != nil {
+		return nil, err
+	}
+	if bs, ok := opts.Broker.(interface{ State() *recovery.BrokerState }); ok && opts.Planner.Broker == nil {
+		// The prediction after the reset, and its verification, see the broker's offsets too.
+		opts.Planner.Broker = bs.State()
+		if opts.AllowOutOfRange {
+			// Offsets outside the log are meant for a query run with failOnDataLoss=false.
+			opts.Planner.FailOnDataLossFalse = true
+		}
+		p.options = opts.Planner
+	}
 	var at map[logformat.TopicPartition]int64
 	switch opts.Target.Kind {
 	case ToDatetime, ByDuration:
@@ -410,6 +422,84 @@ func checkSelectors(sels []Selector, srcs []source, t Target) error {
 		}
 	}
 	return nil
+}
+
+// checkPartitions refuses a target partition Spark would refuse: one the checkpoint does not
+// have that the broker does not have either (or that no broker was given to show), and, with a
+// broker, one the broker does not have. Spark fails the first batch on a partition gone from
+// the topic (KafkaMicroBatchStream: "Set(t-p) are gone. Some data may have been missed."), so
+// the reset must not write it, nor say "Nothing to change" for a --topic partition that is
+// nowhere.
+func checkPartitions(opts ResetOptions, srcs []source) error {
+	inCheckpoint := map[logformat.TopicPartition]bool{}
+	parts := map[string][]int32{}
+	for _, s := range srcs {
+		for tp := range s.kafka.Map() {
+			if !inCheckpoint[tp] {
+				inCheckpoint[tp] = true
+				parts[tp.Topic] = append(parts[tp.Topic], tp.Partition)
+			}
+		}
+	}
+	var targets []logformat.TopicPartition
+	for _, sel := range opts.Topics {
+		for _, p := range sel.Partitions {
+			targets = append(targets, logformat.TopicPartition{Topic: sel.Topic, Partition: p})
+		}
+	}
+	if opts.Target.Kind == FromFile {
+		for tp := range opts.Target.File {
+			targets = append(targets, tp)
+		}
+	}
+	sort.Slice(targets, func(i, j int) bool {
+		return targets[i].Topic < targets[j].Topic || targets[i].Topic == targets[j].Topic && targets[i].Partition < targets[j].Partition
+	})
+	for _, tp := range targets {
+		name := fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)
+		have := fmt.Sprintf("the checkpoint has partitions %s of %s", joinParts(parts[tp.Topic]), tp.Topic)
+		if opts.Broker == nil {
+			if !inCheckpoint[tp] {
+				return fmt.Errorf("partition %s is not in the checkpoint (%s), and without --bootstrap-server ckpt cannot tell that the topic has it: Spark fails on a partition the topic does not have (Set(%s) are gone)", name, have, name)
+			}
+			continue
+		}
+		if lookup(opts.Broker, tp) != nil {
+			if !inCheckpoint[tp] && opts.Target.Kind != FromFile {
+				return fmt.Errorf("partition %s is not in the checkpoint (%s): the query reads a partition new to it from its earliest offset; to give it another position, name it in --from-file", name, have)
+			}
+			continue
+		}
+		onBroker := "the broker has no topic " + tp.Topic
+		if ps, ok := opts.Broker.Partitions(tp.Topic); ok {
+			ids := make([]int32, len(ps))
+			for i, p := range ps {
+				ids[i] = p.Partition
+			}
+			slices.Sort(ids)
+			onBroker = fmt.Sprintf("the broker's %s has partitions %s", tp.Topic, joinParts(ids))
+		}
+		where := "is not on the broker"
+		if !inCheckpoint[tp] {
+			where = "exists neither in the checkpoint (" + have + ") nor on the broker"
+		}
+		return fmt.Errorf("partition %s %s (%s): Spark fails on it (Set(%s) are gone)", name, where, onBroker, name)
+	}
+	return nil
+}
+
+// joinParts renders partition numbers "0, 1, 2" in order.
+func joinParts(ps []int32) string {
+	ps = slices.Clone(ps)
+	slices.Sort(ps)
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = fmt.Sprint(p)
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 // uncommittedRefusal explains why a reset needs the latest batch committed, and how to get there.
