@@ -75,7 +75,7 @@ func printCheckpoint(r *render.Renderer, c lag.CheckpointLag) {
 	}
 	r.Table(t)
 	if c.Restart != nil && c.Restart.Fails {
-		r.Println(r.Bad(c.Restart.Verdict) + " (ckpt doctor " + c.Checkpoint + " says why)")
+		r.Println(r.Bad(strings.TrimSpace(c.Restart.Verdict)) + " (ckpt doctor " + c.Checkpoint + " says why)")
 	}
 	printCorrupt(r, c)
 	cli.PrintBrokerIssues(r, c.Issues)
