@@ -2,11 +2,13 @@ package position
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
 // Start is one source's startingOffsets for a new checkpoint.
@@ -30,21 +32,54 @@ type Export struct {
 	Sources []Start `json:"sources"`
 	// Uncommitted is the latest batch when it is not committed: its records may be partly in
 	// the sink already.
-	Uncommitted *int64   `json:"uncommitted,omitempty"`
-	Warnings    []string `json:"warnings"`
+	Uncommitted *int64 `json:"uncommitted,omitempty"`
+	// Sound is false when the recovery planner's restart of the checkpoint fails, or the newest
+	// commit file cannot be read: the position is then not where a restart of this checkpoint
+	// resumes, and Warnings say why.
+	Sound bool `json:"sound"`
+	// Restart is the planner's one-line verdict on a restart of the checkpoint.
+	Restart  string   `json:"restart"`
+	Warnings []string `json:"warnings"`
 }
 
 // ExportOffsets returns the end offsets of the checkpoint's latest committed batch as Spark's
 // startingOffsets, one per source. With a broker every current partition is listed (Spark
 // requires all of them in startingOffsets), a partition the checkpoint never saw as -2.
 func ExportOffsets(ctx context.Context, cp *checkpoint.Checkpoint, b Broker) (*Export, error) {
-	x := &Export{Checkpoint: cp.Store.URI(), Sources: []Start{}, Warnings: []string{}}
+	return ExportOffsetsWith(ctx, cp, b, recovery.Options{})
+}
+
+// ExportOffsetsWith is ExportOffsets for the restart popts predicts: what is committed is the
+// planner's view, so a newest commit file that does not parse (Spark's restart fails on it) is
+// no committed batch, and the export says it is not sound.
+func ExportOffsetsWith(ctx context.Context, cp *checkpoint.Checkpoint, b Broker, popts recovery.Options) (*Export, error) {
+	x := &Export{Checkpoint: cp.Store.URI(), Sources: []Start{}, Warnings: []string{}, Sound: true}
+	res, err := recovery.Plan(ctx, cp, popts)
+	if err != nil {
+		return nil, err
+	}
+	x.Restart = res.Verdict()
 	N := int64(-1)
 	for i := len(cp.Commits.IDs) - 1; i >= 0; i-- {
-		if id := cp.Commits.IDs[i]; cp.Offsets.Has(id) {
-			N = id
-			break
+		id := cp.Commits.IDs[i]
+		if !cp.Offsets.Has(id) {
+			continue
 		}
+		if _, err := cp.ReadCommit(ctx, id); err != nil {
+			var le *logformat.Error
+			if !errors.As(err, &le) {
+				return nil, err
+			}
+			x.Sound = false
+			x.Warnings = append(x.Warnings, fmt.Sprintf("%s cannot be read (%s), so batch %d is not known to be committed: the position is the end of an older batch", cp.Commits.Path(id), le.Error(), id))
+			continue
+		}
+		N = id
+		break
+	}
+	if res.Blocked() {
+		x.Sound = false
+		x.Warnings = append(x.Warnings, "a restart of this checkpoint fails ("+res.Verdict()+"): this position is not where it would resume; ckpt doctor says why")
 	}
 	if N < 0 {
 		return nil, fmt.Errorf("%s has no committed batch: there is no position to export", cp.Store.URI())
@@ -52,7 +87,7 @@ func ExportOffsets(ctx context.Context, cp *checkpoint.Checkpoint, b Broker) (*E
 	x.Batch = N
 	if L, _ := cp.Offsets.Latest(); L > N {
 		x.Uncommitted = &L
-		x.Warnings = append(x.Warnings, fmt.Sprintf("batch(es) %s have offsets but no commit: their output may be partly written; a new query from these offsets processes them again", idRange(N+1, L)))
+		x.Warnings = append(x.Warnings, fmt.Sprintf("batch(es) %s have offsets but no commit that can be read: their output may be partly written; a new query from these offsets processes them again", idRange(N+1, L)))
 	}
 	seq, err := cp.ReadOffsets(ctx, N)
 	if err != nil {

@@ -329,3 +329,31 @@ func TestParseOffsetsFile(t *testing.T) {
 		}
 	}
 }
+
+// A newest commit truncated mid-JSON is no committed batch: Spark's restart fails on it, so the
+// export is the end of the batch before and says it is not sound (it once said "end of batch 2
+// (the latest committed)" with no warning).
+func TestExportTruncatedLatestCommit(t *testing.T) {
+	ctx := context.Background()
+	s := committed(t, 2, func(b *scenario.Builder) { b.Raw("commits/2", "v1\n{\"nextBatchWat") })
+	cp, err := checkpoint.Load(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := ExportOffsets(ctx, cp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Sound || x.Batch != 1 || len(x.Warnings) < 2 || !strings.Contains(x.Warnings[0], "commits/2 cannot be read") ||
+		!strings.HasPrefix(x.Restart, "Restart will FAIL") {
+		t.Fatalf("export %+v", x)
+	}
+	// A healthy checkpoint is sound.
+	cp, err = checkpoint.Load(ctx, committed(t, 2, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x, err = ExportOffsets(ctx, cp, nil); err != nil || !x.Sound || x.Batch != 2 || len(x.Warnings) != 0 {
+		t.Fatalf("export %+v %v", x, err)
+	}
+}

@@ -273,10 +273,18 @@ func run(ctx context.Context, opts *Options) error {
 	return runReset(ctx, opts, store, broker)
 }
 
-func runExport(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, broker position.Broker) error {
-	x, err := position.ExportOffsets(ctx, cp, broker)
+func runExport(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, broker position.Broker) (err error) {
+	x, err := position.ExportOffsetsWith(ctx, cp, broker, opts.planner())
 	if err != nil {
 		return err
+	}
+	if !x.Sound {
+		// Printed, but no all-clear: exit 3 as replay's failed prediction.
+		defer func() {
+			if err == nil {
+				err = exitcode.Silent(exitcode.Findings)
+			}
+		}()
 	}
 	switch opts.Output {
 	case "json":
@@ -293,7 +301,11 @@ func runExport(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, br
 		return nil
 	}
 	r := render.New(opts.IO)
-	r.KV([][2]string{{"Checkpoint", x.Checkpoint}, {"Position", fmt.Sprintf("end of batch %d (the latest committed)", x.Batch)}})
+	where := fmt.Sprintf("end of batch %d (the latest committed)", x.Batch)
+	if !x.Sound {
+		where = fmt.Sprintf("end of batch %d (NOT SOUND: see the warnings)", x.Batch)
+	}
+	r.KV([][2]string{{"Checkpoint", x.Checkpoint}, {"Position", where}})
 	r.Println()
 	for _, s := range x.Sources {
 		if s.Kind != position.KindKafka {
