@@ -5,7 +5,6 @@ package recovery
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"strconv"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -18,6 +17,7 @@ const (
 	formatUnknown sourceFormat = iota
 	formatKafka                // KafkaSourceOffset: JsonUtils.partitionOffsets
 	formatLong                 // LongOffset (rate, memory): json.toLong
+	formatFile                 // FileStreamSourceOffset {"logOffset":n}: a v1 Source, not judged
 )
 
 // formatOf tells a source's offset format from one of its offsets: a Kafka offset map, or a
@@ -32,6 +32,9 @@ func formatOf(file string, s logformat.SourceOffset) sourceFormat {
 	if _, err := strconv.ParseInt(s.JSON, 10, 64); err == nil {
 		return formatLong
 	}
+	if _, err := logformat.ParseFileSourceOffset(file, s.JSON); err == nil {
+		return formatFile
+	}
 	return formatUnknown
 }
 
@@ -45,12 +48,10 @@ func (p *planner) sourceFormatFor(i int) (sourceFormat, string) {
 			return f, file
 		}
 	}
-	if _, err := p.cp.ReadKafkaInitialOffsets(p.ctx, i); err == nil || !errors.Is(err, fs.ErrNotExist) {
-		var le *logformat.Error
-		if err == nil || errors.As(err, &le) {
-			// A damaged sources/<i>/0 is still the Kafka source's file.
-			return formatKafka, fmt.Sprintf("sources/%d/0", i)
-		}
+	// Only a sources/<i>/0 that parses as Kafka's initial offsets tells: the file source keeps
+	// its own log under the same name.
+	if _, err := p.cp.ReadKafkaInitialOffsets(p.ctx, i); err == nil {
+		return formatKafka, fmt.Sprintf("sources/%d/0", i)
 	}
 	return formatUnknown, ""
 }
