@@ -33,6 +33,7 @@ func (r *runner) stateChecks() error {
 	if len(l.Operators) == 0 {
 		return nil
 	}
+	r.stateAhead(l)
 	shuffle := -1
 	if r.hasL {
 		if o, err := r.cp.ReadOffsets(r.ctx, r.L); err == nil {
@@ -91,6 +92,68 @@ func (r *runner) stateChecks() error {
 		r.stateReclaimable(op)
 	}
 	return nil
+}
+
+// stateAhead reports state versions the restart's new batches would write again: batch N writes
+// version N+1, so a restart that resumes (or starts anew) at N collides with any version above
+// N, and a re-run of batch L with any version above L+1 (version L+1 may be the re-run batch's
+// own, written before its commit was lost). A restart that fails is not judged here.
+func (r *runner) stateAhead(l *state.Listing) {
+	res := r.res
+	if res.Failed() || res.NextBatch < 0 {
+		return
+	}
+	limit := res.NextBatch // highest version that may exist
+	if res.RerunBatch != nil {
+		limit = *res.RerunBatch + 1
+	}
+	var maxV int64 = -1
+	var maxFile, firstFile string
+	firstV := int64(-1)
+	count := 0
+	for _, op := range l.Operators {
+		for _, st := range op.Stores {
+			for _, p := range st.Partitions {
+				for _, f := range p.Files {
+					if f.Version <= limit {
+						continue
+					}
+					count++
+					if f.Version > maxV {
+						maxV, maxFile = f.Version, f.Path
+					}
+					if firstV < 0 || f.Version < firstV || f.Version == firstV && f.Path < firstFile {
+						firstV, firstFile = f.Version, f.Path
+					}
+				}
+			}
+		}
+	}
+	if maxV < 0 {
+		return
+	}
+	logs := "the latest commit is " + strconv.FormatInt(r.C, 10)
+	switch {
+	case !r.hasL && !r.hasC:
+		logs = "offsets/ and commits/ are empty"
+	case !r.hasC:
+		logs = "commits/ is empty"
+	}
+	what := fmt.Sprintf("the restart starts a new query at batch %d", res.NextBatch)
+	switch {
+	case res.RerunBatch != nil:
+		what = fmt.Sprintf("the restart re-runs batch %d and then runs batch %d on", *res.RerunBatch, *res.RerunBatch+1)
+	case r.hasL:
+		what = fmt.Sprintf("the restart resumes at batch %d", res.NextBatch)
+	}
+	files := []string{maxFile}
+	if firstFile != maxFile {
+		files = []string{firstFile, maxFile}
+	}
+	f := r.stateFinding(CodeStateAheadOfLogs, Error, "state", files,
+		fmt.Sprintf("state/ holds versions up to %d (%s) but %s: %s, whose batches write state versions %d and up, and %d state file(s) of those versions already exist, from %s on",
+			maxV, maxFile, logs, what, limit+1, count, firstFile))
+	r.add(f)
 }
 
 func indexOf(list []string, s string) int {

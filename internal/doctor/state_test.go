@@ -301,3 +301,28 @@ func TestStateReclaimable(t *testing.T) {
 		t.Fatalf("want state-reclaimable for 2 files, got %+v", rep.Findings)
 	}
 }
+
+// State versions with no offsets and no commits (what a purge or rewind that left state/ behind
+// leaves): the fresh start at batch 0 writes versions that exist. It was "✓ no problems found.
+// Restart starts a new query at batch 0".
+func TestStateAheadOfLogs(t *testing.T) {
+	dir := copyFixture(t, "4.0.2/agg-hdfs")
+	for _, d := range []string{"offsets", "commits"} {
+		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := runDoctor(t, dir, Options{SparkVersion: "4.0"})
+	f := findCode(rep, CodeStateAheadOfLogs)
+	if f == nil || f.Severity != Error || !strings.Contains(f.Message, "state/ holds versions up to 5 (state/0/0/5.delta) but offsets/ and commits/ are empty") ||
+		!strings.Contains(f.Message, "from state/0/0/1.delta on") {
+		t.Fatalf("want state-ahead-of-logs, got %+v", rep.Findings)
+	}
+	// The newest commit reaches the state again: resuming needs nothing above its version.
+	t.Run("whole", func(t *testing.T) {
+		dir := copyFixture(t, "4.0.2/agg-hdfs")
+		if f := findCode(runDoctor(t, dir, Options{SparkVersion: "4.0"}), CodeStateAheadOfLogs); f != nil {
+			t.Fatalf("a whole checkpoint: %+v", f)
+		}
+	})
+}

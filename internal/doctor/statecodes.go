@@ -10,11 +10,31 @@ const (
 	CodeStateLineageBroken      = "state-lineage-broken"
 	CodeStateSchemaMissing      = "state-schema-missing"
 	CodeStateReclaimable        = "state-reclaimable"
+	CodeStateAheadOfLogs        = "state-ahead-of-logs"
 )
 
 func init() { Codes = append(Codes, stateCodes...) }
 
 var stateCodes = []Code{
+	{
+		ID:         CodeStateAheadOfLogs,
+		Title:      "State versions ahead of the offsets and commit logs",
+		Severities: []Severity{Error},
+		Summary:    "state/ holds versions at or above the one the restart's first new batch writes: the logs lost batches the state still has.",
+		Explanation: `Batch N writes state version N+1 of every partition of every stateful operator, so after a
+commit of batch C the state has versions up to C+1. Versions above that belong to batches the
+offsets and commit logs no longer hold: a purge or rewind that removed the logs but not the
+state, a partial restore, or another query on the same checkpoint. A restart from the logs (a
+new query at batch 0 when offsets/ and commits/ are empty) then runs batches whose state
+versions already exist, written by another run from other records: the restart does not see
+them as its own, and the state it builds and the files on disk disagree. Spark 4.1 and later
+refuse a new query on a checkpoint whose state/ is not empty (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY,
+not-empty-on-start).`,
+		Fix: `Find out where the logs went: restore offsets/ and commits/ from the backup of the change
+that removed them (` + "`ckpt repair undo`" + ` of its journal) so they reach the state again. To start the query
+over instead, move state/ away (or use a new checkpoint): the new query then builds its state
+from the sources.`,
+	},
 	{
 		ID:         CodeStateVersionMissing,
 		Title:      "A state version the restart loads cannot be rebuilt",
