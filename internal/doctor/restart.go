@@ -262,9 +262,15 @@ func (r *runner) invalidSourceOffset() {
 		return
 	}
 	b := *res.RerunBatch
+	msg := fmt.Sprintf("%s holds a source offset its source cannot read, and the re-run of batch %d starts from it", p, b)
+	files := []string{r.cp.Offsets.Path(b)}
+	if p == r.cp.Offsets.Path(b) {
+		msg = fmt.Sprintf("%s holds a source offset its source cannot read, and the re-run of batch %d reads up to it", p, b)
+		files = []string{}
+	}
 	r.add(Finding{
-		Code: CodeCorruptLogFile, Severity: Error, Batch: batchOf(p), Path: p, Files: []string{r.cp.Offsets.Path(b)},
-		Message: fmt.Sprintf("%s holds a source offset its source cannot read, and the re-run of batch %d starts from it", p, b),
+		Code: CodeCorruptLogFile, Severity: Error, Batch: batchOf(p), Path: p, Files: files,
+		Message: msg,
 		Explanation: fmt.Sprintf("%s is %s. Each line after the metadata is one source's offset, in the order of the query's sources; "+
 			"an empty line, or another source's offset (the query's sources changed order or were replaced), parses as a log file "+
 			"but not as an offset of that source, so the batch fails when it runs.", p, r.role(p)),

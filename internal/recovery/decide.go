@@ -467,7 +467,11 @@ func (p *planner) rerun() error {
 	for i, end := range p.latest.Sources {
 		if hasStart[i] {
 			if f := p.checkStart(i, starts[i], end); f != nil {
-				return p.fail(ReasonInvalidSourceOffset, p.cp.Offsets.Path(p.startID), *f)
+				file := p.cp.Offsets.Path(p.startID)
+				if p.endOffsetFailed {
+					file = p.cp.Offsets.Path(p.L)
+				}
+				return p.fail(ReasonInvalidSourceOffset, file, *f)
 			}
 		}
 		if err := p.kafkaRange(i, starts[i], hasStart[i], end); err != nil {

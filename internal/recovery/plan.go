@@ -69,6 +69,9 @@ type planner struct {
 	// querySources is the running query's number of sources as ckpt models
 	// it (checkLatestSources).
 	querySources int
+
+	// endOffsetFailed is set when the re-run fails on its end offset (offsets/L), not its start.
+	endOffsetFailed bool
 }
 
 // errFailed stops the planner once Spark's failure is recorded in res.

@@ -79,6 +79,45 @@ func TestCommittedKafkaOffsetUnreadable(t *testing.T) {
 	}
 }
 
+// The same damage in a batch that re-runs (commits/3 gone): the Kafka source reads the start
+// (offsets/2) and then fails on the end offset with its own message (Spark 3.5.7 and 4.1.1,
+// spark/restart). ckpt once said "source 0 cannot read its start offset", inexact.
+func TestRerunKafkaEndOffsetUnreadable(t *testing.T) {
+	dir := copyDir(t, filepath.Join("..", "..", "testdata", "spark-written", "3.5.7", "kafka-to-file", "checkpoint"))
+	p := filepath.Join(dir, "offsets", "3")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	lines[2] = "hello"
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"offsets/.3.crc", "commits/3", "commits/.3.crc"} {
+		_ = os.Remove(filepath.Join(dir, f))
+	}
+	ctx := context.Background()
+	st, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.Load(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"3.5", "4.1"} {
+		res, err := recovery.Plan(ctx, cp, recovery.Options{SparkVersion: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `Expected e.g. {"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}, got hello`
+		if !res.Failed() || res.ErrorText() != want || res.ErrorInexact || res.FailedFile != "offsets/3" || res.Exception != "java.lang.IllegalArgumentException" {
+			t.Errorf("Spark %s: %s (file %s, inexact %v)", v, res.Verdict(), res.FailedFile, res.ErrorInexact)
+		}
+	}
+}
+
 // A file source's committed offset ({"logOffset":n}) is not a Kafka offset, and its
 // sources/0/0 (the file source's own log) is no evidence of one: checkpoints Spark wrote with a
 // file source resume. The first version of the committed-offsets check failed them all.
