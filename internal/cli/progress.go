@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"io"
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -12,8 +11,9 @@ import (
 
 // Progress starts the status line of a long command on stderr, only when a person watches: stdout
 // and stderr are terminals and the output is a table (never in a pipe, never with -o json). The
-// work counts through the returned context (progress.Add). While it runs, a write to stdout first
-// erases the line, so results never mix with it. stop erases the line and restores stdout; call it
+// work counts through the returned context (progress.Add). While it runs, a write to stdout or
+// stderr (a result, a log line, the request trace: every writer from ios.Guard) first erases the
+// line, so nothing starts in the middle of it. stop erases the line and restores stdout; call it
 // when the command ends (defer). CKPT_PROGRESS_DELAY (a Go duration, default 250ms) is how long
 // the work runs before the line appears; tests set it to 0s.
 func Progress(ctx context.Context, ios *iostreams.IOStreams, output render.Format) (context.Context, func()) {
@@ -30,22 +30,14 @@ func Progress(ctx context.Context, ios *iostreams.IOStreams, output render.Forma
 			o.Delay = -1 // at once
 		}
 	}
-	m := progress.New(ios.ErrOut, o)
-	out := ios.Out
-	ios.Out = pausingWriter{m: m, w: out}
+	out, errOut := ios.Out, ios.ErrOut
+	// The line itself is drawn on the unguarded stderr: a guarded one would erase it at each draw.
+	m := progress.New(errOut, o)
+	ios.SetStatus(m)
+	ios.Out, ios.ErrOut = ios.Guard(out), ios.Guard(errOut)
 	return progress.With(ctx, m), func() {
 		m.End()
-		ios.Out = out
+		ios.SetStatus(nil)
+		ios.Out, ios.ErrOut = out, errOut
 	}
-}
-
-// pausingWriter erases the status line before stdout writes on the same terminal.
-type pausingWriter struct {
-	m *progress.Meter
-	w io.Writer
-}
-
-func (p pausingWriter) Write(b []byte) (int, error) {
-	p.m.Pause()
-	return p.w.Write(b)
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/term"
 )
@@ -34,6 +35,8 @@ type IOStreams struct {
 	// lookup tells an empty variable from an unset one (PAGER=); pager is the running pager.
 	lookup func(string) (string, bool)
 	pager  *pager
+	// status is the live status line Guard erases before a write (SetStatus).
+	status atomic.Pointer[status]
 }
 
 // System returns the process's streams with terminal and colour detection from the environment.

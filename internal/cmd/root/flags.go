@@ -25,6 +25,8 @@ func (g *globals) add(fs *pflag.FlagSet) {
 // error still goes there with --quiet (root.Execute prints it).
 func (g *globals) apply(env *cli.Env, errOut io.Writer) {
 	trace := g.verbose || g.debug
+	// The trace is written while a status line may be on screen: the guard erases it first.
+	errOut = env.IO.Guard(errOut)
 	if g.quiet {
 		env.IO.ErrOut = io.Discard
 	}
