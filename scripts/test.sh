@@ -12,12 +12,57 @@ export GOTOOLCHAIN=local
 export PATH="$PWD/.ci/bin:$(go env GOPATH)/bin:$PATH"
 
 # Tools beyond Go (staticcheck is installed into .ci/bin on the first run), before anything slow.
-bash scripts/tools.sh
+# Every stage prints a banner with its start time and a line with its time when it ends; the run
+# ends with a summary (scripts/testsum, internal/testsum): each stage's time, the tests passed,
+# failed and skipped, the live Spark cases per release, what failed, and last a plain line
+# `N passed, N failed, N skipped` that CI reads. A stage that fails counts as one failure.
+sumdir=$(mktemp -d)
+stage_n=0 stage_name='' stage_t0=0
+stage() {
+  stage_n=$((stage_n + 1)) stage_name=$1 stage_t0=$(date +%s)
+  echo "==> [$stage_n] $stage_name ($(date -u +%H:%M:%S) UTC)"
+}
+stage_file() { printf '%s/%02d.json' "$sumdir" "$stage_n"; }
+# end_stage records a stage that runs no Go tests; passed counts its checks (fuzz targets).
+end_stage() {
+  local secs=$(( $(date +%s) - stage_t0 ))
+  testsum stage -name "$stage_name" -seconds "$secs" -passed "${1:-0}" -out "$(stage_file)"
+  echo "<== $stage_name: ${secs}s"
+  stage_name=''
+}
+# go_stage pipes `go test -json` through testsum: a line per package, the output of failures.
+go_stage() {
+  local rc=0
+  "$@" 2>&1 | tee -a "$sumdir/go-test.jsonl" | testsum run -stage "$stage_name" -out "$(stage_file)" || rc=$?
+  echo "<== $stage_name: $(( $(date +%s) - stage_t0 ))s"
+  stage_name=''
+  return $rc
+}
 
-# Each emulator this script starts is stopped on exit, whatever happens.
+# Each emulator this script starts is stopped on exit, whatever happens; then the summary.
 stops=()
-cleanup() { for s in "${stops[@]}"; do bash ".ci/$s.sh" stop >/dev/null 2>&1 || true; done; }
+cleanup() {
+  local rc=$?
+  for s in "${stops[@]}"; do bash ".ci/$s.sh" stop >/dev/null 2>&1 || true; done
+  if [ -n "$stage_name" ] && [ ! -e "$(stage_file)" ]; then
+    testsum stage -name "$stage_name" -seconds $(( $(date +%s) - stage_t0 )) -failed -out "$(stage_file)" || true
+  fi
+  if compgen -G "$sumdir/*.json" >/dev/null; then
+    if ! testsum report "$sumdir"/*.json && [ "$rc" = 0 ]; then rc=1; fi
+  fi
+  if [ "$rc" != 0 ] && [ -s "$sumdir/go-test.jsonl" ]; then echo "the go test -json output: $sumdir/go-test.jsonl"; fi
+  exit "$rc"
+}
 trap cleanup EXIT
+
+stage "tools (staticcheck into .ci/bin on the first run)"
+bash scripts/tools.sh
+go build -o .ci/bin/testsum ./scripts/testsum
+end_stage
+
+# The first run builds versitygw, fake-gcs-server, Azurite and the HDFS mini-cluster from source
+# (the slow part of a cold run); later runs only start them.
+stage "store servers (S3, GCS, Azure, HDFS)"
 if [ -z "${CKPT_TEST_S3_ENDPOINT:-}" ]; then
   eval "$(bash .ci/s3.sh start)"; stops+=(s3)
 fi
@@ -30,16 +75,20 @@ fi
 if [ -z "${CKPT_TEST_WEBHDFS_ENDPOINT:-}" ]; then
   eval "$(bash .ci/hdfs.sh start)"; stops+=(hdfs)
 fi
+end_stage
 
+stage "gofmt, go vet, staticcheck"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.ci/*'))
 if [ -n "$unformatted" ]; then
   echo "gofmt needed on:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
 staticcheck ./...
+end_stage
 
 # The live Spark suite runs on its own below (one JVM per release, not under -race).
-go test -race -count=1 -timeout 20m -skip '^TestSparkLive$' ./...
+stage "go test -race"
+go_stage go test -json -race -count=1 -timeout 20m -skip '^TestSparkLive$' ./...
 
 # Real Spark restarts the scenario cases, one JVM per release (CKPT_SPARK_VERSIONS, default every
 # pinned release; installed by scripts/spark.sh, which .ci/run calls). Without Spark installed the
@@ -49,14 +98,11 @@ go test -race -count=1 -timeout 20m -skip '^TestSparkLive$' ./...
 # repair golden, and scripts/spark-suite.sh runs the whole matrix live.
 # The releases are installed here too (cached: nearly free when .ci/run or an earlier run did it),
 # so that this command alone runs the live suite rather than skipping it.
+stage "Spark releases (~/.cache/ckpt-spark)"
 bash scripts/spark.sh install
-spark_start=$(date +%s)
-spark_log=$(mktemp)
-if ! CKPT_SPARK_CASES=scenarios CKPT_SPARK_REPAIRS=small go test -count=1 -timeout 60m -v -run '^TestSparkLive$' ./internal/sparkoracle >"$spark_log" 2>&1; then
-  grep -v '^=== RUN' "$spark_log" | tail -200; exit 1
-fi
-grep -v '^=== RUN' "$spark_log"; rm -f "$spark_log"
-echo "spark live suite: $(( $(date +%s) - spark_start ))s"
+end_stage
+stage "live Spark suite"
+CKPT_SPARK_CASES=scenarios CKPT_SPARK_REPAIRS=small go_stage go test -json -count=1 -timeout 60m -run '^TestSparkLive$' ./internal/sparkoracle
 
 # Fuzz every parser briefly: every Fuzz target of every package (FUZZTIME each, default 5s, 3s
 # when there are more than 10 targets); any crash fails the run. A crash leaves its input in
@@ -64,6 +110,7 @@ echo "spark live suite: $(( $(date +%s) - spark_start ))s"
 # and no input (golang/go#75804): that alone is retried once, a real crasher never is.
 # Packages are those `go list` names whose test files declare a Fuzz function (so that
 # `go test -list` compiles only them); `go test -list` names the targets.
+stage "fuzz"
 targets=()
 while read -r pkg dir; do
   grep -qs '^func Fuzz' "$dir"/*_test.go || continue
@@ -91,4 +138,4 @@ for t in "${targets[@]}"; do
     go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg"
   fi
 done
-
+end_stage "${#targets[@]}"
