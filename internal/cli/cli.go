@@ -52,6 +52,23 @@ func AddOutputFlag(cmd *cobra.Command, p *string) {
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{string(render.FormatTable), string(render.FormatJSON)}, cobra.ShellCompDirectiveNoFileComp))
 }
 
+// AddWideOutputFlag adds -o/--output with wide (table, wide or json), for the commands whose
+// tables drop columns on a narrow terminal (render.Table.Drop).
+func AddWideOutputFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVarP(p, "output", "o", "table", "output format: table, wide (every column, however narrow the terminal) or json")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{string(render.FormatTable), string(render.FormatWide), string(render.FormatJSON)}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// ParseWideOutput validates the -o value of AddWideOutputFlag: wide is a table (the format
+// returned) with every column, which the streams remember for the renderer.
+func ParseWideOutput(s string, ios *iostreams.IOStreams) (render.Format, error) {
+	if s == string(render.FormatWide) {
+		ios.SetWide(true)
+		return render.FormatTable, nil
+	}
+	return ParseOutput(s)
+}
+
 // ParseOutput validates the -o value as a usage error.
 func ParseOutput(s string) (render.Format, error) {
 	f, err := render.ParseFormat(s)

@@ -37,6 +37,8 @@ type IOStreams struct {
 	pager  *pager
 	// status is the live status line Guard erases before a write (SetStatus).
 	status atomic.Pointer[status]
+	// wide: tables keep every column (-o wide).
+	wide bool
 }
 
 // System returns the process's streams with terminal and colour detection from the environment.

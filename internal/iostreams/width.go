@@ -54,3 +54,9 @@ func (s *IOStreams) SetGetenv(f func(string) string) {
 		return v, v != ""
 	}
 }
+
+// SetWide asks for tables with every column, however narrow the terminal (-o wide).
+func (s *IOStreams) SetWide(v bool) { s.wide = v }
+
+// Wide reports whether tables keep every column (SetWide).
+func (s *IOStreams) Wide() bool { return s.wide }

@@ -146,8 +146,9 @@ func Truncate(s string, width int) string {
 }
 
 // fitTable wraps the headers and cells of a table so that, drawn with a border, it is at most
-// width cells wide. width < 1 leaves them as they are.
-func fitTable(headers []string, rows [][]string, width int) ([]string, [][]string) {
+// width cells wide. width < 1 leaves them as they are. A header word is never cut, nor, with
+// whole, a word of a cell (unless the screen cannot hold them at all).
+func fitTable(headers []string, rows [][]string, width int, whole bool) ([]string, [][]string) {
 	n := len(headers)
 	for _, r := range rows {
 		n = max(n, len(r))
@@ -155,21 +156,7 @@ func fitTable(headers []string, rows [][]string, width int) ([]string, [][]strin
 	if width < 1 || n == 0 {
 		return headers, rows
 	}
-	natural, floor := make([]int, n), make([]int, n)
-	measure := func(row []string) {
-		for i, c := range row {
-			for _, l := range strings.Split(c, "\n") {
-				natural[i] = max(natural[i], lipgloss.Width(l))
-				for _, w := range strings.Fields(l) {
-					floor[i] = max(floor[i], min(lipgloss.Width(w), minColumn))
-				}
-			}
-		}
-	}
-	measure(headers)
-	for _, r := range rows {
-		measure(r)
-	}
+	natural, floor := columnWidths(headers, rows, n, whole)
 	widths := fitWidths(natural, floor, width-tableOverhead(n))
 	wrapRow := func(row []string) []string {
 		out := make([]string, len(row))
@@ -183,6 +170,72 @@ func fitTable(headers []string, rows [][]string, width int) ([]string, [][]strin
 		newRows[i] = wrapRow(r)
 	}
 	return wrapRow(headers), newRows
+}
+
+// columnWidths measures the n columns: natural is the widest line of each, floor the width it
+// needs before anything is cut (its longest header word, and its longest cell word up to
+// minColumn, or whole).
+func columnWidths(headers []string, rows [][]string, n int, whole bool) (natural, floor []int) {
+	natural, floor = make([]int, n), make([]int, n)
+	measure := func(row []string, header bool) {
+		for i, c := range row {
+			for _, l := range strings.Split(c, "\n") {
+				natural[i] = max(natural[i], lipgloss.Width(l))
+				for _, w := range strings.Fields(l) {
+					ww := lipgloss.Width(w)
+					if !header && !whole {
+						ww = min(ww, minColumn)
+					}
+					floor[i] = max(floor[i], ww)
+				}
+			}
+		}
+	}
+	measure(headers, true)
+	for _, r := range rows {
+		measure(r, false)
+	}
+	return natural, floor
+}
+
+// dropColumns removes columns of t in their Drop order until its words fit in width cells
+// (drawn with a border), and returns the table and the headers of the columns it removed.
+func dropColumns(t Table, width int) (Table, []string) {
+	var hidden []string
+	for {
+		n := len(t.Headers)
+		for _, r := range t.Rows {
+			n = max(n, len(r))
+		}
+		_, floor := columnWidths(upper(t.Headers), t.Rows, n, true)
+		sum := tableOverhead(n)
+		for _, f := range floor {
+			sum += f
+		}
+		next := -1
+		for i, d := range t.Drop {
+			if d > 0 && i < len(t.Headers) && (next < 0 || d < t.Drop[next]) {
+				next = i
+			}
+		}
+		if sum <= width || next < 0 {
+			return t, hidden
+		}
+		hidden = append(hidden, strings.ToUpper(t.Headers[next]))
+		rows := make([][]string, len(t.Rows))
+		for j, r := range t.Rows {
+			rows[j] = without(r, next)
+		}
+		t = Table{Title: t.Title, Headers: without(t.Headers, next), Rows: rows, Drop: without(t.Drop, next)}
+	}
+}
+
+// without is s with its element i removed (s itself when it has none), in a new slice.
+func without[T any](s []T, i int) []T {
+	if i >= len(s) {
+		return append([]T(nil), s...)
+	}
+	return append(append([]T(nil), s[:i]...), s[i+1:]...)
 }
 
 // printable replaces invalid UTF-8 and C1 control characters with U+FFFD: a stray byte such as

@@ -102,3 +102,35 @@ func TestFitWidths(t *testing.T) {
 		t.Errorf("fitWidths below the floors = %v", got)
 	}
 }
+
+// A header is never cut, in any table: a column is at least as wide as its longest header word
+// (PARTITION was drawn as PARTI…).
+func TestHeadersNeverCut(t *testing.T) {
+	tb := Table{Headers: []string{"partition", "committed", "message"}, Rows: [][]string{{"0", "12", strings.Repeat("word ", 30)}}}
+	got := renderAt(t, 40, tb)
+	if !strings.Contains(got, "PARTITION") || !strings.Contains(got, "COMMITTED") {
+		t.Errorf("header cut:\n%s", got)
+	}
+}
+
+// Columns with a Drop order give way in that order, the hidden ones are named, and wide keeps
+// them all.
+func TestTableDropsColumnsByPriority(t *testing.T) {
+	tb := Table{Headers: []string{"id", "first-to-go", "second-to-go", "status"}, Drop: []int{0, 1, 2, 0},
+		Rows: [][]string{{"1", "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "partitions-removed"}}}
+	got := renderAt(t, 50, tb)
+	if strings.Contains(got, "FIRST-TO-GO") && !strings.Contains(got, "SECOND-TO-GO") || strings.Contains(got, Ellipsis) {
+		t.Errorf("dropped out of order or cut:\n%s", got)
+	}
+	if !strings.Contains(got, "partitions-removed") || !strings.Contains(got, "FIRST-TO-GO hidden to fit 50 columns") {
+		t.Errorf("at 50 columns:\n%s", got)
+	}
+	io, _, out, _ := iostreams.Test()
+	io.SetStdoutTTY(true)
+	io.SetTerminalWidth(50)
+	io.SetWide(true)
+	New(io).Table(tb)
+	if !strings.Contains(out.String(), "FIRST-TO-GO") || strings.Contains(out.String(), "hidden") {
+		t.Errorf("wide:\n%s", out.String())
+	}
+}

@@ -22,6 +22,9 @@ type Format string
 const (
 	FormatTable Format = "table"
 	FormatJSON  Format = "json"
+	// FormatWide is a table with every column even when the terminal is narrower than the
+	// table (kubectl's -o wide): only commands whose tables drop columns (Table.Drop) take it.
+	FormatWide Format = "wide"
 )
 
 // ParseFormat validates a -o value.
@@ -43,6 +46,8 @@ type Renderer struct {
 	styled bool
 	// width is the terminal's width in cells (0: no limit); tables on a terminal fit in it.
 	width int
+	// wide keeps every column of a table however narrow the terminal (-o wide).
+	wide bool
 }
 
 // New returns a renderer for io.Out.
@@ -53,7 +58,7 @@ func New(io *iostreams.IOStreams) *Renderer {
 	} else {
 		lg.SetColorProfile(termenv.Ascii)
 	}
-	r := &Renderer{w: io.Out, tty: io.IsStdoutTTY(), lg: lg, styled: io.ColorEnabled()}
+	r := &Renderer{w: io.Out, tty: io.IsStdoutTTY(), lg: lg, styled: io.ColorEnabled(), wide: io.Wide()}
 	if r.tty {
 		r.width = io.TerminalWidth()
 	}
@@ -106,17 +111,30 @@ type Table struct {
 	Title   string
 	Headers []string
 	Rows    [][]string
+	// Drop is, per column, the order in which columns give way on a terminal too narrow for the
+	// table (kubectl's narrow default): 1 goes first, then 2, and so on; 0 (or no entry) never.
+	// A table with Drop never cuts a word of its cells (a status, an offset): it drops columns
+	// instead, says which under the table, and -o wide (FormatWide) keeps them all.
+	Drop []int
 }
 
 // Table writes t: with a rounded border on a terminal, its cells wrapped at spaces so that the
 // box fits the terminal's width, and as space-aligned columns when piped so that the text is
-// stable for scripts and golden tests. Headers are upper case in both.
+// stable for scripts and golden tests. Headers are upper case in both, and never cut.
 func (r *Renderer) Table(t Table) {
 	if t.Title != "" {
 		fmt.Fprintln(r.w, r.Bold(t.Title))
 	}
 	if r.tty {
-		headers, rows := fitTable(upper(t.Headers), t.Rows, r.width)
+		var hidden []string
+		width := r.width
+		switch {
+		case len(t.Drop) > 0 && r.wide:
+			width = 0 // every column at its width: the terminal folds what is wider, as kubectl's -o wide
+		case len(t.Drop) > 0 && width > 0:
+			t, hidden = dropColumns(t, width)
+		}
+		headers, rows := fitTable(upper(t.Headers), t.Rows, width, len(t.Drop) > 0)
 		header := r.lg.NewStyle().Bold(true).Padding(0, 1)
 		cell := r.lg.NewStyle().Padding(0, 1)
 		if r.styled {
@@ -132,6 +150,9 @@ func (r *Renderer) Table(t Table) {
 				return cell
 			})
 		fmt.Fprintln(r.w, tb.Render())
+		if len(hidden) > 0 {
+			fmt.Fprintln(r.w, r.Faint(Wrap(fmt.Sprintf("%s hidden to fit %d columns; -o wide shows them", strings.Join(hidden, ", "), r.width), r.width)))
+		}
 		return
 	}
 	writePlain(r.w, t.Headers, t.Rows)

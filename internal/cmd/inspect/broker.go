@@ -70,7 +70,8 @@ func renderBroker(r *render.Renderer, b *brokerView) {
 		r.Println("no Kafka source: the checkpoint has no batch yet, or its sources are not Kafka")
 		return
 	}
-	t := render.Table{Title: title, Headers: []string{"source", "topic", "partition", "committed", "in-flight", "log start", "latest", "lag", "status"}}
+	t := render.Table{Title: title, Headers: []string{"source", "topic", "partition", "committed", "in-flight", "log start", "latest", "lag", "status"},
+		Drop: []int{1, 0, 0, 5, 2, 3, 4, 0, 0}}
 	for _, p := range b.Partitions {
 		t.Rows = append(t.Rows, []string{strconv.Itoa(p.Source), p.Topic, strconv.Itoa(int(p.Partition)),
 			cli.Offset(p.Committed), cli.Offset(p.InFlight), cli.Offset(p.LogStart), cli.Offset(p.Latest), cli.Offset(p.LagRecords),

@@ -107,7 +107,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 		Args: cli.ExactArgs(1, "a checkpoint location"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Location = args[0]
-			f, err := cli.ParseOutput(output)
+			f, err := cli.ParseWideOutput(output, opts.IO)
 			if err != nil {
 				return err
 			}
@@ -138,7 +138,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			return runInspect(cmd.Context(), opts)
 		},
 	}
-	cli.AddOutputFlag(cmd, &output)
+	cli.AddWideOutputFlag(cmd, &output)
 	cmd.Flags().BoolVarP(&opts.Recursive, "recursive", "r", false, "one row per checkpoint below the folder or S3 prefix, worst first")
 	cmd.Flags().BoolVar(&opts.Batches, "batches", false, "list every batch (reads every offsets file)")
 	cmd.Flags().Int64Var(&opts.Batch, "batch", 0, "show the parsed contents of batch `N`")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/inspect"
@@ -286,5 +287,38 @@ func TestRunEscapesFileStrings(t *testing.T) {
 	out, _ := run(t, files, nil)
 	if !strings.Contains(out, `offsets/.7.\x1b[2Jx.tmp`) || !strings.Contains(out, `\x1b]0;pwned\x07\x1b[2Jfile`) {
 		t.Errorf("escaped strings missing:\n%s", out)
+	}
+}
+
+// inspect --batches at 80 columns with many partitions keeps BATCH and TIME whole (TIME was cut
+// to "2026-12-0…") and drops columns by priority, saying which.
+func TestBatchesAt80Columns(t *testing.T) {
+	files := map[string]string{"metadata": kafkaFiles["metadata"]}
+	parts := func(base int) string {
+		var p []string
+		for i := range 6 {
+			p = append(p, fmt.Sprintf(`"%d":%d`, i, base+i*100000003))
+		}
+		return strings.Join(p, ",")
+	}
+	for b := range 3 {
+		files[fmt.Sprintf("offsets/%d", b)] = fmt.Sprintf("v1\n{\"batchWatermarkMs\":1719290664000,\"batchTimestampMs\":%d,\"conf\":{}}\n{\"orders\":{%s}}", 1719290664278+b*1000, parts(b*100))
+		files[fmt.Sprintf("commits/%d", b)] = "v1\n{\"nextBatchWatermarkMs\":0}"
+	}
+	out, err := run(t, files, func(o *Options) {
+		o.Batches = true
+		o.IO.SetStdoutTTY(true)
+		o.IO.SetTerminalWidth(80)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, render.Ellipsis) || !strings.Contains(out, "2024-06-25T04:44:24.278Z") || !strings.Contains(out, "hidden to fit 80 columns") {
+		t.Errorf("at 80 columns:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if w := lipgloss.Width(line); w > 80 {
+			t.Errorf("line of %d cells:\n%s", w, out)
+		}
 	}
 }

@@ -394,7 +394,16 @@ func renderBatches(r *render.Renderer, l *inspect.BatchList) {
 		}
 		rows = append(rows, row)
 	}
-	r.Table(render.Table{Title: title, Headers: headers, Rows: rows})
+	// On a narrow terminal the watermark, records and committed columns give way first, then
+	// the partitions from the last; BATCH and TIME stay, whole.
+	drop := []int{0, 3, 0, 1}
+	for i := range len(headers) - len(drop) {
+		drop = append(drop, len(headers)+3-i)
+	}
+	if len(kafkaSources) > 0 {
+		drop[len(drop)-1] = 2
+	}
+	r.Table(render.Table{Title: title, Headers: headers, Rows: rows, Drop: drop})
 	renderProblems(r, l.Problems)
 }
 

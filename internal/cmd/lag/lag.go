@@ -122,7 +122,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 		Args: cli.MinimumArgs(1, "at least one checkpoint location"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Locations = args
-			f, err := cli.ParseOutput(output)
+			f, err := cli.ParseWideOutput(output, opts.IO)
 			if err != nil {
 				return err
 			}
@@ -136,7 +136,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			return runLag(cmd.Context(), opts)
 		},
 	}
-	cli.AddOutputFlag(cmd, &output)
+	cli.AddWideOutputFlag(cmd, &output)
 	fl := cmd.Flags()
 	opts.Broker.AddFlags(fl)
 	fl.BoolVarP(&opts.Recursive, "recursive", "r", false, "follow every checkpoint below each location (a folder or S3 prefix)")

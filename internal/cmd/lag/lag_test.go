@@ -14,9 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
+	"github.com/charmbracelet/lipgloss"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
@@ -26,6 +24,8 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func testEnv() (*cli.Env, *bytes.Buffer) {
@@ -363,6 +363,41 @@ func TestRunRestartFails(t *testing.T) {
 	for _, p := range c.Partitions {
 		if p.Status != lag.StatusRestartFails {
 			t.Errorf("partition %d: status %s", p.Partition, p.Status)
+		}
+	}
+}
+
+// At 80 columns the lag table drops columns by priority instead of cutting its headers and
+// statuses (it printed "PARTI… COMMI…" and "parti…"), says which it hid, and -o wide keeps all.
+func TestPrintReportAt80Columns(t *testing.T) {
+	ls := 0.85
+	rep := &lag.Report{Checkpoints: []lag.CheckpointLag{{Checkpoint: "/data/checkpoints/orders", LastCommitBatch: ptr(int64(7)), LagRecords: 3, LagSeconds: &ls,
+		Partitions: []lag.PartitionLag{
+			{Topic: "orders-eu-west", Partition: 0, Committed: ptr(int64(1200345)), InFlight: ptr(int64(1200400)), Latest: ptr(int64(1200348)), LagRecords: ptr(int64(3)), LagSeconds: &ls, Status: recovery.ReasonOffsetsOutOfRange},
+			{Topic: "orders-eu-west", Partition: 1, Status: recovery.ReasonPartitionsRemoved, Committed: ptr(int64(4))},
+		}}}}
+	for _, wide := range []bool{false, true} {
+		ios, _, out, _ := iostreams.Test()
+		ios.SetStdoutTTY(true)
+		ios.SetTerminalWidth(80)
+		ios.SetWide(wide)
+		printReport(render.New(ios), rep)
+		got := out.String()
+		if strings.Contains(got, render.Ellipsis) {
+			t.Errorf("wide=%v: a word was cut:\n%s", wide, got)
+		}
+		for _, w := range []string{"TOPIC", "PARTITION", "LAG", "STATUS", "offsets-out-of-range", "partitions-removed"} {
+			if !strings.Contains(got, w) {
+				t.Errorf("wide=%v: %q missing:\n%s", wide, w, got)
+			}
+		}
+		for _, line := range strings.Split(got, "\n") {
+			if w := lipgloss.Width(line); !wide && w > 80 {
+				t.Errorf("line of %d cells:\n%s", w, got)
+			}
+		}
+		if hid := strings.Contains(got, "-o wide shows them"); hid == wide || strings.Contains(got, "│ IN-FLIGHT") != wide {
+			t.Errorf("wide=%v: columns hidden or not as expected:\n%s", wide, got)
 		}
 	}
 }

@@ -64,7 +64,10 @@ func printCheckpoint(r *render.Renderer, c lag.CheckpointLag) {
 		printCorrupt(r, c)
 		return
 	}
-	t := render.Table{Title: title, Headers: []string{"source", "topic", "partition", "committed", "in-flight", "latest", "lag", "lag-time", "status"}}
+	// At 80 columns the table drops the source index first and keeps topic, partition, lag and
+	// status (never cut): -o wide shows every column.
+	t := render.Table{Title: title, Headers: []string{"source", "topic", "partition", "committed", "in-flight", "latest", "lag", "lag-time", "status"},
+		Drop: []int{1, 0, 0, 5, 2, 3, 0, 4, 0}}
 	for _, p := range c.Partitions {
 		lt := "-"
 		if p.LagSeconds != nil {
