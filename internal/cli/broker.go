@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -133,6 +134,10 @@ func (f *BrokerFlags) KgoClient(ctx context.Context) (*kgo.Client, error) {
 		cl.Close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			// Refused at once: "within 30s" would say ckpt waited, which it did not.
+			return nil, fmt.Errorf("kafka %s: the broker refused the connection (nothing listens there?): %w", m["kafka.bootstrap.servers"], err)
 		}
 		return nil, fmt.Errorf("kafka %s: cannot reach the broker within %s: %w", m["kafka.bootstrap.servers"], f.timeout(), err)
 	}

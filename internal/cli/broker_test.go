@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,7 +92,7 @@ func TestFlagsUnreachable(t *testing.T) {
 	f := &BrokerFlags{BootstrapServers: "127.0.0.1:1", Timeout: 500 * time.Millisecond}
 	start := time.Now()
 	_, err := f.Client(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "kafka 127.0.0.1:1: cannot reach the broker within 500ms") {
+	if err == nil || !strings.Contains(err.Error(), "kafka 127.0.0.1:1: the broker refused the connection") {
 		t.Fatalf("error %v", err)
 	}
 	// A hang guard, not a speed target: without the deadline the client retries for ever.
@@ -112,5 +113,21 @@ func TestParseProperties(t *testing.T) {
 	}
 	if _, err := parseProperties([]byte("a=1\nb=\\")); err == nil {
 		t.Fatal("dangling continuation accepted")
+	}
+}
+
+// A refused connection is said as such at once, not as a wait of --broker-timeout ("cannot
+// reach the broker within 30s" was printed after 58 ms).
+func TestKgoClientRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: the dial is refused
+	f := &BrokerFlags{BootstrapServers: addr, Timeout: 30 * time.Second}
+	_, err = f.KgoClient(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "refused the connection") || strings.Contains(err.Error(), "within 30s") {
+		t.Fatalf("error %v", err)
 	}
 }

@@ -350,7 +350,7 @@ source offsets to match a different query.`,
 		Explanation: "`metadata` holds the query's id (`{\"id\":\"<uuid>\"}`). Sinks that deduplicate by query id " +
 			"(Delta's `txnAppId`, `foreachBatch` writers keyed on it, listeners and dashboards) depend on it staying " +
 			"the same across restarts.\n\n" +
-			"Spark 4.0 and older silently create a **new** query id when the file is missing, so the restart " +
+			"Spark 4.1 and older silently create a **new** query id when the file is missing, so the restart " +
 			"works but those sinks see a different query and may write duplicates (warning). Spark 4.2 and later " +
 			"refuse to start (error). The file is the oldest in the checkpoint, which makes it the first victim of " +
 			"a storage lifecycle rule that expires old objects.",

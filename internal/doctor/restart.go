@@ -521,7 +521,7 @@ func (r *runner) uncommitted() {
 		msg = fmt.Sprintf("Spark 2.1 has no commit log: the restart runs the latest batch %d again", b)
 	}
 	if counted {
-		msg += fmt.Sprintf(" (%d Kafka records)", records)
+		msg += " (" + plural(int(records), "Kafka record") + ")"
 	}
 	expl := "The query stopped while the batch ran. Spark re-runs it over exactly the recorded range, with the same timestamp and watermark; " +
 		"sinks idempotent by batch id write it once, others may write it twice."

@@ -112,7 +112,7 @@ func TestRunDoctorBrokerTable(t *testing.T) {
 	io, _, _, _ = iostreams.Test()
 	opts = brokerOptions(e, c, io)
 	opts.Broker.BootstrapServers, opts.Broker.Timeout = "127.0.0.1:1", 500e6
-	if err := runDoctor(context.Background(), opts); exitcode.Code(err) != exitcode.Failure || !strings.Contains(err.Error(), "cannot reach the broker") {
+	if err := runDoctor(context.Background(), opts); exitcode.Code(err) != exitcode.Failure || !strings.Contains(err.Error(), "refused the connection") {
 		t.Fatalf("unreachable broker: %v", err)
 	}
 }

@@ -55,7 +55,7 @@ func runFleet(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if len(rels) == 0 {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("no checkpoint below %s (a checkpoint is a folder with offsets/, commits/ or a metadata file)", opts.Checkpoint))
+		return cli.NoCheckpointBelow(ctx, parent, opts.Checkpoint)
 	}
 	doc := fleetDoc{Parent: opts.Checkpoint, Checkpoints: make([]fleetRow, 0, len(rels))}
 	fails, unreadable := false, false
@@ -130,9 +130,10 @@ func renderFleet(r *render.Renderer, doc fleetDoc) {
 		counts[c.Status]++
 	}
 	var parts []string
-	for _, s := range []string{"unreadable", "error", "warning", "info", "ok"} {
-		if n := counts[s]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, s))
+	// "3 with errors", not "3 error": the count is of checkpoints, the word of their worst finding.
+	for _, s := range []struct{ status, words string }{{"unreadable", "unreadable"}, {"error", "with errors"}, {"warning", "with warnings"}, {"info", "with notes"}, {"ok", "ok"}} {
+		if n := counts[s.status]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, s.words))
 		}
 	}
 	head := fmt.Sprintf("%s below %s: %s", checkpoints(len(doc.Checkpoints)), doc.Parent, strings.Join(parts, ", "))

@@ -102,7 +102,7 @@ func TestInspectBrokerEdges(t *testing.T) {
 		return storage.Open(ctx, uri, storage.Options{})
 	}, Location: c.Dir, Output: render.FormatTable, Broker: e.Flags()}
 	opts.Broker.BootstrapServers, opts.Broker.Timeout = "127.0.0.1:1", 500e6
-	if err := runInspect(context.Background(), opts); exitcode.Code(err) != exitcode.Failure || !strings.Contains(err.Error(), "cannot reach the broker") {
+	if err := runInspect(context.Background(), opts); exitcode.Code(err) != exitcode.Failure || !strings.Contains(err.Error(), "refused the connection") {
 		t.Fatalf("unreachable: %v", err)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/fleet"
 	"github.com/ckpt-dev/ckpt/internal/render"
@@ -39,7 +40,7 @@ func runFleet(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if len(rels) == 0 {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("no checkpoint below %s (a checkpoint is a folder with offsets/, commits/ or a metadata file)", opts.Location))
+		return cli.NoCheckpointBelow(ctx, parent, opts.Location)
 	}
 	rows := make([]fleetRow, 0, len(rels))
 	unreadable := false

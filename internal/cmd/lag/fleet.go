@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/fleet"
 	"github.com/ckpt-dev/ckpt/internal/lag"
@@ -21,6 +22,9 @@ func expandRecursive(ctx context.Context, opts *Options) ([]string, error) {
 		rels, err := fleet.Find(ctx, s, fleet.Options{})
 		if err != nil {
 			return nil, err
+		}
+		if len(rels) == 0 && len(opts.Locations) == 1 {
+			return nil, cli.NoCheckpointBelow(ctx, s, parent)
 		}
 		for _, rel := range rels {
 			out = append(out, fleet.Join(parent, rel))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -215,7 +216,7 @@ type purgeDoc struct {
 func printPlan(r *render.Renderer, p *purge.Plan, opts *Options) {
 	r.KV([][2]string{
 		{"Checkpoint", p.Checkpoint},
-		{"Restart", p.Before.Verdict()},
+		{"Restart", strings.TrimPrefix(p.Before.Verdict(), "Restart ")}, // not "Restart:  Restart resumes…"
 	})
 	cli.PrintDetected(r, opts.Detected)
 	r.Println()
@@ -229,7 +230,7 @@ func printPlan(r *render.Renderer, p *purge.Plan, opts *Options) {
 	default:
 		r.Printf("Delete offsets and commits below batch %d (%s): %d offsets and %d commits files, %s with their checksums, %s.\n",
 			p.From, p.Why, p.Offsets, p.Commits, files(len(p.Actions)), bytes(p.Bytes))
-		r.Printf("Restart afterwards: %s (unchanged, verified by the recovery planner).\n", p.After.Verdict())
+		r.Printf("Restart afterwards: %s (unchanged, verified by the recovery planner).\n", strings.TrimPrefix(p.After.Verdict(), "Restart "))
 	}
 	if s := p.Sink; s != nil {
 		if len(s.Actions) == 0 {

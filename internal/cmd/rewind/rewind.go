@@ -234,7 +234,7 @@ func printPlan(r *render.Renderer, p *position.RewindPlan) {
 		if p.RerunTo >= p.RerunFrom {
 			again = fmt.Sprintf("batches %d-%d, already committed, run again", p.RerunFrom, p.RerunTo)
 			if p.RerunRecords != nil {
-				again += fmt.Sprintf(" (%d Kafka records)", *p.RerunRecords)
+				again += " (" + render.Count(*p.RerunRecords, "Kafka record") + ")"
 			}
 		}
 		r.KV([][2]string{{"Restart after the plan", strings.TrimPrefix(verdict(p.After), "Restart ")}, {"Replay", again}})

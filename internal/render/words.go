@@ -1,0 +1,13 @@
+package render
+
+import "strconv"
+
+// Count writes n and the noun, plural unless n is 1: "1 Kafka record", "3 Kafka records". The
+// noun is given in the singular; its plural adds "s" (ckpt's nouns are regular).
+func Count(n int64, noun string) string {
+	s := strconv.FormatInt(n, 10) + " " + noun
+	if n != 1 {
+		s += "s"
+	}
+	return s
+}
