@@ -72,6 +72,10 @@ const minColumn = 10
 // is what the reader looks for). Existing line breaks are kept. width < 1 returns s unchanged.
 func Wrap(s string, width int) string { return wrapWords(s, width, true) }
 
+// WrapWhole is Wrap that never cuts a word: one wider than the line stays whole on its own line
+// (help text, where a flag or a conf key must read as it is typed).
+func WrapWhole(s string, width int) string { return wrapWords(s, width, false) }
+
 // wrapWords is Wrap; without cut, a word wider than the line stays whole on its own line.
 func wrapWords(s string, width int, cut bool) string {
 	if width < 1 {

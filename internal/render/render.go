@@ -226,3 +226,13 @@ func JSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// Hang is text after a lead of leadWidth cells (an indent, a label), wrapped at the terminal's
+// width with its continuation lines under the text's first column; words are never cut. Piped
+// (width 0) the text is as it is, one line, for grep and scripts.
+func (r *Renderer) Hang(leadWidth int, text string) string {
+	if r.width <= 0 || r.width-leadWidth < 20 {
+		return text
+	}
+	return strings.ReplaceAll(wrapWords(text, r.width-leadWidth, false), "\n", "\n"+strings.Repeat(" ", leadWidth))
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/charmbracelet/lipgloss"
 	"strings"
 	"testing"
 	"time"
@@ -182,5 +183,19 @@ func TestExplain(t *testing.T) {
 	page, _ := doctor.Explain("commit-lag")
 	if out.String() != page {
 		t.Errorf("--explain printed %q", out.String())
+	}
+}
+
+// On an 80-column terminal the findings, Spark's error and the fix wrap at spaces under their
+// column instead of running past the edge, where the terminal broke them mid-word.
+func TestRunTableWrapsFindings(t *testing.T) {
+	out, _ := run(t, "missing-previous-offsets", func(o *Options) {
+		o.IO.SetStdoutTTY(true)
+		o.IO.SetTerminalWidth(80)
+	})
+	for _, line := range strings.Split(out, "\n") {
+		if w := lipgloss.Width(line); w > 80 && len(strings.Fields(line)) > 2 {
+			t.Errorf("line of %d cells:\n%s", w, line)
+		}
 	}
 }

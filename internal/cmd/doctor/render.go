@@ -13,7 +13,7 @@ import (
 // renderReport prints the report the way restic check does: the verdict first, then each
 // finding with its code, Spark's error and the next command, most serious first.
 func renderReport(r *render.Renderer, rep *doctor.Report, opts *Options) {
-	r.Println(verdict(r, rep))
+	r.Println(r.Hang(2, verdict(r, rep)))
 	res := rep.Restart
 	fmt.Fprintf(r.Writer(), "%s\n", r.Faint(fmt.Sprintf("checkpoint %s · %s engine · Spark %s", opts.Checkpoint, res.Mode, res.SparkVersion)))
 	cli.PrintDetected(r, opts.Detected)
@@ -37,7 +37,7 @@ func renderReport(r *render.Renderer, rep *doctor.Report, opts *Options) {
 			head += "  " + r.Faint(f.Path)
 		}
 		r.Println(head)
-		r.Println("  " + f.Message)
+		r.Println("  " + r.Hang(2, f.Message))
 		if f.SparkError != nil {
 			block(r, "Spark:", *f.SparkError)
 		}
@@ -46,7 +46,7 @@ func renderReport(r *render.Renderer, rep *doctor.Report, opts *Options) {
 			if !k.FailOnDataLoss {
 				label = "failOnDataLoss=false (as given):"
 			}
-			r.Printf("  %s %s\n", r.Faint(label), k.FailOnDataLossFalse)
+			r.Printf("  %s %s\n", r.Faint(label), r.Hang(3+len(label), k.FailOnDataLossFalse))
 		}
 		block(r, "Fix:", f.Fix)
 		for _, c := range f.Commands {
@@ -68,7 +68,7 @@ func block(r *render.Renderer, label, text string) {
 		if i == 0 {
 			l = fmt.Sprintf("%-6s", label)
 		}
-		r.Printf("  %s %s\n", r.Faint(l), line)
+		r.Printf("  %s %s\n", r.Faint(l), r.Hang(3+len(l), line))
 	}
 }
 

@@ -51,6 +51,7 @@ explains what a restart will do, repairs them safely, and runs a Spark-compatibl
 	// --version has no shorthand: -v is --verbose (cobra would take -v for --version).
 	cmd.Flags().Bool("version", false, "print the ckpt version and exit (ckpt version says more)")
 	g.add(cmd.PersistentFlags())
+	setHelp(cmd, env.IO)
 
 	for _, sub := range commands(env) {
 		if storageCommands[sub.Name()] {
