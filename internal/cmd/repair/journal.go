@@ -33,6 +33,8 @@ type JournalOptions struct {
 	Journal string
 	// Checkpoint overrides the checkpoint the journal names ("" = from the journal).
 	Checkpoint string
+	// Last: Journal is a checkpoint, and the journal is its newest repair not undone (--last).
+	Last       bool
 	Yes, Force bool
 	// DryRun shows the journal's actions and changes nothing (--dry-run). Default: false.
 	DryRun       bool
@@ -72,11 +74,11 @@ func newJournalCmd(env *cli.Env, op string, runF func(context.Context, *JournalO
 	opts := &JournalOptions{IO: env.IO, OpenStore: env.OpenStore, Now: env.Now, Version: env.Version, Op: op}
 	var output string
 	short := map[string]string{
-		"undo":   "Restore a checkpoint byte for byte from a repair's journal",
+		"undo":   "Restore a checkpoint byte for byte from a repair's journal (--last: its newest repair)",
 		"resume": "Finish a repair that stopped half-way, from its journal",
 	}[op]
 	cmd := &cobra.Command{
-		Use:   op + " JOURNAL",
+		Use:   op + " JOURNAL" + map[string]string{"undo": " | CHECKPOINT --last"}[op],
 		Short: short,
 		Long:  journalLong[op],
 		Args:  cli.ExactArgs(1, "a repair journal (the directory printed by ckpt repair --execute)"),
@@ -109,6 +111,9 @@ func newJournalCmd(env *cli.Env, op string, runF func(context.Context, *JournalO
 	fl.BoolVar(&opts.Force, "force", false, "run even if the query looks alive or another repair holds the lock")
 	fl.DurationVar(&opts.ActiveWindow, "active-window", repair.DefaultActiveWindow, "refuse when a log file is younger than this (0: no check)")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "the checkpoint `LOCATION`, when it is not where the journal says (moved since)")
+	if op == "undo" {
+		fl.BoolVar(&opts.Last, "last", false, "JOURNAL is a checkpoint: undo its newest repair not undone (ckpt repair list shows them)")
+	}
 	return cmd
 }
 
@@ -127,6 +132,15 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if opts.Last {
+		cs, err := opts.OpenStore(ctx, opts.Journal)
+		if err != nil {
+			return err
+		}
+		if opts.Journal, err = lastJournal(ctx, cs, opts.Journal); err != nil {
+			return err
+		}
+	}
 	dir := repair.JournalLocation(opts.Journal)
 	js, err := opts.OpenStore(ctx, dir)
 	if err != nil {
@@ -135,7 +149,7 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 	loc := repair.Location{Store: js}
 	j, err := repair.ReadJournal(ctx, loc)
 	if err != nil {
-		return err
+		return noJournalHint(ctx, opts, err)
 	}
 	cpURI := opts.Checkpoint
 	if cpURI == "" {
@@ -178,6 +192,14 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 			return render.JSON(opts.IO.Out, journalDoc{Op: opts.Op, Journal: dir, Checkpoint: cpURI, State: j.State, Actions: j.Actions, Warnings: []string{}})
 		}
 		r.Printf("Dry run: nothing changed. To %s: ckpt repair %s %s\n", opts.Op, opts.Op, doctor.ShellQuote(dir))
+		return nil
+	}
+	if opts.Op == "undo" && j.State == repair.StateUndone {
+		// Nothing to change, so nothing to confirm: said as such, exit 0, with or without --yes.
+		if json {
+			return render.JSON(opts.IO.Out, journalDoc{Op: opts.Op, Journal: dir, Checkpoint: cpURI, State: j.State, Actions: j.Actions, Warnings: []string{}})
+		}
+		r.Printf("%s this repair was undone already (%s); nothing to do.\n", r.Good("Undone:"), j.Updated.UTC().Format(time.RFC3339))
 		return nil
 	}
 	if !opts.Yes {

@@ -192,7 +192,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	cli.AddAllowEmptyFlag(fl, &opts.AllowEmpty)
 	opts.Broker.AddFlags(fl)
 
-	cmd.AddCommand(newJournalCmd(env, "undo", nil), newJournalCmd(env, "resume", nil))
+	cmd.AddCommand(newJournalCmd(env, "undo", nil), newJournalCmd(env, "resume", nil), newListCmd(env))
 	return cmd
 }
 
@@ -283,6 +283,12 @@ func runRepair(ctx context.Context, opts *Options) error {
 			return exitcode.UsageError(fmt.Errorf("--execute needs --yes when %s (review the plan first: run without --execute)", why))
 		}
 		printPlan(r, plan, opts)
+		// A query that looks alive is refused before the question, not after the answer.
+		if eo, err := opts.execOptions(ctx); err != nil {
+			return err
+		} else if err := repair.CheckIdleBefore(ctx, store, eo); err != nil {
+			return err
+		}
 		ok, err := opts.IO.Confirm(fmt.Sprintf("Apply %s to %s?", plural(len(plan.Actions), "change"), plan.Checkpoint))
 		if err != nil {
 			return err
