@@ -5,6 +5,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/cmd/broker"
+	configcmd "github.com/ckpt-dev/ckpt/internal/cmd/config"
 	"github.com/ckpt-dev/ckpt/internal/cmd/cp"
 	"github.com/ckpt-dev/ckpt/internal/cmd/doctor"
 	"github.com/ckpt-dev/ckpt/internal/cmd/inspect"
@@ -37,5 +38,6 @@ func commands(env *cli.Env) []*cobra.Command {
 		run.NewCmd(env, nil),
 		broker.NewCmd(env),
 		version.NewCmd(env),
+		configcmd.NewCmd(env),
 	}
 }

@@ -13,12 +13,15 @@ import (
 // globals are the flags every command has: how much ckpt says on stderr.
 type globals struct {
 	verbose, debug, quiet bool
+	// context is --context: the config file's context to take defaults from.
+	context string
 }
 
 func (g *globals) add(fs *pflag.FlagSet) {
 	fs.BoolVarP(&g.verbose, "verbose", "v", false, "log every S3 and Kafka request ckpt makes, one line each, to stderr")
 	fs.BoolVar(&g.debug, "debug", false, "--verbose, plus the AWS SDK's retries and response headers and the Kafka client's debug log")
 	fs.BoolVarP(&g.quiet, "quiet", "q", false, "print only results and errors: no progress, warnings or hints on stderr")
+	fs.StringVar(&g.context, "context", "", "the config file's `context` to take defaults from (default: CKPT_CONTEXT, else current-context; see ckpt help config)")
 }
 
 // apply sets up the environment before a command runs. errOut is the real stderr: the final

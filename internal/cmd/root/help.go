@@ -92,7 +92,11 @@ func writeUsage(w io.Writer, c *cobra.Command, width int) error {
 	if c.HasAvailableInheritedFlags() {
 		b.WriteString("\n\nGlobal Flags:\n" + strings.TrimRight(flagUsages(c.InheritedFlags(), width), " \n"))
 	}
-	list("Additional help topics", topics, (*cobra.Command).CommandPath, c.CommandPathPadding())
+	pad := 0
+	for _, t := range topics {
+		pad = max(pad, len(t.CommandPath()))
+	}
+	list("Additional help topics", topics, (*cobra.Command).CommandPath, pad)
 	if c.HasAvailableSubCommands() {
 		fmt.Fprintf(&b, "\n\nUse \"%s [command] --help\" for more information about a command.", c.CommandPath())
 	}

@@ -57,3 +57,21 @@ func TestHelpWrapsAtTheWidth(t *testing.T) {
 		}
 	}
 }
+
+// ckpt help <topic> pages, as gh's: the environment variables, the exit codes, the config file
+// (the config command's page) and the locations.
+func TestHelpTopics(t *testing.T) {
+	for topic, want := range map[string]string{
+		"environment": "CKPT_BOOTSTRAP_SERVERS",
+		"exit-codes":  "usage error",
+		"config":      "current-context: prod",
+		"locations":   "abfss://",
+	} {
+		if out := helpAt(t, "", "help", topic); !strings.Contains(out, want) {
+			t.Errorf("ckpt help %s lacks %q:\n%s", topic, want, out)
+		}
+	}
+	if out := helpAt(t, "", "--help"); !strings.Contains(out, "Additional help topics:") || !strings.Contains(out, "ckpt environment") {
+		t.Errorf("root help does not list the topics:\n%s", out)
+	}
+}

@@ -36,12 +36,28 @@ func NewCmd(env *cli.Env) *cobra.Command {
 		Long: `ckpt reads Apache Spark Structured Streaming checkpoints (local disk, S3, GCS, Azure or HDFS),
 explains what a restart will do, repairs them safely, and runs a Spark-compatible micro-batch engine.
 
-` + exitCodesHelp,
+` + exitCodesHelp + `
+
+Help topics: ckpt help environment, exit-codes, config, locations.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       version.String(env.Version),
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
 			g.apply(env, errOut)
+			// Defaults from the environment and the config file's context, below the flags.
+			// ckpt config reads the file itself (and must work when its context is wrong).
+			if c.Name() == "help" || c.Name() == "version" || c.Parent() != nil && c.Parent().Name() == "config" || c.Name() == "config" {
+				return nil
+			}
+			getenv := env.Getenv
+			if getenv == nil {
+				getenv = func(string) string { return "" }
+			}
+			st, err := cli.LoadConfig(getenv, g.context)
+			if err != nil {
+				return err
+			}
+			return cli.ApplyConfig(c, st)
 		},
 	}
 	cmd.SetVersionTemplate("ckpt {{.Version}}\n")
@@ -53,6 +69,7 @@ explains what a restart will do, repairs them safely, and runs a Spark-compatibl
 	g.add(cmd.PersistentFlags())
 	setHelp(cmd, env.IO)
 
+	cmd.AddCommand(topicCommands()...)
 	for _, sub := range commands(env) {
 		if storageCommands[sub.Name()] {
 			addStorageFlags(sub, env)
