@@ -10,8 +10,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/query"
@@ -117,10 +119,15 @@ func (d *Demo) Start(ctx context.Context, info func(string, ...any)) (err error)
 		// otherwise a restart finds the topic empty and reports data loss, as Spark would.
 		sum := sha256.Sum256([]byte(d.q.Checkpoint))
 		bopts.DataDir = filepath.Join(os.TempDir(), "ckpt-demo-broker-"+hex.EncodeToString(sum[:6]))
-		if _, serr := os.Stat(bopts.DataDir); errors.Is(serr, os.ErrNotExist) {
+		_, serr := os.Stat(bopts.DataDir)
+		freshBroker := errors.Is(serr, os.ErrNotExist)
+		if freshBroker {
 			d.created = append(d.created, bopts.DataDir)
 		}
 		info("broker data in %s", bopts.DataDir)
+		if err := d.checkpointFor(freshBroker, info); err != nil {
+			return err
+		}
 	}
 	b, err := embedkafka.Start(context.WithoutCancel(ctx), bopts)
 	if err != nil {
@@ -147,6 +154,52 @@ func (d *Demo) Start(ctx context.Context, info func(string, ...any)) (err error)
 	}
 	info("stop with Ctrl-C (or --max-batches N / --duration 30s)")
 	return nil
+}
+
+// MarkerPath is the file, inside a checkpoint the demo ran on, that says it is the demo's own:
+// a later --demo on the same checkpoint whose broker data is gone may then start it afresh.
+const MarkerPath = "_ckpt/demo.json"
+
+// localDir is the checkpoint as a local directory, "" for a store URI (the demo leaves those alone).
+func localDir(loc string) string {
+	if strings.HasPrefix(loc, "file://") {
+		return strings.TrimPrefix(loc, "file://")
+	}
+	if strings.Contains(loc, "://") {
+		return ""
+	}
+	return loc
+}
+
+// checkpointFor prepares a named checkpoint for a broker that is new (freshBroker: its data
+// was removed at the end of an earlier run without --keep) or kept. The offsets of an earlier
+// demo's checkpoint name records that a new broker does not have, and the restart would fail
+// ("Partition demo-0's offset was changed from 11 to 3"): the demo's own checkpoint (its marker)
+// is started afresh, said as such; another checkpoint with batches is refused with what to do.
+func (d *Demo) checkpointFor(freshBroker bool, info func(string, ...any)) error {
+	dir := localDir(d.q.Checkpoint)
+	if dir == "" {
+		return nil
+	}
+	hasBatches := false
+	if ents, err := os.ReadDir(filepath.Join(dir, "offsets")); err == nil && len(ents) > 0 {
+		hasBatches = true
+	}
+	_, merr := os.Stat(filepath.Join(dir, MarkerPath))
+	ours := merr == nil
+	switch {
+	case freshBroker && hasBatches && ours:
+		info("%s is an earlier demo's checkpoint and its broker data is gone (removed at its end; --keep keeps it): starting it afresh", dir)
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+	case freshBroker && hasBatches:
+		return &UsageError{fmt.Sprintf("--demo starts a new broker, but %s holds batches read from another one: the restart would fail on offsets the new topic does not have. Give a new --checkpoint, or remove %s", dir, dir)}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(MarkerPath)), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, MarkerPath), []byte(`{"demo":true,"topic":"`+Topic+`"}`+"\n"), 0o644)
 }
 
 // Created are the folders Start made.
