@@ -125,3 +125,11 @@ func (st *ConfigState) SortedContexts() []string {
 	sort.Strings(n)
 	return n
 }
+
+// BrokerGiven reports whether the broker was given on the command line (--bootstrap-server,
+// --kafka-option or --kafka-option-file), not by the environment or a context: a default from
+// the config must not make a command that does not use a broker (inspect --batches, doctor
+// --recursive) a usage error.
+func BrokerGiven(fs *pflag.FlagSet) bool {
+	return fs.Changed("bootstrap-server") || fs.Changed("kafka-option") || fs.Changed("kafka-option-file")
+}

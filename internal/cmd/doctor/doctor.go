@@ -134,7 +134,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if opts.FailOn, err = doctor.ParseSeverity(failOn); err != nil {
 				return exitcode.UsageError(fmt.Errorf("--fail-on: %w", err))
 			}
-			if opts.Recursive && (opts.Explain != "" || opts.Sink != "" || opts.Broker.Enabled()) {
+			if opts.Recursive && (opts.Explain != "" || opts.Sink != "" || cli.BrokerGiven(cmd.Flags())) {
 				return exitcode.UsageError(errors.New("--recursive diagnoses every checkpoint below a folder: --explain, --sink and --bootstrap-server apply to one checkpoint"))
 			}
 			if opts.Sink != "" && opts.Delta.Sink != "" {

@@ -119,7 +119,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if opts.HasBatch && opts.Batch < 0 {
 				return exitcode.UsageError(fmt.Errorf("--batch %d: batch ids are not negative", opts.Batch))
 			}
-			if opts.Broker.Enabled() && (opts.Batches || opts.HasBatch) {
+			if cli.BrokerGiven(cmd.Flags()) && (opts.Batches || opts.HasBatch) {
 				return exitcode.UsageError(fmt.Errorf("--bootstrap-server applies to the summary of a checkpoint, not to --batches or --batch"))
 			}
 			opts.HasFrom, opts.HasTo = cmd.Flags().Changed("from"), cmd.Flags().Changed("to")
