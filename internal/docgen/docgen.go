@@ -29,7 +29,8 @@ func Command() *cobra.Command {
 	return cmd
 }
 
-// Write writes completions/ckpt.{bash,zsh,fish,ps1} and man/*.1 below dir and returns the
+// Write writes completions/ckpt.{bash,zsh,fish,ps1} and man/*.1 (a page per command and per
+// help topic) below dir and returns the
 // files written, sorted.
 func Write(dir string) ([]string, error) {
 	cmd := Command()
@@ -54,6 +55,23 @@ func Write(dir string) ([]string, error) {
 	hdr := &doc.GenManHeader{Title: "CKPT", Section: "1", Source: "ckpt", Manual: "ckpt manual"}
 	if err := doc.GenManTree(cmd, hdr, man); err != nil {
 		return nil, fmt.Errorf("man pages: %w", err)
+	}
+	// The help topics (ckpt help environment, …) get pages too: GenManTree skips them.
+	for _, c := range cmd.Commands() {
+		if !c.IsAdditionalHelpTopicCommand() {
+			continue
+		}
+		f, err := os.Create(filepath.Join(man, "ckpt-"+c.Name()+".1"))
+		if err != nil {
+			return nil, err
+		}
+		err = doc.GenMan(c, hdr, f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("man page of %s: %w", c.Name(), err)
+		}
 	}
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {

@@ -32,6 +32,10 @@ func TestWrite(t *testing.T) {
 		"man/ckpt-doctor.1":      `\fB--fail-on\fP`,
 		"man/ckpt-repair-undo.1": `\fB--dry-run\fP`,
 		"man/ckpt-version.1":     "ckpt version",
+		"man/ckpt-environment.1": "CKPT_BOOTSTRAP_SERVERS",
+		"man/ckpt-exit-codes.1":  "usage error",
+		"man/ckpt-config.1":      "current-context: prod",
+		"man/ckpt-repair-list.1": "ckpt repair list",
 	} {
 		if got := read(rel); !strings.Contains(got, want) {
 			t.Errorf("%s does not contain %q", rel, want)
