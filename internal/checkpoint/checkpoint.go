@@ -446,7 +446,19 @@ func (c *Checkpoint) ReadCommit(ctx context.Context, id int64) (*logformat.Commi
 
 // readLog reads log file id of l with readCapped.
 func (c *Checkpoint) readLog(ctx context.Context, l *Log, id int64) ([]byte, error) {
-	return ReadCapped(ctx, c.Store, l.Path(id))
+	return c.readCapped(ctx, l.Path(id))
+}
+
+// readCapped is ReadCapped that remembers the size it read (Size answers without a request).
+func (c *Checkpoint) readCapped(ctx context.Context, p string) ([]byte, error) {
+	data, err := ReadCapped(ctx, c.Store, p)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.setSize(p, int64(len(data)))
+	c.mu.Unlock()
+	return data, nil
 }
 
 // ReadCapped reads p whole, refusing (logformat.TooLarge) a file over logformat.MaxFileBytes
@@ -465,9 +477,6 @@ func ReadCapped(ctx context.Context, s storage.Store, p string) ([]byte, error) 
 	if int64(len(data)) > logformat.MaxFileBytes {
 		return nil, logformat.TooLarge(p, int64(len(data)))
 	}
-	c.mu.Lock()
-	c.setSize(p, int64(len(data)))
-	c.mu.Unlock()
 	return data, nil
 }
 
@@ -515,7 +524,7 @@ func (c *Checkpoint) ReadMetadata(ctx context.Context) (*logformat.StreamMetadat
 	if e != nil {
 		return e.m, e.err
 	}
-	data, err := ReadCapped(ctx, c.Store, FileMetadata)
+	data, err := c.readCapped(ctx, FileMetadata)
 	if err != nil && !isTooLarge(err) {
 		return nil, err
 	}
@@ -539,7 +548,7 @@ func (c *Checkpoint) ReadFile(ctx context.Context, rel string) ([]byte, error) {
 	if ok {
 		return e.data, e.err
 	}
-	data, err := ReadCapped(ctx, c.Store, rel)
+	data, err := c.readCapped(ctx, rel)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) && !isTooLarge(err) {
 		return nil, err
 	}
