@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,6 +32,10 @@ const repairLockPath = "_ckpt/lock"
 
 // repairLock reports the lock of a ckpt command that changes the checkpoint, if one is held.
 func (r *runner) repairLock() {
+	// No _ckpt/ in the root listing: no lock, and no request to learn it.
+	if !slices.ContainsFunc(r.cp.Root, func(e storage.Entry) bool { return e.IsDir && e.Path == "_ckpt" }) {
+		return
+	}
 	data, err := r.cp.Store.ReadFile(r.ctx, repairLockPath)
 	if err != nil {
 		return
