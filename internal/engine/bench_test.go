@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -271,47 +274,11 @@ func BenchmarkBatchVsTwoFsyncs(b *testing.B) {
 		dratios    []float64
 		n          int
 	)
-	// atomic is the floor of storage.Local's create-only protocol for the same two files, as
-	// the engine uses it (docs/design.md, "Durability of local writes"): each file written
-	// unnamed (O_TMPFILE) and fsync'd, the other log's directory fsync'd after it (alongside it
-	// on ext4 without a journal; commits/ before offsets/N+1 is named, offsets/ before commits/N
-	// is), then linked, which never replaces (a named temporary file, linked and removed,
-	// elsewhere); the purge's two deletes after commits/N, without fsync. It splits the gap:
-	// engine over atomic is the engine's own cost, atomic over floor the price of no-overwrite
-	// writes that survive a crash in order.
-	an := 0
-	adirs := [2]string{filepath.Join(floorDir, "o"), filepath.Join(floorDir, "c")}
-	for _, d := range adirs {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
-	concurrent := storage.Journalless(floorDir)
-	atomic := func() time.Duration {
-		defer func() { an++ }()
-		t0 := time.Now()
-		for i, data := range payloads {
-			other := func() {}
-			if i == 1 || an > 0 {
-				if concurrent {
-					c := make(chan struct{})
-					go func() { defer close(c); syncDirB(b, adirs[1-i]) }()
-					other = func() { <-c }
-				} else {
-					other = func() { syncDirB(b, adirs[1-i]) }
-				}
-			}
-			atomicWriteB(b, adirs[i], fmt.Sprint(an), data, other)
-			if i == 1 && an > 0 { // the purge, after commits/N as in the engine
-				for _, d := range adirs {
-					if err := os.Remove(filepath.Join(d, fmt.Sprint(an-1))); err != nil && !os.IsNotExist(err) {
-						b.Fatal(err)
-					}
-				}
-			}
-		}
-		return time.Since(t0)
-	}
+	// atomic is atomicFloor, the engine's create-only protocol, for the same two files. It
+	// splits the gap: engine over atomic is the engine's own cost, atomic over floor the price
+	// of no-overwrite writes that survive a crash in order.
+	af := newAtomicFloor(b, floorDir)
+	atomic := func() time.Duration { return af.run(payloads) }
 	// durable is the floor with each new name made durable too: the directory fsync'd after
 	// the file, as POSIX asks of a write that must survive a power loss (the bare floor's
 	// names may not).
@@ -460,4 +427,216 @@ func meanD(ds []time.Duration) time.Duration {
 		sum += d
 	}
 	return sum / time.Duration(len(ds))
+}
+
+// atomicFloor is the floor of storage.Local's create-only protocol for a batch's two files, as
+// the engine uses it (docs/design.md, "Durability of local writes"): each file written unnamed
+// (O_TMPFILE) and fsync'd, the other log's directory fsync'd after it (alongside it on ext4
+// without a journal; commits/ before offsets/N+1 is named, offsets/ before commits/N is), then
+// linked, which never replaces (a named temporary file, linked and removed, elsewhere); the
+// purge's two deletes after commits/N, without fsync.
+type atomicFloor struct {
+	b          *testing.B
+	dirs       [2]string
+	concurrent bool
+	n          int
+}
+
+func newAtomicFloor(b *testing.B, dir string) *atomicFloor {
+	a := &atomicFloor{b: b, dirs: [2]string{filepath.Join(dir, "o"), filepath.Join(dir, "c")}, concurrent: storage.Journalless(dir)}
+	for _, d := range a.dirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return a
+}
+
+// run writes the next pair of files with payloads' contents and returns the time it took.
+func (a *atomicFloor) run(payloads [2][]byte) time.Duration {
+	b := a.b
+	defer func() { a.n++ }()
+	t0 := time.Now()
+	for i, data := range payloads {
+		other := func() {}
+		if i == 1 || a.n > 0 {
+			if a.concurrent {
+				c := make(chan struct{})
+				go func() { defer close(c); syncDirB(b, a.dirs[1-i]) }()
+				other = func() { <-c }
+			} else {
+				other = func() { syncDirB(b, a.dirs[1-i]) }
+			}
+		}
+		atomicWriteB(b, a.dirs[i], fmt.Sprint(a.n), data, other)
+		if i == 1 && a.n > 0 { // the purge, after commits/N as in the engine
+			for _, d := range a.dirs {
+				if err := os.Remove(filepath.Join(d, fmt.Sprint(a.n-1))); err != nil && !os.IsNotExist(err) {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	return time.Since(t0)
+}
+
+// BenchmarkKafkaBatchVsFloor is BenchmarkBatchVsTwoFsyncs with the Kafka source: batches of one
+// record (maxOffsetsPerTrigger=1) from a one-partition topic on the embedded broker (kfake over
+// the wire protocol, in this process) into the noop sink, local checkpoint. The topic holds a
+// backlog of one record per produce request, so that every batch has exactly one record to read.
+// The floor of a batch is what it cannot do without: one ListOffsets (the latest offset) and one
+// Fetch of the batch's record, on a connected client, from a second topic with the same backlog,
+// and the two durable atomic writes of atomicFloor with the sizes of offsets/0 and commits/0.
+// Engine batches and floors run in alternating blocks of 50, as in BatchVsTwoFsyncs, the first
+// of each block left out. Reports the ratio of the means (`x-floor-mean`, goal ≤ 1.2), of the
+// medians (`x-floor`), the median over blocks of the per-block ratio of means, and the floor's
+// two parts.
+func BenchmarkKafkaBatchVsFloor(b *testing.B) {
+	const blockLen = 50
+	batches := max(b.N, 2*blockLen) + 2
+	ctx := context.Background()
+	br := startBroker(b, embedkafka.TopicSpec{Name: "lat", Partitions: 1}, embedkafka.TopicSpec{Name: "floor", Partitions: 1})
+	pc, err := kgo.NewClient(kgo.SeedBrokers(br.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pc.Close()
+	for _, topic := range []string{"lat", "floor"} {
+		for i := range batches + blockLen {
+			if err := pc.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "%s-%d", topic, i)}).FirstErr(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	// The floor's Kafka requests: ListOffsets, then a Fetch of the offset it reads next.
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, pc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var floorID [16]byte
+	for _, t := range meta.Topics {
+		if t.Topic != nil && *t.Topic == "floor" {
+			floorID = t.TopicID
+		}
+	}
+	var next int64
+	kafkaFloor := func() {
+		lo := kmsg.NewPtrListOffsetsRequest()
+		lo.ReplicaID = -1
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = "floor"
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp = -1
+		lt.Partitions = append(lt.Partitions, lp)
+		lo.Topics = append(lo.Topics, lt)
+		lr, err := lo.RequestWith(ctx, pc)
+		if err != nil || len(lr.Topics) != 1 || len(lr.Topics[0].Partitions) != 1 || lr.Topics[0].Partitions[0].Offset <= next {
+			b.Fatalf("list offsets: %v %+v", err, lr)
+		}
+		f := kmsg.NewPtrFetchRequest()
+		f.ReplicaID = -1
+		f.MaxWaitMillis = 100
+		f.MinBytes = 1
+		f.MaxBytes = 50 << 20
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = "floor"
+		ft.TopicID = floorID
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.FetchOffset = next
+		fp.PartitionMaxBytes = 1 // the first record batch at next: the one record
+		ft.Partitions = append(ft.Partitions, fp)
+		f.Topics = append(f.Topics, ft)
+		fr, err := f.RequestWith(ctx, pc.Broker(int(meta.Brokers[0].NodeID)))
+		if err != nil || len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 || len(fr.Topics[0].Partitions[0].RecordBatches) == 0 {
+			b.Fatalf("fetch: %v %+v", err, fr)
+		}
+		next++
+	}
+	q := kafkaQuery(br.Addr(), "subscribe=lat", "maxOffsetsPerTrigger=1")
+	q.Checkpoint = "unused"
+	r := resolve(b, q)
+	ckpt := b.TempDir()
+	store, err := storage.NewLocal(ckpt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	af := newAtomicFloor(b, b.TempDir())
+	var (
+		payloads         [2][]byte
+		last             time.Time
+		blockEng         []time.Duration
+		engs, flrs       []time.Duration
+		kafkas, atoms    []time.Duration
+		ratios           []float64
+		blocks, gotBatch int
+	)
+	med := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	e, err := New(ctx, Options{Query: r, Store: store, Sink: NoopSink{}, MaxBatches: batches, Log: io.Discard, OnProgress: func(p *Progress) {
+		now := time.Now()
+		gotBatch++
+		if p.NumInputRows != 1 {
+			b.Fatalf("batch %d read %d rows, want 1", p.BatchID, p.NumInputRows)
+		}
+		if payloads[0] == nil {
+			for i, f := range []string{"offsets/0", "commits/0"} {
+				data, err := os.ReadFile(filepath.Join(ckpt, f))
+				if err != nil {
+					b.Fatal(err)
+				}
+				payloads[i] = bytes.Repeat([]byte{'x'}, len(data))
+			}
+			last = time.Now()
+			return
+		}
+		if len(blockEng) > 0 || blocks == 0 {
+			blockEng = append(blockEng, now.Sub(last))
+		} else {
+			blockEng = append(blockEng, -1) // the first batch after a block of floors
+		}
+		if len(blockEng) == blockLen {
+			eb := slices.DeleteFunc(slices.Clone(blockEng), func(d time.Duration) bool { return d < 0 })
+			engs = append(engs, eb...)
+			var fb []time.Duration
+			for k := range blockLen {
+				t0 := time.Now()
+				kafkaFloor()
+				t1 := time.Now()
+				a := af.run(payloads)
+				if k > 0 {
+					kafkas = append(kafkas, t1.Sub(t0))
+					atoms = append(atoms, a)
+					fb = append(fb, t1.Sub(t0)+a)
+				}
+			}
+			flrs = append(flrs, fb...)
+			ratios = append(ratios, meanD(eb).Seconds()/meanD(fb).Seconds())
+			blockEng = blockEng[:0]
+			blocks++
+		}
+		last = time.Now()
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	if _, err := e.Run(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if len(ratios) == 0 {
+		b.Fatalf("fewer than %d batches", blockLen+1)
+	}
+	me, mf := med(engs), med(flrs)
+	slices.Sort(ratios)
+	b.ReportMetric(float64(meanD(engs).Microseconds())/1000, "engine-mean-ms")
+	b.ReportMetric(float64(meanD(flrs).Microseconds())/1000, "floor-mean-ms")
+	b.ReportMetric(meanD(engs).Seconds()/meanD(flrs).Seconds(), "x-floor-mean")
+	b.ReportMetric(me.Seconds()/mf.Seconds(), "x-floor")
+	b.ReportMetric(ratios[len(ratios)/2], "median-ratio")
+	b.ReportMetric(float64(med(kafkas).Microseconds())/1000, "kafka-floor-p50-ms")
+	b.ReportMetric(float64(med(atoms).Microseconds())/1000, "atomic-p50-ms")
 }

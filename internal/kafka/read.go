@@ -101,21 +101,37 @@ feed:
 	return ctx.Err()
 }
 
-// reader takes an idle consumer or makes one. Readers are plain clients that consume one
-// partition at a time, assigned and unassigned per task, so a batch costs no new connections.
-func (s *Source) reader() (*kgo.Client, error) {
-	s.readersMu.Lock()
-	if s.closed {
-		s.readersMu.Unlock()
-		return nil, errors.New("kafka: source is closed")
-	}
-	if n := len(s.readers); n > 0 {
-		cl := s.readers[n-1]
-		s.readers = s.readers[:n-1]
-		s.readersMu.Unlock()
-		return cl, nil
-	}
-	s.readersMu.Unlock()
+// maxKeptReaders is how many partition consumers a source keeps between batches: Spark's
+// consumer cache capacity (spark.kafka.consumer.cache.capacity, 64).
+const maxKeptReaders = 64
+
+// heldTimeout is how long a reader idle between batches keeps its position and what it
+// fetched: Spark's spark.kafka.consumer.fetchedData.cache.timeout (5 minutes). An older reader
+// starts afresh, so that records fetched long ago (before the topic was deleted and created
+// again, say) are fetched again.
+const heldTimeout = 5 * time.Minute
+
+// reader is a consumer kept for one partition across batches, as Spark's executors keep a
+// KafkaConsumer and its fetched data (InternalKafkaConsumerPool, FetchedDataPool): when a
+// batch's range starts where the previous one ended, the reader goes on from its position,
+// with its fetch session, its buffered fetch and the records it took beyond the previous end
+// (held), instead of assigning, fetching and unassigning the partition every batch. Between
+// tasks its partition is paused, so an idle reader sends no fetches. Any other start, and any
+// error, starts it afresh: a reader never delivers a record outside its range.
+type reader struct {
+	cl       *kgo.Client
+	tp       logformat.TopicPartition
+	assigned bool
+	// next is where the last range ended (the next offset to deliver); valid when assigned.
+	next int64
+	// held are records taken from cl beyond the last range's end, in offset order, the first at
+	// or after next; heldLogStart is the log start offset of the fetch they came from.
+	held         []*kgo.Record
+	heldLogStart int64
+	used         time.Time
+}
+
+func (s *Source) newReaderClient() (*kgo.Client, error) {
 	opts := append(s.cfg.opts(),
 		// Out-of-range is Spark's data-loss signal: surface it instead of resetting.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
@@ -129,63 +145,210 @@ func (s *Source) reader() (*kgo.Client, error) {
 	return kgo.NewClient(opts...)
 }
 
-func (s *Source) release(cl *kgo.Client, healthy bool) {
+// acquire takes the partition's kept reader, or makes one: from a new client while fewer than
+// maxKeptReaders are kept, else from the least recently used idle reader's client.
+func (s *Source) acquire(tp logformat.TopicPartition) (*reader, error) {
 	s.readersMu.Lock()
-	if healthy && !s.closed {
-		s.readers = append(s.readers, cl)
+	if s.closed {
+		s.readersMu.Unlock()
+		return nil, errors.New("kafka: source is closed")
+	}
+	if r := s.readers[tp]; r != nil {
+		delete(s.readers, tp)
+		s.readersBusy++
+		s.readersMu.Unlock()
+		return r, nil
+	}
+	var lru *reader
+	if len(s.readers)+s.readersBusy >= maxKeptReaders {
+		for _, r := range s.readers {
+			if lru == nil || r.used.Before(lru.used) {
+				lru = r
+			}
+		}
+		if lru != nil {
+			delete(s.readers, lru.tp)
+		}
+	}
+	s.readersBusy++
+	s.readersMu.Unlock()
+	if lru != nil {
+		lru.unassign()
+		lru.tp = tp
+		return lru, nil
+	}
+	cl, err := s.newReaderClient()
+	if err != nil {
+		s.readersMu.Lock()
+		s.readersBusy--
+		s.readersMu.Unlock()
+		return nil, err
+	}
+	return &reader{cl: cl, tp: tp}, nil
+}
+
+// release keeps a healthy reader for its partition's next range, paused; an unhealthy one is
+// closed, with what it held.
+func (s *Source) release(r *reader, healthy bool) {
+	if healthy && r.assigned {
+		r.cl.PauseFetchPartitions(map[string][]int32{r.tp.Topic: {r.tp.Partition}})
+	}
+	r.used = time.Now()
+	s.readersMu.Lock()
+	s.readersBusy--
+	_, kept := s.readers[r.tp] // a concurrent Read of the same partition kept its own
+	if healthy && !kept && !s.closed {
+		s.readers[r.tp] = r
 		s.readersMu.Unlock()
 		return
 	}
 	s.readersMu.Unlock()
-	cl.Close()
+	r.cl.Close()
 }
 
 // readTask reads one range.
-func (s *Source) readTask(ctx context.Context, r OffsetRange, fn func(p logformat.TopicPartition, rows []Row) error) error {
-	cl, err := s.reader()
+func (s *Source) readTask(ctx context.Context, rg OffsetRange, fn func(p logformat.TopicPartition, rows []Row) error) error {
+	r, err := s.acquire(rg.TopicPartition)
 	if err != nil {
 		return err
 	}
-	t := &task{s: s, cl: cl, r: r, next: r.From}
+	t := &task{s: s, rd: r, r: rg, next: rg.From}
 	err = t.run(ctx, fn)
-	t.unassign()
-	s.release(cl, err == nil)
+	if err == nil {
+		r.next = t.next
+	}
+	s.release(r, err == nil)
 	return err
 }
 
 type task struct {
-	s        *Source
-	cl       *kgo.Client
-	r        OffsetRange
-	next     int64
-	assigned bool
+	s    *Source
+	rd   *reader
+	r    OffsetRange
+	next int64
 }
 
-func (t *task) assign(at int64) {
-	t.unassign()
-	t.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{t.r.Topic: {t.r.Partition: kgo.NewOffset().At(at)}})
-	t.assigned = true
+// assign (re)starts the reader at offset at, dropping what it held.
+func (rd *reader) assign(at int64) {
+	rd.unassign()
+	rd.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{rd.tp.Topic: {rd.tp.Partition: kgo.NewOffset().At(at)}})
+	rd.assigned = true
+	rd.next = at
 }
 
-func (t *task) unassign() {
-	if t.assigned {
-		t.cl.RemoveConsumePartitions(map[string][]int32{t.r.Topic: {t.r.Partition}})
-		t.assigned = false
+func (rd *reader) unassign() {
+	rd.held = nil
+	if rd.assigned {
+		tps := map[string][]int32{rd.tp.Topic: {rd.tp.Partition}}
+		rd.cl.RemoveConsumePartitions(tps)
+		rd.cl.ResumeFetchPartitions(tps)
+		rd.assigned = false
 	}
 }
 
+// start makes the reader deliver from t.next: it goes on where the previous range ended, or is
+// assigned afresh.
+func (t *task) start() {
+	rd := t.rd
+	if rd.assigned && rd.next == t.next && time.Since(rd.used) < heldTimeout {
+		rd.cl.ResumeFetchPartitions(map[string][]int32{rd.tp.Topic: {rd.tp.Partition}})
+		return
+	}
+	rd.assign(t.next)
+}
+
 func (t *task) run(ctx context.Context, fn func(p logformat.TopicPartition, rows []Row) error) error {
-	s, tp := t.s, t.r.TopicPartition
-	t.assign(t.next)
+	s, tp, rd := t.s, t.r.TopicPartition, t.rd
+	t.start()
 	// Sized for a whole poll of the range (PollRecords returns at most 10,000 records), so that
 	// the buffer, reused across polls, does not grow through eight re-allocations first.
 	rows := make([]Row, 0, min(10_000, max(0, t.r.Until-t.next)))
 	includeHeaders := s.o.IncludeHeaders
 	lastProgress := time.Now()
 	pollWait := min(time.Second, max(s.o.PollTimeout, 10*time.Millisecond))
-	for t.next < t.r.Until {
+	// take delivers the records of one fetch of the partition that belong to the range, and
+	// holds those beyond its end for the next range.
+	var (
+		done     bool
+		gapErr   error
+		hold     []*kgo.Record
+		holdFrom int64
+	)
+	take := func(recs []*kgo.Record, logStart int64) (progressed bool) {
+		for i, rec := range recs {
+			if done {
+				hold = append(hold, recs[i:]...)
+				holdFrom = logStart
+				return progressed
+			}
+			if gapErr != nil {
+				return progressed
+			}
+			if rec.Offset < t.next {
+				continue // a batch can start before the requested offset
+			}
+			if rec.Offset > t.next && logStart > t.next {
+				// Below the log start: aged out or deleted, not merely invisible (compacted,
+				// aborted), which Spark tells apart the same way.
+				if s.o.FailOnDataLoss {
+					msg := fmt.Sprintf("Cannot fetch records in [%d, %d)", t.next, rec.Offset)
+					gapErr = &DataLossError{Kind: LossMissingRecords, Message: executorMessage(msg, s.groupID, tp, true), Partitions: []logformat.TopicPartition{tp}}
+					return progressed
+				}
+				s.warn(executorMessage(fmt.Sprintf("Skip missing records in [%d, %d)", t.next, min(rec.Offset, t.r.Until)), s.groupID, tp, false))
+			}
+			if rec.Offset >= t.r.Until {
+				t.next = t.r.Until
+				done = true
+				hold = append(hold, recs[i:]...)
+				holdFrom = logStart
+				return progressed
+			}
+			t.next = rec.Offset + 1
+			progressed = true
+			if rec.Attrs.IsControl() {
+				continue
+			}
+			row := Row{
+				Key: rec.Key, Value: rec.Value, Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+				Timestamp: rec.Timestamp, TimestampType: int32(rec.Attrs.TimestampType()),
+			}
+			if includeHeaders && len(rec.Headers) > 0 {
+				row.Headers = make([]Header, len(rec.Headers))
+				for i, h := range rec.Headers {
+					row.Headers[i] = Header{Key: h.Key, Value: h.Value}
+				}
+			}
+			rows = append(rows, row)
+		}
+		if t.next >= t.r.Until {
+			done = true
+		}
+		return progressed
+	}
+	// flush hands the rows taken so far to fn.
+	flush := func() error {
+		if len(rows) > 0 {
+			if err := fn(tp, rows); err != nil {
+				return err
+			}
+			rows = rows[:0]
+		}
+		if gapErr != nil {
+			return gapErr
+		}
+		return nil
+	}
+	if held := rd.held; len(held) > 0 {
+		rd.held = nil
+		take(held, rd.heldLogStart)
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	for !done && t.next < t.r.Until {
 		pctx, pcancel := context.WithTimeout(ctx, pollWait)
-		fetches := t.cl.PollRecords(pctx, 10_000)
+		fetches := rd.cl.PollRecords(pctx, 10_000)
 		pcancel()
 		if err := ctx.Err(); err != nil {
 			return err
@@ -208,57 +371,16 @@ func (t *task) run(ctx context.Context, fn func(p logformat.TopicPartition, rows
 			return fetchErr
 		}
 		progressed := false
-		done := false
-		var gapErr error
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			if done || gapErr != nil || fp.Topic != tp.Topic || fp.Partition != tp.Partition {
+			if fp.Topic != tp.Topic || fp.Partition != tp.Partition {
 				return
 			}
-			for _, rec := range fp.Records {
-				if rec.Offset < t.next {
-					continue // a batch can start before the requested offset
-				}
-				if rec.Offset > t.next && fp.LogStartOffset > t.next {
-					// Below the log start: aged out or deleted, not merely invisible (compacted,
-					// aborted), which Spark tells apart the same way.
-					if s.o.FailOnDataLoss {
-						msg := fmt.Sprintf("Cannot fetch records in [%d, %d)", t.next, rec.Offset)
-						gapErr = &DataLossError{Kind: LossMissingRecords, Message: executorMessage(msg, s.groupID, tp, true), Partitions: []logformat.TopicPartition{tp}}
-						return
-					}
-					s.warn(executorMessage(fmt.Sprintf("Skip missing records in [%d, %d)", t.next, min(rec.Offset, t.r.Until)), s.groupID, tp, false))
-				}
-				if rec.Offset >= t.r.Until {
-					t.next = t.r.Until
-					done = true
-					return
-				}
-				t.next = rec.Offset + 1
+			if take(fp.Records, fp.LogStartOffset) {
 				progressed = true
-				if rec.Attrs.IsControl() {
-					continue
-				}
-				row := Row{
-					Key: rec.Key, Value: rec.Value, Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
-					Timestamp: rec.Timestamp, TimestampType: int32(rec.Attrs.TimestampType()),
-				}
-				if includeHeaders && len(rec.Headers) > 0 {
-					row.Headers = make([]Header, len(rec.Headers))
-					for i, h := range rec.Headers {
-						row.Headers[i] = Header{Key: h.Key, Value: h.Value}
-					}
-				}
-				rows = append(rows, row)
 			}
 		})
-		if len(rows) > 0 {
-			if err := fn(tp, rows); err != nil {
-				return err
-			}
-			rows = rows[:0]
-		}
-		if gapErr != nil {
-			return gapErr
+		if err := flush(); err != nil {
+			return err
 		}
 		if progressed || done {
 			lastProgress = time.Now()
@@ -283,6 +405,8 @@ func (t *task) run(ctx context.Context, fn func(p logformat.TopicPartition, rows
 		}
 		lastProgress = time.Now()
 	}
+	// Every record the client returned past t.next is in hold, so the reader goes on at t.next.
+	rd.held, rd.heldLogStart = hold, holdFrom
 	return nil
 }
 
@@ -320,6 +444,8 @@ func (t *task) outOfRange(ctx context.Context) error {
 	case t.next >= latest || earliest >= t.r.Until:
 		s.warn(dataloss.Skipped(rangeText, t.next, t.r.Until, additional))
 		t.next = t.r.Until
+		// The client still stands where the records were lost, not where the range ends.
+		t.rd.unassign()
 		return nil
 	case t.next >= earliest:
 		s.warn(dataloss.Disappeared(t.next, additional))
@@ -327,6 +453,6 @@ func (t *task) outOfRange(ctx context.Context) error {
 		s.warn(dataloss.Skipped(rangeText, t.next, earliest, additional))
 		t.next = earliest
 	}
-	t.assign(t.next)
+	t.rd.assign(t.next)
 	return nil
 }

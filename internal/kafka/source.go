@@ -64,9 +64,10 @@ type Source struct {
 	availableNow      bool
 	availableNowEnd   map[logformat.TopicPartition]int64
 
-	readersMu sync.Mutex
-	readers   []*kgo.Client // idle consumers for Read, reused across batches
-	closed    bool
+	readersMu   sync.Mutex
+	readers     map[logformat.TopicPartition]*reader // idle consumers for Read, kept across batches
+	readersBusy int                                  // readers taken by running tasks
+	closed      bool
 }
 
 // NewSource connects to the cluster (lazily: the first request dials) and returns the source.
@@ -86,7 +87,7 @@ func NewSource(ctx context.Context, o *SourceOptions, clock Clock) (*Source, err
 	if err != nil {
 		return nil, fmt.Errorf("kafka: client: %w", err)
 	}
-	s := &Source{o: o, cfg: cfg, clock: clock, cl: cl}
+	s := &Source{o: o, cfg: cfg, clock: clock, cl: cl, readers: map[logformat.TopicPartition]*reader{}}
 	s.groupID = o.GroupID
 	if s.groupID == "" {
 		// Spark: "<groupIdPrefix>-<random UUID>-<metadataPath.hashCode>", "-executor" on executors.
@@ -109,7 +110,7 @@ func (s *Source) Close() {
 	s.readers = nil
 	s.readersMu.Unlock()
 	for _, r := range readers {
-		r.Close()
+		r.cl.Close()
 	}
 	s.cl.Close()
 }
