@@ -145,9 +145,16 @@ func (s *Source) newReaderClient() (*kgo.Client, error) {
 	return kgo.NewClient(opts...)
 }
 
-// acquire takes the partition's kept reader, or makes one: from a new client while fewer than
-// maxKeptReaders are kept, else from the least recently used idle reader's client.
-func (s *Source) acquire(tp logformat.TopicPartition) (*reader, error) {
+// largeRange is the size from which a range takes an idle reader of another partition rather
+// than a new client: a whole poll (PollRecords takes up to 10,000 records) or more, next to
+// which a fresh assignment costs little, while every client more is one more connection
+// fetching beside the others on the same CPUs.
+const largeRange = 10_000
+
+// acquire takes the partition's kept reader, or makes one: for a large range from the least
+// recently used idle reader, else from a new client while fewer than maxKeptReaders are kept,
+// else again from the least recently used idle reader's client.
+func (s *Source) acquire(tp logformat.TopicPartition, size int64) (*reader, error) {
 	s.readersMu.Lock()
 	if s.closed {
 		s.readersMu.Unlock()
@@ -160,7 +167,7 @@ func (s *Source) acquire(tp logformat.TopicPartition) (*reader, error) {
 		return r, nil
 	}
 	var lru *reader
-	if len(s.readers)+s.readersBusy >= maxKeptReaders {
+	if size >= largeRange || len(s.readers)+s.readersBusy >= maxKeptReaders {
 		for _, r := range s.readers {
 			if lru == nil || r.used.Before(lru.used) {
 				lru = r
@@ -208,7 +215,7 @@ func (s *Source) release(r *reader, healthy bool) {
 
 // readTask reads one range.
 func (s *Source) readTask(ctx context.Context, rg OffsetRange, fn func(p logformat.TopicPartition, rows []Row) error) error {
-	r, err := s.acquire(rg.TopicPartition)
+	r, err := s.acquire(rg.TopicPartition, rg.Size())
 	if err != nil {
 		return err
 	}
