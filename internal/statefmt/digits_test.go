@@ -81,3 +81,16 @@ func TestAppendTimestampEqualsTime(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendTimestampNTZEqualsTime(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	vals := []int64{0, -1, 999, math.MaxInt64, math.MinInt64, minCivilDay*86_400_000_000 - 1}
+	for range 10_000 {
+		vals = append(vals, r.Int64N(400*365*86_400_000_000)-100*365*86_400_000_000, r.Int64())
+	}
+	for _, v := range vals {
+		if got, want := string(appendTimestampNTZ(nil, TimestampNTZ(v), false)), TimestampNTZ(v).String(); got != want {
+			t.Fatalf("timestamp_ntz %d: %q, want %q", v, got, want)
+		}
+	}
+}

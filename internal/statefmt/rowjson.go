@@ -29,6 +29,7 @@ const (
 	kindDate
 	kindLong
 	kindTimestamp
+	kindTimestampNTZ
 	kindFloat
 	kindDouble
 	kindNull
@@ -38,7 +39,7 @@ const (
 )
 
 var kindByName = map[string]int{"boolean": kindBoolean, "byte": kindByte, "short": kindShort, "integer": kindInteger,
-	"date": kindDate, "long": kindLong, "timestamp": kindTimestamp, "timestamp_ntz": kindTimestamp, "float": kindFloat,
+	"date": kindDate, "long": kindLong, "timestamp": kindTimestamp, "timestamp_ntz": kindTimestampNTZ, "float": kindFloat,
 	"double": kindDouble, "null": kindNull, "string": kindString, "decimal": kindDecimal, "struct": kindStruct}
 
 // fieldPlan is one field of a struct as AppendRowJSON renders it: its `"name":` prefix
@@ -121,6 +122,8 @@ func appendSlotJSON(dst, b []byte, base, size, at int, t *Type, kind int) ([]byt
 		return appendDate(append(dst, '"'), Date(int32(binary.LittleEndian.Uint32(w))), true), nil
 	case kindTimestamp:
 		return appendTimestamp(append(dst, '"'), Timestamp(int64(binary.LittleEndian.Uint64(w))), true), nil
+	case kindTimestampNTZ:
+		return appendTimestampNTZ(append(dst, '"'), TimestampNTZ(int64(binary.LittleEndian.Uint64(w))), true), nil
 	case kindFloat:
 		return appendFloat(dst, float64(math.Float32frombits(binary.LittleEndian.Uint32(w))), 32), nil
 	case kindDouble:
@@ -225,7 +228,17 @@ func appendDate(dst []byte, v Date, quoted bool) []byte {
 
 // appendTimestamp appends the timestamp as Timestamp.String does (UTC, milliseconds).
 func appendTimestamp(dst []byte, v Timestamp, quoted bool) []byte {
-	us := int64(v)
+	return appendMicros(dst, int64(v), true, quoted)
+}
+
+// appendTimestampNTZ appends the timestamp as TimestampNTZ.String does (no zone).
+func appendTimestampNTZ(dst []byte, v TimestampNTZ, quoted bool) []byte {
+	return appendMicros(dst, int64(v), false, quoted)
+}
+
+// appendMicros renders microseconds since the epoch as yyyy-MM-dd'T'HH:mm:ss.SSS, then "Z"
+// when zoned (the session time zone, UTC).
+func appendMicros(dst []byte, us int64, zoned, quoted bool) []byte {
 	sec := us / 1e6
 	rem := us % 1e6
 	if rem < 0 {
@@ -240,12 +253,20 @@ func appendTimestamp(dst []byte, v Timestamp, quoted bool) []byte {
 	}
 	out, ok := appendYMD(dst, days)
 	if !ok {
-		out = append(dst, v.String()...)
+		if zoned {
+			out = append(dst, Timestamp(us).String()...)
+		} else {
+			out = append(dst, TimestampNTZ(us).String()...)
+		}
 	} else {
 		// One append, then the digits in place.
 		n := len(out)
-		out = append(out, "T00:00:00.000Z"...)
-		b := out[n : n+14]
+		if zoned {
+			out = append(out, "T00:00:00.000Z"...)
+		} else {
+			out = append(out, "T00:00:00.000"...)
+		}
+		b := out[n : n+13]
 		h, mi, s, ms := sod/3600, sod/60%60, sod%60, rem/1000
 		b[1], b[2] = byte('0'+h/10), byte('0'+h%10)
 		b[4], b[5] = byte('0'+mi/10), byte('0'+mi%10)

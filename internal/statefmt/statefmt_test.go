@@ -343,3 +343,33 @@ func TestAppendFloatIntegral(t *testing.T) {
 		}
 	}
 }
+
+// Spark's JSON writer renders timestamp_ntz without a zone (timestampNTZFormatInWrite,
+// yyyy-MM-dd'T'HH:mm:ss[.SSS]) and timestamp with the session zone's offset (UTC: "Z").
+func TestTimestampNTZHasNoZone(t *testing.T) {
+	schema := Struct(
+		Field{Name: "ntz", Type: &Type{Name: "timestamp_ntz"}},
+		Field{Name: "ltz", Type: &Type{Name: "timestamp"}},
+	)
+	w := newRow(2)
+	w.long(0, 1700000000000000)
+	w.long(1, 1700000000000000)
+	want := `{"ntz":"2023-11-14T22:13:20.000","ltz":"2023-11-14T22:13:20.000Z"}`
+	got, err := AppendRowJSON(nil, w.bytes(), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Errorf("AppendRowJSON: got %s, want %s", got, want)
+	}
+	o, err := DecodeRow(w.bytes(), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(AppendJSON(nil, o)); got != want {
+		t.Errorf("AppendJSON: got %s, want %s", got, want)
+	}
+	if got := Text(o.Values[0]); got != "2023-11-14T22:13:20.000" {
+		t.Errorf("Text: %s", got)
+	}
+}

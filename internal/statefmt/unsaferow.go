@@ -30,8 +30,12 @@ type Map struct {
 // Date is days since 1970-01-01.
 type Date int32
 
-// Timestamp is microseconds since the epoch, UTC (timestamp and timestamp_ntz).
+// Timestamp is microseconds since the epoch, UTC (timestamp).
 type Timestamp int64
+
+// TimestampNTZ is a timestamp without time zone (timestamp_ntz): microseconds since
+// 1970-01-01T00:00:00 local time, rendered without a zone.
+type TimestampNTZ int64
 
 // Decimal is an unscaled integer and a scale.
 type Decimal struct {
@@ -54,6 +58,18 @@ func (t Timestamp) String() string {
 		us += 1e6
 	}
 	return time.Unix(sec, us*1000).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// String renders the timestamp the way Spark's JSON writer does for timestamp_ntz
+// (JSONOptions.timestampNTZFormatInWrite, yyyy-MM-dd'T'HH:mm:ss[.SSS]): no zone.
+func (t TimestampNTZ) String() string {
+	sec := int64(t) / 1e6
+	us := int64(t) % 1e6
+	if us < 0 {
+		sec--
+		us += 1e6
+	}
+	return time.Unix(sec, us*1000).UTC().Format("2006-01-02T15:04:05.000")
 }
 
 // String renders the decimal with its scale ("12.30").
@@ -134,8 +150,10 @@ func decodeSlot(b []byte, base, size, at int, t *Type) (any, error) {
 		return Date(int32(binary.LittleEndian.Uint32(w))), nil
 	case "long":
 		return int64(binary.LittleEndian.Uint64(w)), nil
-	case "timestamp", "timestamp_ntz":
+	case "timestamp":
 		return Timestamp(int64(binary.LittleEndian.Uint64(w))), nil
+	case "timestamp_ntz":
+		return TimestampNTZ(int64(binary.LittleEndian.Uint64(w))), nil
 	case "float":
 		return math.Float32frombits(binary.LittleEndian.Uint32(w)), nil
 	case "double":
@@ -272,6 +290,8 @@ func AppendJSON(dst []byte, v any) []byte {
 		return appendDate(append(dst, '"'), x, true)
 	case Timestamp:
 		return appendTimestamp(append(dst, '"'), x, true)
+	case TimestampNTZ:
+		return appendTimestampNTZ(append(dst, '"'), x, true)
 	case Decimal:
 		return append(dst, x.String()...)
 	case *Object:
@@ -341,6 +361,8 @@ func Text(v any) string {
 	case Date:
 		return x.String()
 	case Timestamp:
+		return x.String()
+	case TimestampNTZ:
 		return x.String()
 	case Decimal:
 		return x.String()
