@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,9 +41,19 @@ type entry struct {
 	value string
 }
 
+// readAll reads the table in data with Open, and checks that OpenReaderAt (a block at a time)
+// reads the same entries and fails with the same error.
 func readAll(t *testing.T, name string, data []byte) (*Table, []entry, error) {
 	t.Helper()
-	tb, err := Open(name, data, Options{Decompress: decompress})
+	tb, out, err := readTable(Open(name, data, Options{Decompress: decompress}))
+	_, out2, err2 := readTable(OpenReaderAt(name, bytes.NewReader(data), int64(len(data)), Options{Decompress: decompress}))
+	if fmt.Sprint(err) != fmt.Sprint(err2) || !slices.Equal(out, out2) {
+		t.Errorf("%s: OpenReaderAt read %d entries (error %v), Open %d (error %v)", name, len(out2), err2, len(out), err)
+	}
+	return tb, out, err
+}
+
+func readTable(tb *Table, err error) (*Table, []entry, error) {
 	if err != nil {
 		return nil, nil, err
 	}

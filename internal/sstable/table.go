@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"strconv"
 )
 
@@ -42,7 +43,8 @@ const (
 	IndexBinarySearchWithFirst = 3
 )
 
-// Table is one SST file held in memory.
+// Table is one SST file: held in memory (Open) or read a block at a time (OpenReaderAt).
+// A Table is not safe for concurrent use.
 type Table struct {
 	// File is the name errors give.
 	File       string
@@ -51,18 +53,62 @@ type Table struct {
 	// MetaBlocks are the metaindex's entries: meta block name → handle.
 	MetaBlocks map[string]Handle
 	data       []byte
-	opts       Options
+	// r and size stand for data when the table is read a block at a time; scratch holds the
+	// last compressed block read from r.
+	r       io.ReaderAt
+	size    int64
+	scratch []byte
+	opts    Options
 }
 
 // Open parses the footer, the metaindex and the properties of the table in data. The table
 // keeps data (its blocks are read from it as the iterator goes).
 func Open(file string, data []byte, opts Options) (*Table, error) {
-	tail := data[max(0, len(data)-FooterLen):]
-	f, err := ParseFooter(file, tail, int64(len(data)))
+	return open(&Table{File: file, data: data, size: int64(len(data)), opts: opts, MetaBlocks: map[string]Handle{}})
+}
+
+// OpenReaderAt is Open for a table of size bytes read from r a block at a time, as the
+// iterator goes: memory holds the index and one data block, not the file (an SST file of a
+// large state partition is 64 MiB or more, and a version is many of them).
+func OpenReaderAt(file string, r io.ReaderAt, size int64, opts Options) (*Table, error) {
+	return open(&Table{File: file, r: r, size: size, opts: opts, MetaBlocks: map[string]Handle{}})
+}
+
+// readAt returns n bytes at off: a slice of data, or read from r into buf (or a new slice
+// when buf is nil).
+func (t *Table) readAt(off int64, n int, buf *[]byte) ([]byte, error) {
+	if t.r == nil {
+		return t.data[off : off+int64(n)], nil
+	}
+	var b []byte
+	if buf != nil && cap(*buf) >= n {
+		b = (*buf)[:n]
+	} else {
+		b = make([]byte, n)
+		if buf != nil {
+			*buf = b
+		}
+	}
+	if _, err := t.r.ReadAt(b, off); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, &Error{File: t.File, Offset: off, Block: "file", Expected: fmt.Sprintf("%d bytes at offset %d", n, off), Err: err}
+	}
+	return b, nil
+}
+
+func open(t *Table) (*Table, error) {
+	file := t.File
+	tail, err := t.readAt(max(0, t.size-FooterLen), int(min(t.size, FooterLen)), nil)
 	if err != nil {
 		return nil, err
 	}
-	t := &Table{File: file, Footer: f, data: data, opts: opts, MetaBlocks: map[string]Handle{}}
+	f, err := ParseFooter(file, tail, t.size)
+	if err != nil {
+		return nil, err
+	}
+	t.Footer = f
 	meta, err := t.block(f.MetaIndex, "metaindex block", nil)
 	if err != nil {
 		return nil, err
@@ -171,12 +217,27 @@ func (t *Table) readProperties(h Handle) error {
 // block returns the uncompressed contents of the block at h, checking its trailer; *buf (when
 // buf is not nil) holds a decompressed block, reused when large enough.
 func (t *Table) block(h Handle, name string, buf *[]byte) ([]byte, error) {
-	end := uint64(len(t.data) - t.Footer.Len)
+	end := uint64(t.size - int64(t.Footer.Len))
 	if h.Offset > end || h.Size > end-h.Offset || end-h.Offset-h.Size < trailerLen {
-		return nil, errf(t.File, int64(h.Offset), name, "a block within the file", "size %d at offset %d of a %d-byte file", h.Size, h.Offset, len(t.data))
+		return nil, errf(t.File, int64(h.Offset), name, "a block within the file", "size %d at offset %d of a %d-byte file", h.Size, h.Offset, t.size)
 	}
-	raw := t.data[h.Offset : h.Offset+h.Size]
-	trailer := t.data[h.Offset+h.Size : h.Offset+h.Size+trailerLen]
+	// An uncompressed block read from r is returned as read: it gets its own slice, so that
+	// a later read does not overwrite it (the index block lives as long as the iterator).
+	var scratch *[]byte
+	if t.r != nil {
+		b, err := t.readAt(int64(h.Offset+h.Size), trailerLen, &t.scratch)
+		if err != nil {
+			return nil, err
+		}
+		if Compression(b[0]) != NoCompression {
+			scratch = &t.scratch
+		}
+	}
+	whole, err := t.readAt(int64(h.Offset), int(h.Size)+trailerLen, scratch)
+	if err != nil {
+		return nil, err
+	}
+	raw, trailer := whole[:h.Size:h.Size], whole[h.Size:]
 	typ := Compression(trailer[0])
 	if err := t.verify(h, name, raw, trailer); err != nil {
 		return nil, err

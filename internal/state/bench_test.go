@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -326,6 +327,57 @@ func benchRead(b *testing.B, dir string, want int64) {
 // least 1M rows per CPU second.
 func BenchmarkReadBinary1GB(b *testing.B) {
 	dir, want := benchStateDir(b)
+	benchBinary(b, dir, want)
+}
+
+// BenchmarkReadBinarySST runs the binary as BenchmarkReadBinary1GB does on version 5 of a
+// RocksDB partition held only in SST files (CKPT_BENCH_SST_ROWS rows, default 3,000,000):
+// the SST files are read a block at a time, so RSS does not grow with them.
+func BenchmarkReadBinarySST(b *testing.B) {
+	n := int64(3_000_000)
+	if v, err := strconv.ParseInt(os.Getenv("CKPT_BENCH_SST_ROWS"), 10, 64); err == nil && v > 0 {
+		n = v
+	}
+	// Written by a child process: the SST writer holds the table in memory, and a child
+	// started by this process would report this process's peak RSS as its own (Linux keeps
+	// the high-water mark of the address space the child shares until exec).
+	root := b.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWriteBenchSSTChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "CKPT_BENCH_SST_OUT="+root, "CKPT_BENCH_SST_ROWS="+strconv.FormatInt(n, 10))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("writing the SST files: %v: %s", err, out)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "rows"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	want, err := strconv.ParseInt(string(data), 10, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchBinary(b, root, want)
+}
+
+// TestWriteBenchSSTChild is BenchmarkReadBinarySST's writer, run in a child process; it does
+// nothing in a normal test run.
+func TestWriteBenchSSTChild(t *testing.T) {
+	out := os.Getenv("CKPT_BENCH_SST_OUT")
+	n, err := strconv.ParseInt(os.Getenv("CKPT_BENCH_SST_ROWS"), 10, 64)
+	if out == "" || err != nil {
+		t.Skip("run by BenchmarkReadBinarySST")
+	}
+	rows, err := writeBenchSST(filepath.Join(out, "checkpoint"), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "rows"), []byte(strconv.FormatInt(rows, 10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// benchBinary runs `ckpt state read DIR/checkpoint --operator 0 --partition 0 -o json` and
+// reports the child's peak RSS and rows per CPU second.
+func benchBinary(b *testing.B, dir string, want int64) {
 	bin := ckptBinary(b)
 	var maxRSS int64
 	var cpu time.Duration

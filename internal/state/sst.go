@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 
 	"github.com/ckpt-dev/ckpt/internal/sstable"
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
@@ -69,11 +72,12 @@ func (r *Reader) sstRows(ctx context.Context, p *Partition, zip File, fn func(ke
 	its := make([]*sstable.Iter, 0, len(cp.SSTFiles))
 	for _, f := range cp.SSTFiles {
 		path := p.Dir + "/SSTs/" + f.DFSName()
-		b, err := r.st.ReadFile(ctx, path)
+		ra, size, closeFn, err := r.openAt(ctx, path)
 		if err != nil {
 			return fmt.Errorf("%s lists %s: %w", zip.Path, path, err)
 		}
-		t, err := OpenSST(path, b)
+		defer closeFn()
+		t, err := sstable.OpenReaderAt(path, ra, size, sstable.Options{Decompress: sstDecompress})
 		if err != nil {
 			return err
 		}
@@ -101,6 +105,36 @@ func (r *Reader) sstRows(ctx context.Context, p *Partition, zip File, fn func(ke
 		}
 		return nil
 	})
+}
+
+// openAt opens path for reads at offsets: the store's own file where it is one (local disk),
+// else a copy in a temporary file, removed by closeFn. Either way the SST files are read a
+// block at a time, not held in memory.
+func (r *Reader) openAt(ctx context.Context, path string) (ra io.ReaderAt, size int64, closeFn func(), err error) {
+	rc, err := r.st.Open(ctx, path)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if f, ok := rc.(interface {
+		io.ReaderAt
+		Stat() (fs.FileInfo, error)
+	}); ok {
+		if fi, err := f.Stat(); err == nil {
+			return f, fi.Size(), func() { rc.Close() }, nil
+		}
+	}
+	defer rc.Close()
+	tmp, err := os.CreateTemp("", "ckpt-sst-*")
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("a temporary copy of %s: %w", path, err)
+	}
+	done := func() { tmp.Close(); os.Remove(tmp.Name()) }
+	n, err := io.Copy(tmp, rc)
+	if err != nil {
+		done()
+		return nil, 0, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return tmp, n, done, nil
 }
 
 // mergeSSTs merges iterators positioned on their first entry: each user key once, from the

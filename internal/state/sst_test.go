@@ -2,10 +2,16 @@ package state
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/storage"
 
 	"github.com/ckpt-dev/ckpt/internal/sstable"
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
@@ -99,5 +105,70 @@ func TestReadCorruptSST(t *testing.T) {
 				t.Fatalf("got %v, want an error naming %s with %q", err, sst, c.want)
 			}
 		})
+	}
+}
+
+// noWholeSST is a store that refuses to read an SST file whole (ReadFile) and, when plain is
+// set, opens files as bare streams (no io.ReaderAt), as remote stores do.
+type noWholeSST struct {
+	storage.Store
+	plain bool
+}
+
+func (s noWholeSST) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	if strings.HasSuffix(path, ".sst") {
+		return nil, fmt.Errorf("%s read whole", path)
+	}
+	return s.Store.ReadFile(ctx, path)
+}
+
+func (s noWholeSST) Open(ctx context.Context, path string) (io.ReadCloser, error) {
+	rc, err := s.Store.Open(ctx, path)
+	if err != nil || !s.plain {
+		return rc, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{rc, rc}, nil
+}
+
+// TestSSTRowsStreamed: a RocksDB version is read from its SST files a block at a time (the
+// local file, or a temporary copy of a store's stream), never read whole into memory, with
+// the same rows. Failed before SST files were opened with sstable.OpenReaderAt.
+func TestSSTRowsStreamed(t *testing.T) {
+	ctx := context.Background()
+	dir := "../../testdata/spark-state/4.1.4/agg-rocksdb"
+	cp, l := openFixture(t, dir)
+	read := func(st storage.Store) []string {
+		cp2, err := checkpoint.Load(ctx, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewReader(ctx, cp2, l, ReadOptions{Operator: 0, Partition: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		if err := r.Each(ctx, func(row *Row) error { rows = append(rows, string(row.AppendJSON(nil))); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(rows)
+		return rows
+	}
+	want := readLines(t, filepath.Join(dir, "oracle", "0-default.jsonl"))
+	for _, plain := range []bool{false, true} {
+		got := read(noWholeSST{Store: cp.Store, plain: plain})
+		norm := func(ls []string) []string {
+			out := make([]string, len(ls))
+			for i, x := range ls {
+				out[i] = normalize(t, []byte(x))
+			}
+			slices.Sort(out)
+			return out
+		}
+		if g, w := norm(got), norm(want); len(g) == 0 || !slices.Equal(g, w) {
+			t.Errorf("plain=%v: %d rows, not Spark's reader's %d", plain, len(g), len(w))
+		}
 	}
 }
