@@ -284,6 +284,13 @@ public class Restart {
         throw new IllegalArgumentException("unknown trigger " + c.trigger + ": want availableNow, once or processingTime=MS");
       }
 
+      // What the logs hold before the run: a batch that runs and then fails before Spark reports its
+      // progress (at the commit, or SPARK-55271 after it) is found afterwards by what it wrote.
+      File commitsDir = new File(c.checkpoint, "commits");
+      File sinkLogDir = c.sink.equals("file") ? new File(c.output, "_spark_metadata") : null;
+      Map<String, String> commitsBefore = snapshot(commitsDir);
+      Map<String, String> sinkBefore = snapshot(sinkLogDir);
+
       StreamingQuery q = null;
       Throwable failure = null;
       try {
@@ -331,6 +338,7 @@ public class Restart {
             so.put("numInputRows", s.numInputRows());
           }
         }
+        if (failure != null) addUnreported(batches, c, commitsDir, commitsBefore, sinkLogDir, sinkBefore);
       }
       if (c.countOutput && c.sink.equals("file")) {
         // spark.read of a file sink's output lists files through _spark_metadata.
@@ -344,6 +352,111 @@ public class Restart {
       for (StreamingQuery a : spark.streams().active()) a.stop();
     }
     return res;
+  }
+
+  /** Each batch file of dir (numeric names) with its size, modification time and content. */
+  static Map<String, String> snapshot(File dir) {
+    Map<String, String> m = new LinkedHashMap<>();
+    File[] files = dir == null ? null : dir.listFiles();
+    if (files == null) return m;
+    for (File f : files) {
+      if (!f.isFile() || !f.getName().matches("-?[0-9]+")) continue;
+      try {
+        m.put(f.getName(), f.length() + ":" + f.lastModified() + ":" + new String(Files.readAllBytes(f.toPath()), StandardCharsets.UTF_8));
+      } catch (Exception e) {
+        m.put(f.getName(), "unreadable");
+      }
+    }
+    return m;
+  }
+
+  /** The ids whose file in dir the run wrote (new or changed since before). */
+  static TreeSet<Long> written(File dir, Map<String, String> before) {
+    TreeSet<Long> ids = new TreeSet<>();
+    for (Map.Entry<String, String> e : snapshot(dir).entrySet()) {
+      if (!e.getValue().equals(before.get(e.getKey()))) ids.add(Long.parseLong(e.getKey()));
+    }
+    return ids;
+  }
+
+  /**
+   * Adds the batches the failed run executed without a progress event: those whose commit or file
+   * sink log entry the run wrote. Spark reports progress only after the commit (finishTrigger), so
+   * a batch that fails at its commit (the commit file is there already) or after it (SPARK-55271)
+   * is missing from recentProgress although its output was written. Offsets come from the offsets
+   * log (end: offsets/N; start: the nearest lower offsets file, none for batch 0, as the progress
+   * of batch 0 reports none); rows from the data files the sink log lists, absent without one.
+   */
+  static void addUnreported(ArrayNode batches, Case c, File commitsDir, Map<String, String> commitsBefore,
+      File sinkLogDir, Map<String, String> sinkBefore) {
+    TreeSet<Long> reported = new TreeSet<>();
+    for (JsonNode b : batches) reported.add(b.get("id").asLong());
+    TreeSet<Long> commits = written(commitsDir, commitsBefore);
+    TreeSet<Long> sink = written(sinkLogDir, sinkBefore);
+    TreeSet<Long> ids = new TreeSet<>(commits);
+    ids.addAll(sink);
+    ids.removeAll(reported);
+    File offsetsDir = new File(c.checkpoint, "offsets");
+    TreeSet<Long> offsetIds = new TreeSet<>();
+    File[] files = offsetsDir.listFiles();
+    if (files != null) {
+      for (File f : files) {
+        if (f.isFile() && f.getName().matches("-?[0-9]+")) offsetIds.add(Long.parseLong(f.getName()));
+      }
+    }
+    for (long id : ids) {
+      ObjectNode b = batches.addObject();
+      b.put("id", id);
+      b.put("recordedFrom", "checkpoint");
+      b.put("commitWritten", commits.contains(id));
+      b.put("sinkLogWritten", sink.contains(id));
+      List<String> end = sourceLines(new File(offsetsDir, Long.toString(id)));
+      Long prev = id == Long.MIN_VALUE ? null : offsetIds.lower(id);
+      List<String> start = prev == null || id == 0 ? null : sourceLines(new File(offsetsDir, Long.toString(prev)));
+      Long rows = sink.contains(id) ? sinkRows(new File(sinkLogDir, Long.toString(id))) : null;
+      ArrayNode srcs = b.putArray("sources");
+      for (int i = 0; i < end.size(); i++) {
+        ObjectNode so = srcs.addObject();
+        so.set("startOffset", start == null || i >= start.size() ? M.nullNode() : jsonOf(start.get(i)));
+        so.set("endOffset", jsonOf(end.get(i)));
+        if (rows != null && end.size() == 1) so.put("numInputRows", rows);
+      }
+    }
+    // Keep the batches in id order (the progress events come first, and are in order).
+    List<JsonNode> all = new ArrayList<>();
+    batches.forEach(all::add);
+    all.sort((x, y) -> Long.compare(x.get("id").asLong(), y.get("id").asLong()));
+    batches.removeAll();
+    all.forEach(batches::add);
+  }
+
+  /** The source lines of an offsets file (after the version and metadata lines). */
+  static List<String> sourceLines(File f) {
+    try {
+      List<String> lines = Files.readAllLines(f.toPath(), StandardCharsets.UTF_8);
+      return lines.size() > 2 ? lines.subList(2, lines.size()) : new ArrayList<>();
+    } catch (Exception e) {
+      return new ArrayList<>();
+    }
+  }
+
+  /** The rows of the data files a file sink log entry lists (one JSON line per row), or null. */
+  static Long sinkRows(File entry) {
+    try {
+      List<String> lines = Files.readAllLines(entry.toPath(), StandardCharsets.UTF_8);
+      long rows = 0;
+      for (int i = 1; i < lines.size(); i++) {
+        JsonNode n = M.readTree(lines.get(i));
+        String path = n.path("path").asText();
+        File data = new File(new java.net.URI(path));
+        try (java.util.stream.Stream<String> s = Files.lines(data.toPath(), StandardCharsets.UTF_8)) {
+          rows += s.filter(l -> !l.isEmpty()).count();
+        }
+      }
+      return rows;
+    } catch (Exception e) {
+      return null;
+    }
   }
 
   static JsonNode jsonOf(String s) {
@@ -374,6 +487,14 @@ public class Restart {
     res.put("exception", root.getClass().getName());
     ArrayNode causes = res.putArray("causes");
     for (Throwable x : chain) causes.add(x.getMessage() == null ? "" : x.getMessage());
+    // The whole chain with each exception's class and error class, outermost first.
+    ArrayNode chainOut = res.putArray("chain");
+    for (Throwable x : chain) {
+      ObjectNode e = chainOut.addObject();
+      e.put("exception", x.getClass().getName());
+      e.put("message", x.getMessage() == null ? "" : x.getMessage());
+      e.put("errorClass", errorClassOf(x));
+    }
     res.put("topException", t.getClass().getName());
     String top = t.getMessage() == null ? "" : t.getMessage();
     int nl = top.indexOf('\n');

@@ -134,7 +134,7 @@ func handOver(t *testing.T, h *harness, rel string) {
 	sparkLast := r.Batches[len(r.Batches)-1].ID
 	var rows int64
 	for _, bt := range r.Batches {
-		rows += bt.Sources[0].NumInputRows
+		rows += bt.Sources[0].Rows()
 	}
 	var end map[string]map[string]int64
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &end); err != nil {
@@ -298,7 +298,7 @@ func checkRestart(t *testing.T, rel string, r restart) {
 	}
 	for _, b := range r.batches {
 		for _, s := range b.Sources {
-			if s.NumInputRows == 0 {
+			if s.Rows() == 0 {
 				t.Errorf("%s ran batch %d without data (%s → %s)", r.who, b.ID, s.StartOffset, s.EndOffset)
 			}
 		}

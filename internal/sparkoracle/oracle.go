@@ -30,7 +30,10 @@ type Result struct {
 	Error      *string `json:"error"`
 	Exception  string  `json:"exception,omitempty"`
 	// Causes are the messages of the whole cause chain, outermost first.
-	Causes     []string `json:"causes,omitempty"`
+	Causes []string `json:"causes,omitempty"`
+	// Chain is the whole cause chain, outermost first: each exception's class, message and error
+	// class (null when it is not a SparkThrowable or has none).
+	Chain      []ChainLink `json:"chain,omitempty"`
 	TopExc     string   `json:"topException,omitempty"`
 	TopMessage string   `json:"topMessage,omitempty"`
 	TimedOut   bool     `json:"timedOut,omitempty"`
@@ -47,17 +50,41 @@ type OutputCount struct {
 	Distinct int64 `json:"distinct"`
 }
 
-// Batch is one executed micro-batch as StreamingQueryProgress reports it.
+// ChainLink is one exception of a failure's cause chain.
+type ChainLink struct {
+	Exception  string  `json:"exception"`
+	Message    string  `json:"message"`
+	ErrorClass *string `json:"errorClass"`
+}
+
+// Batch is one executed micro-batch as StreamingQueryProgress reports it, or, for a batch that
+// ran and failed before Spark reported its progress (at its commit, or SPARK-55271 after it), as
+// the harness found it in the checkpoint after the run (RecordedFrom "checkpoint").
 type Batch struct {
 	ID      int64         `json:"id"`
 	Sources []BatchSource `json:"sources"`
+	// RecordedFrom is "checkpoint" for a batch without a progress event, "" otherwise; then
+	// CommitWritten and SinkLogWritten say which of its files the run wrote.
+	RecordedFrom   string `json:"recordedFrom,omitempty"`
+	CommitWritten  bool   `json:"commitWritten,omitempty"`
+	SinkLogWritten bool   `json:"sinkLogWritten,omitempty"`
 }
 
-// BatchSource is one source of a batch: raw offset JSON (null when none) and the rows read.
+// BatchSource is one source of a batch: raw offset JSON (null when none) and the rows read
+// (for a batch recorded from the checkpoint, the rows of the files its sink log entry lists;
+// null without a file sink log).
 type BatchSource struct {
 	StartOffset  json.RawMessage `json:"startOffset"`
 	EndOffset    json.RawMessage `json:"endOffset"`
-	NumInputRows int64           `json:"numInputRows"`
+	NumInputRows *int64          `json:"numInputRows"`
+}
+
+// Rows is the rows read, 0 when unknown.
+func (s BatchSource) Rows() int64 {
+	if s.NumInputRows == nil {
+		return 0
+	}
+	return *s.NumInputRows
 }
 
 // Golden is a stored observation: how the case was run and what Spark did.

@@ -754,7 +754,7 @@ func checkRepair(g RepairGolden, v ckptView) []Divergence {
 	var rows, span int64
 	for _, b := range g.Spark.Batches {
 		for _, s := range b.Sources {
-			rows += s.NumInputRows
+			rows += s.Rows()
 		}
 	}
 	for tp, e := range v.end {
