@@ -59,12 +59,12 @@ func (p *planner) leftovers() error {
 		if !ok {
 			continue
 		}
-		p.warn("%s is the checksum of %s, which does not exist and which the restart writes: Hadoop's local file system renames the new file's checksum onto it and refuses (org.apache.hadoop.fs.FileAlreadyExistsException: Rename destination %s already exists.), so %s is left without its checksum and the query stops; delete the orphan .crc first",
-			crc.Path, t.log.Path(t.id), p.cp.SparkPath(crc.Path), t.log.Path(t.id))
+		p.warn("%s is the checksum of %s, which does not exist and which the restart writes: Hadoop's local file system renames the new file's checksum onto it and refuses (%s: %s), so %s is left without its checksum and the query stops; delete the orphan .crc first",
+			crc.Path, t.log.Path(t.id), excFileAlreadyExists, renameDestinationExists(p.cp.SparkPath(crc.Path)), t.log.Path(t.id))
 		if t.log == p.cp.Commits {
 			p.running = true // the batch ran; its commit fails
 		}
-		return p.fail(ReasonOrphanChecksum, crc.Path, concurrentUseFailure(p.rel, p.cp.SparkPath(t.log.Dir)))
+		return p.fail(ReasonOrphanChecksum, crc.Path, concurrentUseFailure(p.rel, p.cp.SparkPath(t.log.Dir), p.cp.SparkPath(crc.Path)))
 	}
 	return nil
 }
@@ -88,11 +88,12 @@ func (p *planner) numericDir(log *checkpoint.Log, id int64) (string, bool) {
 // existing file (here: the orphan checksum of the new file): _LEGACY_ERROR_TEMP_2207 from 3.4,
 // a java.util.ConcurrentModificationException before. The root cause is Hadoop's
 // FileAlreadyExistsException ("Rename destination <.N.crc> already exists.").
-func concurrentUseFailure(r release, sparkPath string) sparkFailure {
+func concurrentUseFailure(r release, sparkPath, crcSparkPath string) sparkFailure {
+	cause := &sparkFailure{exception: excFileAlreadyExists, message: renameDestinationExists(crcSparkPath), exact: true}
 	if !r.atLeast(3, 4) {
-		return sparkFailure{"java.util.ConcurrentModificationException", "Multiple streaming queries are concurrently using " + sparkPath, true}
+		return sparkFailure{exception: "java.util.ConcurrentModificationException", message: "Multiple streaming queries are concurrently using " + sparkPath, exact: true, cause: cause}
 	}
-	return sparkFailure{ExcConcurrentModification, ConcurrentUse(sparkPath), true}
+	return sparkFailure{exception: ExcConcurrentModification, message: ConcurrentUse(sparkPath), exact: true, errorClass: "_LEGACY_ERROR_TEMP_2207", cause: cause}
 }
 
 // Sink kinds (Options.SinkKind).

@@ -297,6 +297,7 @@ func applyBroker(res *Result, issues []RestartIssue) {
 		class, msg := is.Exception()
 		res.Outcome = OutcomeFail
 		res.Error, res.Exception = &msg, class
+		res.RootCause = &Cause{Exception: class, Error: msg}
 		res.Reason, res.FailedFile = is.Code, is.File
 		return
 	}

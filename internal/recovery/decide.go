@@ -60,9 +60,9 @@ func (p *planner) verifyNewCheckpoint() error {
 			reason = ReasonEmptyOffsetsWithCommits
 		}
 		p.warn("offsets/ holds no batch, so Spark %s starts a new query at batch 0, and first checks that offsets/, state/ and commits/ are empty: %s/ holds %s", p.cfg.exact(), dir, first)
-		return p.fail(reason, dir, sparkFailure{excLocationNotEmpty, condition(p.rel, "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY",
+		return p.fail(reason, dir, sparkFailure{exception: excLocationNotEmpty, message: condition(p.rel, "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY",
 			"The checkpoint location "+p.cp.SparkPath(dir)+" should be empty on batch 0\n"+
-				"Please either use a new checkpoint location, or delete the existing data in the checkpoint location.", "42K03"), true})
+				"Please either use a new checkpoint location, or delete the existing data in the checkpoint location.", "42K03"), exact: true})
 	}
 	return nil
 }
@@ -515,5 +515,5 @@ func (p *planner) wrappedSpan() error {
 	p.running = true
 	p.warn("after batch %d runs, %s/ holds ids %d to %d: Spark %s lists a log as every id between its oldest and newest file, more than a JVM array holds, so the query stops once the batch is committed",
 		p.res.NextBatch, p.cp.Offsets.Dir, p.res.NextBatch, p.L, p.rel)
-	return p.fail(ReasonBatchSpanTooLarge, p.cp.Offsets.Dir, sparkFailure{excIllegalArgument, "More than Int.MaxValue elements.", true})
+	return p.fail(ReasonBatchSpanTooLarge, p.cp.Offsets.Dir, sparkFailure{exception: excIllegalArgument, message: "More than Int.MaxValue elements.", exact: true})
 }

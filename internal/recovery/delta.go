@@ -192,6 +192,7 @@ func assessDelta(ctx context.Context, cp *checkpoint.Checkpoint, tables []DeltaT
 		res.Reason, res.FailedFile = v.Status, v.OffsetFile
 		res.Error = ptr(v.SparkError)
 		res.Exception = DeltaException
+		res.RootCause = &Cause{Exception: DeltaException, Error: v.SparkError}
 		if v.Offset != nil && v.Offset.IsStartingVersion && v.Status == ReasonDeltaVersionsExpired {
 			res.ErrorInexact = true
 			res.Warnings = append(res.Warnings, "the error text is ckpt's description: Spark's own message for this case could not be reproduced exactly")

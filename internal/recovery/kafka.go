@@ -216,11 +216,9 @@ func (p *planner) prefetchCheck(i int, from, end map[logformat.TopicPartition]in
 	p.warn("source %d: Spark %s under Trigger.AvailableNow fetched the latest offsets of %s when the query started, and the re-run of batch %d ends at other topic-partitions (%s): it fails its pre-fetch check before the data-loss check of the range",
 		i, p.cfg.exact(), where, p.L, p.cp.Offsets.Path(p.L))
 	// A Scala Set prints in hash order past four elements.
-	return p.fail(ReasonKafkaPrefetchMismatch, p.cp.Offsets.Path(p.L), sparkFailure{excSpark,
-		"Kafka data source in Trigger.AvailableNow should provide the same topic partitions in pre-fetched offset to end offset for each microbatch. " +
-			"The error could be transient - restart your query, and report if you still see the same issue.\n" +
-			"topic-partitions for pre-fetched offset: " + names(preTPs) + ", topic-partitions for end offset: " + names(endTPs) + ".",
-		len(preTPs) <= 4 && len(endTPs) <= 4})
+	return p.fail(ReasonKafkaPrefetchMismatch, p.cp.Offsets.Path(p.L), sparkFailure{exception: excSpark, message: "Kafka data source in Trigger.AvailableNow should provide the same topic partitions in pre-fetched offset to end offset for each microbatch. " +
+		"The error could be transient - restart your query, and report if you still see the same issue.\n" +
+		"topic-partitions for pre-fetched offset: " + names(preTPs) + ", topic-partitions for end offset: " + names(endTPs) + ".", exact: len(preTPs) <= 4 && len(endTPs) <= 4})
 }
 
 // kafkaDataLoss applies KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets to the re-run's
@@ -240,9 +238,9 @@ func (p *planner) kafkaDataLoss(i int, gone []string, back []PartitionRange) err
 		// Spark prints a Scala Set, in hash order past four partitions.
 		set := dataloss.Set(gone)
 		msg3 = dataloss.Gone(set, false)
-		f = sparkFailure{dataloss.IllegalState, dataloss.Driver(msg3, true), len(gone) <= 4}
+		f = sparkFailure{exception: dataloss.IllegalState, message: dataloss.Driver(msg3, true), exact: len(gone) <= 4}
 		if p.rel.errorConditions() {
-			f = sparkFailure{dataloss.KafkaIllegalState, dataloss.PartitionsDeleted4(set), len(gone) <= 4}
+			f = sparkFailure{exception: dataloss.KafkaIllegalState, message: dataloss.PartitionsDeleted4(set), exact: len(gone) <= 4, errorClass: dataloss.CondPartitionsDeleted}
 		}
 		verb := "are"
 		if len(gone) == 1 {
@@ -255,9 +253,9 @@ func (p *planner) kafkaDataLoss(i int, gone []string, back []PartitionRange) err
 		b := back[0]
 		tp := dataloss.TP(b.Topic, b.Partition)
 		msg3 = dataloss.OffsetChanged(tp, *b.Start, *b.End)
-		f = sparkFailure{dataloss.IllegalState, dataloss.Driver(msg3, true), len(back) == 1}
+		f = sparkFailure{exception: dataloss.IllegalState, message: dataloss.Driver(msg3, true), exact: len(back) == 1}
 		if p.rel.errorConditions() {
-			f = sparkFailure{dataloss.KafkaIllegalState, dataloss.PartitionOffsetChanged4(tp, *b.Start, *b.End, p.rel.offsetChangedHint()), len(back) == 1}
+			f = sparkFailure{exception: dataloss.KafkaIllegalState, message: dataloss.PartitionOffsetChanged4(tp, *b.Start, *b.End, p.rel.offsetChangedHint()), exact: len(back) == 1, errorClass: dataloss.CondPartitionOffsetChanged}
 		}
 		p.warn("source %d: %s goes from offset %d back to %d in the re-run of batch %d: Spark reports data loss when it plans the batch",
 			i, tp, *b.Start, *b.End, p.L)
@@ -277,7 +275,9 @@ func kafkaInitialFailure(r release, sparkPath string, err error) fileFailure {
 	if !errors.As(err, &le) {
 		return fileFailure{sparkFailure: sparkFailure{message: err.Error()}}
 	}
-	f := func(exc, msg string) fileFailure { return fileFailure{sparkFailure: sparkFailure{exc, msg, true}} }
+	f := func(exc, msg string) fileFailure {
+		return fileFailure{sparkFailure: sparkFailure{exception: exc, message: msg, exact: true}}
+	}
 	switch {
 	case le.Spark == "requirement failed":
 		// require(content.nonEmpty): an IllegalArgumentException, not wrapped.
@@ -286,17 +286,17 @@ func kafkaInitialFailure(r release, sparkPath string, err error) fileFailure {
 		if ve := checkVersion(r, LogKafkaInitialOffsets, le.Version, 1); ve != nil {
 			return *versionFailure(sparkPath, ve)
 		}
-		return f(excIllegalState, wrapRead(sparkPath, le.Spark))
+		return fileFailure{sparkFailure: wrapped(sparkPath, sparkFailure{exception: excIllegalState, message: le.Spark, exact: true})}
 	case le.Spark == kafkaNoVersionLine:
 		// Thrown by the writer itself, not by MetadataVersionUtil: no condition.
-		return f(excIllegalState, wrapRead(sparkPath, le.Spark))
+		return fileFailure{sparkFailure: wrapped(sparkPath, sparkFailure{exception: excIllegalState, message: le.Spark, exact: true})}
 	case le.Kind == logformat.KindMalformedVersion:
-		return f(excIllegalState, wrapRead(sparkPath, malformed(r, le.Spark)))
+		return fileFailure{sparkFailure: wrapped(sparkPath, sparkFailure{exception: versionException(r), message: malformed(r, le.Spark), exact: true})}
 	case le.Spark != "":
 		exc, msg := splitException(le.Spark)
 		return f(exc, msg)
 	}
-	return fileFailure{sparkFailure: sparkFailure{"", "cannot parse " + sparkPath + ": expected " + le.Expected + ", got " + le.Got, false}}
+	return fileFailure{sparkFailure: sparkFailure{exception: "", message: "cannot parse " + sparkPath + ": expected " + le.Expected + ", got " + le.Got, exact: false}}
 }
 
 // checkStart applies the source's deserializeOffset to the start offset
@@ -322,20 +322,20 @@ func (p *planner) checkStart(i int, start, end logformat.SourceOffset) *sparkFai
 		}
 		p.warn("source %d is a Kafka source (its offset in %s is a Kafka offset), but its start offset in %s is %s: the Kafka source fails to read it when batch %d runs",
 			i, endPath, startPath, what, p.L)
-		return &sparkFailure{excIllegalArgument, le.Spark, true}
+		return &sparkFailure{exception: excIllegalArgument, message: le.Spark, exact: true}
 	case start.JSON == "":
-		return &sparkFailure{"", fmt.Sprintf("source %d cannot read its start offset: line %d of %s is empty", i, i+3, startPath), false}
+		return &sparkFailure{exception: "", message: fmt.Sprintf("source %d cannot read its start offset: line %d of %s is empty", i, i+3, startPath), exact: false}
 	case endErr != nil && startErr == nil && formatOf(endPath, end) == formatUnknown && errors.As(endErr, &le) && le.Spark != "":
 		// A damaged end offset, not another source's: the Kafka source deserializes it after the
 		// start (checked on Spark 3.5.7 and 4.1.1 with "hello": the Kafka source's own message).
 		p.warn("source %d is a Kafka source (its start offset in %s is a Kafka offset), but its end offset in %s is %q: the Kafka source fails to read it when batch %d runs",
 			i, startPath, endPath, end.JSON, p.L)
 		p.endOffsetFailed = true
-		return &sparkFailure{excIllegalArgument, le.Spark, true}
+		return &sparkFailure{exception: excIllegalArgument, message: le.Spark, exact: true}
 	case endErr != nil && startErr == nil:
 		p.warn("source %d's start offset in %s is a Kafka offset but its end offset in %s is not: the query's sources changed (their order, or a source was replaced), so the source fails to read the start offset when batch %d runs",
 			i, startPath, endPath, p.L)
-		return &sparkFailure{"", fmt.Sprintf("source %d cannot read its start offset in %s, a Kafka offset, while its end offset in %s is not one", i, startPath, endPath), false}
+		return &sparkFailure{exception: "", message: fmt.Sprintf("source %d cannot read its start offset in %s, a Kafka offset, while its end offset in %s is not one", i, startPath, endPath), exact: false}
 	}
 	return nil
 }

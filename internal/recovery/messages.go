@@ -3,6 +3,7 @@ package recovery
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -15,15 +16,88 @@ const (
 	excNoSuchElement   = "java.util.NoSuchElementException"
 	excIllegalArgument = "java.lang.IllegalArgumentException"
 	excSpark           = "org.apache.spark.SparkException"
+	// excSparkIllegalState carries 4.x's error conditions of the log readers
+	// (INVALID_LOG_VERSION, MALFORMED_LOG_FILE).
+	excSparkIllegalState = "org.apache.spark.SparkIllegalStateException"
+	excFileAlreadyExists = "org.apache.hadoop.fs.FileAlreadyExistsException"
 )
 
-// sparkFailure is one exception Spark raises: its class and message.
+// sparkFailure is one exception Spark raises: its class and message, and the
+// exception it wraps. The outermost is what the query thread throws (Spark's
+// StreamingQueryException wrapper aside), the innermost the root cause.
 type sparkFailure struct {
 	exception string
 	message   string
 	// exact is false when ckpt cannot reproduce the JVM's text (a Jackson
 	// parser message, say); the message then describes the problem instead.
 	exact bool
+	// errorClass is the exception's error class where its message does not
+	// start with "[CLASS]" (KafkaIllegalStateException, _LEGACY_ERROR_TEMP_2207).
+	errorClass string
+	// cause is the exception this one wraps; nil for the root cause.
+	cause *sparkFailure
+}
+
+// root is the innermost exception of the chain.
+func (f sparkFailure) root() sparkFailure {
+	for f.cause != nil {
+		f = *f.cause
+	}
+	return f
+}
+
+// allExact says whether every message of the chain is Spark's own text.
+func (f sparkFailure) allExact() bool {
+	for ; ; f = *f.cause {
+		if !f.exact {
+			return false
+		}
+		if f.cause == nil {
+			return true
+		}
+	}
+}
+
+var conditionPrefix = regexp.MustCompile(`^\[([A-Z][A-Z0-9_]*(?:\.[A-Z][A-Z0-9_]*)*)\] `)
+
+// class is the error class of this exception alone: errorClass, or the
+// "[CLASS] " a condition's message starts with (condition()).
+func (f sparkFailure) class() string {
+	if f.errorClass != "" {
+		return f.errorClass
+	}
+	if m := conditionPrefix.FindStringSubmatch(f.message); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// chainClass is the error class of the innermost exception of the chain that
+// has one (what getCondition/getErrorClass says there), "" when none has.
+func (f sparkFailure) chainClass() string {
+	class := ""
+	for g := &f; g != nil; g = g.cause {
+		if c := g.class(); c != "" {
+			class = c
+		}
+	}
+	return class
+}
+
+// wrapped is HDFSMetadataLog.get's IllegalStateException around an
+// IllegalStateException raised while deserializing the batch file at
+// sparkPath: "Failed to read log file <path>. <inner>", caused by inner.
+func wrapped(sparkPath string, inner sparkFailure) sparkFailure {
+	return sparkFailure{exception: excIllegalState, message: wrapRead(sparkPath, inner.message), exact: inner.exact, cause: &inner}
+}
+
+// versionException is the class of MetadataVersionUtil's refusals: the error
+// conditions' SparkIllegalStateException from 4.0, IllegalStateException before.
+func versionException(r release) string {
+	if r.errorConditions() {
+		return excSparkIllegalState
+	}
+	return excIllegalState
 }
 
 // condition renders a 4.x error condition: "[COND] message SQLSTATE: s".
@@ -56,6 +130,22 @@ const ExcConcurrentModification = "org.apache.spark.SparkConcurrentModificationE
 // print it without the period). The one home of that text.
 func ConcurrentUse(sparkPath string) string {
 	return "Multiple streaming queries are concurrently using " + sparkPath + "."
+}
+
+// renameDestinationExists is Hadoop's FileAlreadyExistsException text when a
+// rename meets an existing file (RawLocalFileSystem, through ChecksumFs for
+// the checksum).
+func renameDestinationExists(sparkPath string) string {
+	return "Rename destination " + sparkPath + " already exists."
+}
+
+// fileNotFound is Hadoop's FileNotFoundException for a file Spark opens that is not there. The
+// text is RawLocalFileSystem's ("File file:/… does not exist", confirmed by Spark 3.5.7, 4.0.0
+// and 4.1.1 on offsets-name-padded); other file systems word it their own way, so it is exact
+// only on the local one.
+func fileNotFound(sparkPath string) sparkFailure {
+	return sparkFailure{exception: "java.io.FileNotFoundException", message: fmt.Sprintf("File %s does not exist", sparkPath),
+		exact: strings.HasPrefix(sparkPath, "file:")}
 }
 
 // tooNew is MetadataVersionUtil's "maximum supported version" error.
@@ -94,23 +184,23 @@ func readFailure(r release, sparkPath string, err error) sparkFailure {
 	}
 	switch le.Kind {
 	case logformat.KindEmpty:
-		return sparkFailure{excIllegalState, wrapRead(sparkPath, le.Spark), true}
+		return wrapped(sparkPath, sparkFailure{exception: excIllegalState, message: le.Spark, exact: true})
 	case logformat.KindMalformedVersion:
-		return sparkFailure{excIllegalState, wrapRead(sparkPath, malformed(r, le.Spark)), true}
+		return wrapped(sparkPath, sparkFailure{exception: versionException(r), message: malformed(r, le.Spark), exact: true})
 	case logformat.KindUnsupportedVersion:
-		return sparkFailure{excIllegalState, wrapRead(sparkPath, tooNew(r, le.Version, le.MaxVersion)), true}
+		return wrapped(sparkPath, sparkFailure{exception: versionException(r), message: tooNew(r, le.Version, le.MaxVersion), exact: true})
 	case logformat.KindMissingMetadata:
 		// lines.next() on an exhausted iterator: not an IllegalStateException,
 		// so HDFSMetadataLog does not wrap it.
-		return sparkFailure{excNoSuchElement, "next on empty iterator", true}
+		return sparkFailure{exception: excNoSuchElement, message: "next on empty iterator", exact: true}
 	}
 	if le.Spark != "" {
 		exc, msg := splitException(le.Spark)
-		return sparkFailure{exc, msg, true}
+		return sparkFailure{exception: exc, message: msg, exact: true}
 	}
 	// Malformed JSON: json4s/Jackson raise their own parser exception, whose
 	// text ckpt does not reproduce.
-	return sparkFailure{"", fmt.Sprintf("cannot parse %s: expected %s, got %s", sparkPath, le.Expected, le.Got), false}
+	return sparkFailure{exception: "", message: fmt.Sprintf("cannot parse %s: expected %s, got %s", sparkPath, le.Expected, le.Got), exact: false}
 }
 
 // splitException splits "java.util.Foo: message" into class and message.
@@ -126,7 +216,7 @@ func splitException(s string) (string, string) {
 
 // missingPrev is the sync engine's failure when offsets/L-1 is absent.
 func missingPrev(prev int64) sparkFailure {
-	return sparkFailure{excIllegalState, fmt.Sprintf("batch %d doesn't exist", prev), true}
+	return sparkFailure{exception: excIllegalState, message: fmt.Sprintf("batch %d doesn't exist", prev), exact: true}
 }
 
 // missingPrevLog is the ERROR line SPARK-38033 added before that failure.
@@ -141,14 +231,15 @@ func missingPrevLog(class string, latest int64) string {
 // file already there (the commits-ahead row of the decision table).
 func commitConflict(r release, mode Mode, batch int64) sparkFailure {
 	if r.concurrentCondition() {
-		return sparkFailure{excSpark, condition(r, "CONCURRENT_STREAM_LOG_UPDATE",
+		return sparkFailure{exception: excSpark, message: condition(r, "CONCURRENT_STREAM_LOG_UPDATE",
 			fmt.Sprintf("Concurrent update to the log. Multiple streaming jobs detected for %d.\n"+
-				"Please make sure only one streaming job runs on a specific checkpoint location at a time.", batch), "40000"), true}
+				"Please make sure only one streaming job runs on a specific checkpoint location at a time.", batch), "40000"), exact: true}
+
 	}
 	if mode == ModeAsync { // 3.4's AsyncCommitLog.addAsync
-		return sparkFailure{excIllegalState, fmt.Sprintf("Concurrent update to the log. Multiple streaming jobs detected for %d", batch), true}
+		return sparkFailure{exception: excIllegalState, message: fmt.Sprintf("Concurrent update to the log. Multiple streaming jobs detected for %d", batch), exact: true}
 	}
-	return sparkFailure{excAssertion, fmt.Sprintf("assertion failed: Concurrent update to the commit log. Multiple streaming jobs detected for %d", batch), true}
+	return sparkFailure{exception: excAssertion, message: fmt.Sprintf("assertion failed: Concurrent update to the commit log. Multiple streaming jobs detected for %d", batch), exact: true}
 }
 
 // offsetConflict is what Spark raises when offsetLog.add(batch) finds the path taken
@@ -159,16 +250,17 @@ func offsetConflict(r release, mode Mode, batch int64) sparkFailure {
 	if r.concurrentCondition() || mode == ModeAsync {
 		return commitConflict(r, mode, batch)
 	}
-	return sparkFailure{excAssertion, fmt.Sprintf("assertion failed: Concurrent update to the log. Multiple streaming jobs detected for %d", batch), true}
+	return sparkFailure{exception: excAssertion, message: fmt.Sprintf("assertion failed: Concurrent update to the log. Multiple streaming jobs detected for %d", batch), exact: true}
 }
 
 // missingMetadataFile is SPARK-55058's refusal (master). The template is
 // the one Databricks publishes for MISSING_METADATA_FILE; the open-source
 // template was not available to re-read, so the text is marked inexact.
 func missingMetadataFile(rootPath string) sparkFailure {
-	return sparkFailure{"", "[MISSING_METADATA_FILE] Checkpoint location " + rootPath +
+	return sparkFailure{exception: "", message: "[MISSING_METADATA_FILE] Checkpoint location " + rootPath +
 		" is in an inconsistent state: the metadata file is missing but offset and/or commit logs contain data. " +
-		"Please restore the metadata file or create a new checkpoint directory.", false}
+		"Please restore the metadata file or create a new checkpoint directory.", exact: false}
+
 }
 
 // sourceCountAssertion is OffsetSeq.toStreamProgress's assertion text.

@@ -135,7 +135,7 @@ func (p *planner) run() error {
 			}
 		}
 		if !p.hasL && p.hasC && p.rel.assertsCommitsNeedOffsets() {
-			return p.fail(ReasonEmptyOffsetsWithCommits, "", sparkFailure{excAssertion, "assertion failed", true})
+			return p.fail(ReasonEmptyOffsetsWithCommits, "", sparkFailure{exception: excAssertion, message: "assertion failed", exact: true})
 		}
 	}
 	if !p.hasL {
@@ -185,8 +185,11 @@ func (p *planner) fail(reason, file string, f sparkFailure, log ...string) error
 	r.Reason, r.FailedFile = reason, file
 	r.Error = ptr(f.message)
 	r.Exception = f.exception
+	r.ErrorClass = f.chainClass()
+	root := f.root()
+	r.RootCause = &Cause{Exception: root.exception, Error: root.message, ErrorClass: root.class()}
 	r.DriverLog = append(r.DriverLog, log...)
-	if !f.exact {
+	if !f.allExact() {
 		r.ErrorInexact = true
 		r.Warnings = append(r.Warnings, "the error text is ckpt's description: Spark's own message for this case could not be reproduced exactly")
 	}

@@ -46,6 +46,9 @@ func (p *planner) checkMetadata() error {
 		f.exception, f.message = splitException(le.Spark)
 		f.exact = true
 	}
+	if j := p.jacksonFailure(checkpoint.FileMetadata, 0); j != nil && le.Spark == "" {
+		f = *j
+	}
 	return p.fail(ReasonCorruptMetadata, checkpoint.FileMetadata, f,
 		"ERROR StreamMetadata: Error reading stream metadata from "+p.cp.SparkPath(checkpoint.FileMetadata))
 }
@@ -63,9 +66,9 @@ func (p *planner) orphanMetadataChecksum() error {
 	}
 	for _, e := range p.cp.Root {
 		if e.Path == crc && !e.IsDir {
-			p.warn("%s is the checksum of the missing metadata file, which Spark writes when the query is created: Hadoop's local file system renames the new file's checksum onto it and refuses (org.apache.hadoop.fs.FileAlreadyExistsException: Rename destination %s already exists.), so the query fails before any batch; delete the orphan .crc first",
-				crc, p.cp.SparkPath(crc))
-			return p.fail(ReasonOrphanChecksum, crc, concurrentUseFailure(p.rel, checkpoint.FileMetadata))
+			p.warn("%s is the checksum of the missing metadata file, which Spark writes when the query is created: Hadoop's local file system renames the new file's checksum onto it and refuses (%s: %s), so the query fails before any batch; delete the orphan .crc first",
+				crc, excFileAlreadyExists, renameDestinationExists(p.cp.SparkPath(crc)))
+			return p.fail(ReasonOrphanChecksum, crc, concurrentUseFailure(p.rel, checkpoint.FileMetadata, p.cp.SparkPath(crc)))
 		}
 	}
 	return nil
@@ -81,7 +84,7 @@ type fileFailure struct {
 // versionFailure is the failure of reading a file whose header the release
 // refuses.
 func versionFailure(sparkPath string, ve *VersionError) *fileFailure {
-	return &fileFailure{sparkFailure{ve.Exception(), wrapRead(sparkPath, ve.Message), true}, true}
+	return &fileFailure{wrapped(sparkPath, sparkFailure{exception: ve.RootException(), message: ve.Message, exact: true}), true}
 }
 
 // readOffsets reads offsets/id under the release's rules. A file Spark
@@ -89,8 +92,7 @@ func versionFailure(sparkPath string, ve *VersionError) *fileFailure {
 func (p *planner) readOffsets(id int64) (*logformat.OffsetSeq, *fileFailure, error) {
 	if listed := p.cp.Offsets.FilePath(id); listed != "" && listed != p.cp.Offsets.Path(id) {
 		// Spark opens offsets/<id>, not the listed spelling.
-		return nil, &fileFailure{sparkFailure: sparkFailure{"java.io.FileNotFoundException",
-			fmt.Sprintf("File %s does not exist", p.cp.SparkPath(p.cp.Offsets.Path(id))), false}}, nil
+		return nil, &fileFailure{sparkFailure: fileNotFound(p.cp.SparkPath(p.cp.Offsets.Path(id)))}, nil
 	}
 	seq, err := p.cp.ReadOffsets(p.ctx, id)
 	path := p.cp.SparkPath(p.cp.Offsets.Path(id))
@@ -104,7 +106,7 @@ func (p *planner) readOffsets(id int64) (*logformat.OffsetSeq, *fileFailure, err
 				return nil, versionFailure(path, ve), nil
 			}
 		}
-		return nil, &fileFailure{sparkFailure: readFailure(p.rel, path, err)}, nil
+		return nil, &fileFailure{sparkFailure: p.jsonReadFailure(p.cp.Offsets.Path(id), path, le, err)}, nil
 	}
 	if ve := checkVersion(p.rel, LogOffsets, seq.Version, p.cfg.commitFmt); ve != nil {
 		return nil, versionFailure(path, ve), nil
@@ -155,9 +157,9 @@ func (p *planner) checkLatestSources() error {
 // sourceCountFailure is the assertion for a file listing inFile sources.
 func (p *planner) sourceCountFailure(inFile int) sparkFailure {
 	if !p.rel.sourceCountMessage() {
-		return sparkFailure{excAssertion, "assertion failed", true}
+		return sparkFailure{exception: excAssertion, message: "assertion failed", exact: true}
 	}
-	return sparkFailure{excAssertion, sourceCountAssertion(inFile, p.querySources), true}
+	return sparkFailure{exception: excAssertion, message: sourceCountAssertion(inFile, p.querySources), exact: true}
 }
 
 // readCommit reads commits/C under the release's header rules.
@@ -175,7 +177,7 @@ func (p *planner) readCommit() error {
 				return p.fail(ReasonUnsupportedCommitVersion, rel, versionFailure(path, ve).sparkFailure)
 			}
 		}
-		return p.fail(ReasonCorruptLatestCommit, rel, readFailure(p.rel, path, err))
+		return p.fail(ReasonCorruptLatestCommit, rel, p.jsonReadFailure(rel, path, le, err))
 	}
 	if ve := checkVersion(p.rel, LogCommits, c.Version, p.cfg.commitFmt); ve != nil {
 		return p.fail(ReasonUnsupportedCommitVersion, rel, versionFailure(path, ve).sparkFailure)
@@ -210,7 +212,7 @@ func (p *planner) checkSpan(log *checkpoint.Log) error {
 	case span > maxJVMArray:
 		p.warn("%s/ holds ids %d to %d: Spark %s lists a log as every id between its oldest and newest file, %d ids, more than a JVM array holds",
 			log.Dir, lo, hi, p.rel, span)
-		return p.fail(ReasonBatchSpanTooLarge, log.Dir, sparkFailure{excIllegalArgument, "More than Int.MaxValue elements.", true})
+		return p.fail(ReasonBatchSpanTooLarge, log.Dir, sparkFailure{exception: excIllegalArgument, message: "More than Int.MaxValue elements.", exact: true})
 	case span > bigSpan:
 		p.warn("%s/ holds ids %d to %d: Spark %s lists a log as every id between its oldest and newest file, an array of %d ids (%d MB of driver heap), which can fail with an OutOfMemoryError",
 			log.Dir, lo, hi, p.rel, span, span*8>>20)
@@ -256,12 +258,12 @@ func (p *planner) checkLatestReadable(log *checkpoint.Log) error {
 	switch {
 	case !p.rel.getLatestReadsUnchecked():
 		// get(id) turns the missing or unreadable file into None.
-		f = sparkFailure{excIllegalState, fmt.Sprintf("failed to read log file for batch %d", id), true}
+		f = sparkFailure{exception: excIllegalState, message: fmt.Sprintf("failed to read log file for batch %d", id), exact: true}
 	case isDir:
 		// Hadoop's local file system opens the directory with a FileInputStream.
-		f = sparkFailure{"java.io.FileNotFoundException", fmt.Sprintf("%s (Is a directory)", strings.TrimPrefix(canonical, "file:")), false}
+		f = sparkFailure{exception: "java.io.FileNotFoundException", message: fmt.Sprintf("%s (Is a directory)", strings.TrimPrefix(canonical, "file:")), exact: false}
 	default:
-		f = sparkFailure{"java.io.FileNotFoundException", fmt.Sprintf("File %s does not exist", canonical), false}
+		f = fileNotFound(canonical)
 	}
 	what := fmt.Sprintf("%s is listed as batch %d (Spark parses the name with toLong), but Spark opens %s, which does not exist", entry, id, log.Path(id))
 	if isDir {
@@ -279,28 +281,28 @@ func (p *planner) checkLatestReadable(log *checkpoint.Log) error {
 // (inexact); the other two messages are UUID.fromString's own.
 func javaUUIDError(s string) *sparkFailure {
 	if len(s) > 36 {
-		return &sparkFailure{excIllegalArgument, "UUID string too large", true}
+		return &sparkFailure{exception: excIllegalArgument, message: "UUID string too large", exact: true}
 	}
 	groups := strings.Split(s, "-")
 	if len(groups) != 5 {
-		return &sparkFailure{excIllegalArgument, "Invalid UUID string: " + s, true}
+		return &sparkFailure{exception: excIllegalArgument, message: "Invalid UUID string: " + s, exact: true}
 	}
 	const nfe = "java.lang.NumberFormatException"
 	for _, g := range groups {
 		if g == "" {
-			return &sparkFailure{nfe, "", false}
+			return &sparkFailure{exception: nfe, message: "", exact: false}
 		}
 		start := 0
 		if g[0] == '+' || g[0] == '-' {
 			start = 1
 			if len(g) == 1 {
-				return &sparkFailure{nfe, fmt.Sprintf("Error at index 0 in: %q", g), false}
+				return &sparkFailure{exception: nfe, message: fmt.Sprintf("Error at index 0 in: %q", g), exact: false}
 			}
 		}
 		for i := start; i < len(g); i++ {
 			c := g[i]
 			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return &sparkFailure{nfe, fmt.Sprintf("Error at index %d in: %q", i, g), false}
+				return &sparkFailure{exception: nfe, message: fmt.Sprintf("Error at index %d in: %q", i, g), exact: false}
 			}
 		}
 	}

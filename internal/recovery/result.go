@@ -25,8 +25,10 @@ type Result struct {
 	// whose content or absence makes the restart fail; omitted when the
 	// failure is about no single file.
 	FailedFile string `json:"failedFile,omitempty"`
-	// Error is Spark's exception message, e.g. "batch 21 doesn't exist";
-	// null on resume.
+	// Error is the message of the exception the query fails with, e.g.
+	// "batch 21 doesn't exist": the query thread's exception, which Spark
+	// logs ("Query … terminated with error") and StreamingQueryException
+	// wraps; null on resume.
 	Error *string `json:"error"`
 	// ErrorInexact is set when Error is ckpt's description of the failure
 	// because Spark's own text (a JSON library's exception, say) could not
@@ -34,6 +36,15 @@ type Result struct {
 	ErrorInexact bool `json:"errorInexact,omitempty"`
 	// Exception is the JVM class of that exception, when known.
 	Exception string `json:"exception,omitempty"`
+	// ErrorClass is the error class (getCondition on 4.x, getErrorClass on
+	// 3.5) of the innermost exception of the chain that has one, e.g.
+	// "INVALID_LOG_VERSION.MAX_SUPPORTED_VERSION"; "" when none has
+	// (StreamingQueryException's own STREAM_FAILED does not count).
+	ErrorClass string `json:"errorClass,omitempty"`
+	// RootCause is the innermost exception of the chain that Error heads
+	// ("Incomplete log file" under "Failed to read log file …"); the same as
+	// Error and Exception when that exception has no cause. Omitted on resume.
+	RootCause *Cause `json:"rootCause,omitempty"`
 	// DriverLog holds the ERROR/WARN/INFO lines Spark's driver logs on the way.
 	DriverLog []string `json:"driverLog,omitempty"`
 	// NextBatch is the first batch id the restarted query executes (equal to
@@ -97,6 +108,14 @@ type Result struct {
 	Broker *BrokerVerdict `json:"-"`
 
 	key string // behaviour key, to group releases: Reason, or a key* constant
+}
+
+// Cause is one exception of Spark's cause chain.
+type Cause struct {
+	Exception string `json:"exception,omitempty"`
+	Error     string `json:"error"`
+	// ErrorClass is this exception's own error class, "" when none.
+	ErrorClass string `json:"errorClass,omitempty"`
 }
 
 // Span is an inclusive range of batch ids. Its size is To-From+1 as an

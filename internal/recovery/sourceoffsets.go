@@ -86,11 +86,11 @@ func (p *planner) checkCommittedOffsets() error {
 			}
 			p.warn("source %d is a Kafka source (%s holds its Kafka offsets), but its offset in %s, the latest committed batch, is %s: the resumed query deserializes it before planning batch %d and fails",
 				i, evidence, path, what, p.L+1)
-			return p.fail(ReasonInvalidSourceOffset, path, sparkFailure{excIllegalArgument, le.Spark, true})
+			return p.fail(ReasonInvalidSourceOffset, path, sparkFailure{exception: excIllegalArgument, message: le.Spark, exact: true})
 		case formatLong:
 			p.warn("source %d reads long offsets (%s holds one), but its offset in %s, the latest committed batch, is %s: the resumed query deserializes it before planning batch %d and fails",
 				i, evidence, path, what, p.L+1)
-			return p.fail(ReasonInvalidSourceOffset, path, sparkFailure{"java.lang.NumberFormatException", "For input string: \"" + s.JSON + "\"", false})
+			return p.fail(ReasonInvalidSourceOffset, path, sparkFailure{exception: "java.lang.NumberFormatException", message: "For input string: \"" + s.JSON + "\"", exact: false})
 		}
 	}
 	return nil

@@ -73,7 +73,7 @@ func (p *planner) rerunBugs() error {
 		p.warn("Spark %s is predicted as %s, the newest 4.1 release ckpt models; give --spark-version 4.1.N for another patch release", p.rel, p.cfg.exact())
 	}
 	p.res.SparkBug = bug
-	return p.fail(ReasonSparkBug, p.cp.Offsets.Path(L), sparkFailure{excNPE, spark55271, true})
+	return p.fail(ReasonSparkBug, p.cp.Offsets.Path(L), sparkFailure{exception: excNPE, message: spark55271, exact: true})
 }
 
 const excNPE = "java.lang.NullPointerException"

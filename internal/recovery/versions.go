@@ -45,8 +45,18 @@ type VersionError struct {
 
 func (e *VersionError) Error() string { return e.Message }
 
-// Exception is the JVM class Spark raises the refusal with.
+// Exception is the JVM class of the exception the reader throws: HDFSMetadataLog's
+// IllegalStateException ("Failed to read log file …"), whose cause is RootException.
 func (e *VersionError) Exception() string { return excIllegalState }
+
+// RootException is the class of MetadataVersionUtil's refusal itself (Message):
+// SparkIllegalStateException from 4.0 (INVALID_LOG_VERSION), IllegalStateException before.
+func (e *VersionError) RootException() string {
+	if r, err := parseRelease(e.SparkVersion); err == nil {
+		return versionException(r)
+	}
+	return excIllegalState
+}
 
 // SparkError is the exception line Spark prints when it reads the file at
 // sparkPath (as Checkpoint.SparkPath renders it), e.g.

@@ -34,11 +34,11 @@ type Result struct {
 	// Chain is the whole cause chain, outermost first: each exception's class, message and error
 	// class (null when it is not a SparkThrowable or has none).
 	Chain      []ChainLink `json:"chain,omitempty"`
-	TopExc     string   `json:"topException,omitempty"`
-	TopMessage string   `json:"topMessage,omitempty"`
-	TimedOut   bool     `json:"timedOut,omitempty"`
-	DriverLog  []string `json:"driverLog"`
-	Batches    []Batch  `json:"batches"`
+	TopExc     string      `json:"topException,omitempty"`
+	TopMessage string      `json:"topMessage,omitempty"`
+	TimedOut   bool        `json:"timedOut,omitempty"`
+	DriverLog  []string    `json:"driverLog"`
+	Batches    []Batch     `json:"batches"`
 	// Output is spark.read's count of a file sink's output (case option countOutput).
 	Output *OutputCount `json:"output,omitempty"`
 }
@@ -110,9 +110,15 @@ type Prediction struct {
 	Outcome      string  `json:"outcome"`
 	Error        *string `json:"error"`
 	ErrorInexact bool    `json:"errorInexact"`
-	NextBatch    int64   `json:"nextBatch"`
-	RerunBatch   *int64  `json:"rerunBatch"`
-	RerunRange   *struct {
+	Exception    string  `json:"exception"`
+	ErrorClass   string  `json:"errorClass"`
+	RootCause    *struct {
+		Exception string `json:"exception"`
+		Error     string `json:"error"`
+	} `json:"rootCause"`
+	NextBatch  int64  `json:"nextBatch"`
+	RerunBatch *int64 `json:"rerunBatch"`
+	RerunRange *struct {
 		Start []json.RawMessage `json:"start"`
 		End   []json.RawMessage `json:"end"`
 	} `json:"rerunRange"`
@@ -188,8 +194,12 @@ func Normalize(s string, paths map[string]string) string {
 //   - firstBatch: the first batch Spark executed is ckpt's nextBatch (when Spark ran one);
 //   - rerunBatch: ckpt's re-run batch is the first batch Spark executed;
 //   - rerunRange: that batch read exactly ckpt's start and end offsets, per source;
-//   - error: ckpt's error is the message of one of the exceptions of Spark's cause chain (the
-//     root cause reported), where ckpt does not mark it inexact.
+//   - error, exception: ckpt's error and exception are the message and class of the exception
+//     the query failed with (Spark's chain without StreamingQueryException's wrapper), and
+//     rootCause.error and rootCause.exception those of the innermost cause, where ckpt does not
+//     mark the error inexact; errorClass (always) is the error class of the innermost exception
+//     that has one other than STREAM_FAILED. A golden without the chain (recorded before the
+//     harness reported it) is checked the old way: ckpt's error is one of the chain's messages.
 func Compare(g Golden, p Prediction) []Divergence {
 	var out []Divergence
 	add := func(field, spark, ckpt string) {
@@ -238,15 +248,70 @@ func Compare(g Golden, p Prediction) []Divergence {
 			}
 		}
 	}
-	if !sparkOK && !ckptOK && !p.ErrorInexact {
-		// Spark often wraps the cause ("Failed to read log file X. <cause>"): ckpt's text may be
-		// the message of any exception of the chain.
-		se, ce := deref(s.Error), deref(p.Error)
-		if se != ce && !slices.Contains(s.Causes, ce) {
-			add("error", se, ce)
+	if sparkOK || ckptOK {
+		return out
+	}
+	if len(s.Chain) == 0 {
+		if !p.ErrorInexact {
+			se, ce := deref(s.Error), deref(p.Error)
+			if se != ce && !slices.Contains(s.Causes, ce) {
+				add("error", se, ce)
+			}
+		}
+		return out
+	}
+	top, root := s.Top(), s.Chain[len(s.Chain)-1]
+	if !p.ErrorInexact {
+		if ce := deref(p.Error); ce != top.Message {
+			add("error", top.Message, ce)
+		}
+		if p.Exception != top.Exception {
+			add("exception", top.Exception, p.Exception)
+		}
+		var re, rx string
+		if p.RootCause != nil {
+			re, rx = p.RootCause.Error, p.RootCause.Exception
+		}
+		if re != root.Message {
+			add("rootCause.error", root.Message, re)
+		}
+		if rx != root.Exception {
+			add("rootCause.exception", root.Exception, rx)
 		}
 	}
+	if sc := s.ChainErrorClass(); sc != p.ErrorClass {
+		add("errorClass", sc, p.ErrorClass)
+	}
 	return out
+}
+
+// streamingQueryException is the wrapper Spark puts around the query thread's exception.
+const streamingQueryException = "org.apache.spark.sql.streaming.StreamingQueryException"
+
+// Top is the exception the query failed with: the chain's first that is not Spark's
+// StreamingQueryException wrapper (what the query thread threw, and what Spark's driver logs as
+// "Query … terminated with error"); the wrapper itself when nothing is under it.
+func (r Result) Top() ChainLink {
+	for _, l := range r.Chain {
+		if l.Exception != streamingQueryException {
+			return l
+		}
+	}
+	if len(r.Chain) > 0 {
+		return r.Chain[0]
+	}
+	return ChainLink{}
+}
+
+// ChainErrorClass is the error class of the innermost exception of the chain that has one,
+// StreamingQueryException's STREAM_FAILED aside; "" when none has.
+func (r Result) ChainErrorClass() string {
+	for i := len(r.Chain) - 1; i >= 0; i-- {
+		if c := deref(r.Chain[i].ErrorClass); c != "" && c != "STREAM_FAILED" {
+			return c
+		}
+	}
+	return ""
 }
 
 func deref(s *string) string {

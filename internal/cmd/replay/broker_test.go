@@ -106,11 +106,6 @@ func TestRunReplayBroker(t *testing.T) {
 	}
 }
 
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
-	return l
-}
-
 // failOnDataLoss=false: the restart runs and Spark only warns; --exact reads the records.
 func TestRunReplayBrokerLenientExact(t *testing.T) {
 	e := brokertest.New(t)

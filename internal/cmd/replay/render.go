@@ -47,6 +47,17 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result, b *outp
 	if res.NextBatch >= 0 {
 		kv = append(kv, [2]string{"first batch", strconv.FormatInt(res.NextBatch, 10)})
 	}
+	if rc := res.RootCause; rc != nil && (rc.Exception != res.Exception || rc.Error != res.ErrorText()) {
+		// The verdict names the exception the query fails with; under it, what caused it.
+		root := firstLine(rc.Error)
+		if rc.Exception != "" {
+			root = rc.Exception + ": " + root
+		}
+		kv = append(kv, [2]string{"root cause", root})
+	}
+	if res.ErrorClass != "" {
+		kv = append(kv, [2]string{"error class", res.ErrorClass})
+	}
 	if b != nil {
 		kv = append(kv, [2]string{"broker", brokerLine(b.Broker)})
 	}
@@ -274,4 +285,11 @@ func versions(vs []string) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ", ")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

@@ -80,6 +80,32 @@ func TestRunReplayJSON(t *testing.T) {
 	}
 }
 
+// The chain as Spark throws it: the exception the query fails with (what Spark's driver logs),
+// its root cause, and the error class, as Spark 4.1.1 reported them for kafka-initial-future-version
+// (testdata/spark-oracle/4.1.1).
+func TestRunReplayRootCause(t *testing.T) {
+	out, err := runOn(t, "kafka-initial-future-version", func(o *Options) { o.Output = render.FormatJSON; o.SparkVersion = "4.1" })
+	if exitcode.Code(err) != exitcode.Findings {
+		t.Fatalf("code %d", exitcode.Code(err))
+	}
+	var res recovery.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if res.Exception != "java.lang.IllegalStateException" || !strings.HasPrefix(res.ErrorText(), "Failed to read log file ") ||
+		res.RootCause == nil || res.RootCause.Exception != "org.apache.spark.SparkIllegalStateException" ||
+		!strings.HasPrefix(res.RootCause.Error, "[INVALID_LOG_VERSION.MAX_SUPPORTED_VERSION] UnsupportedLogVersion.") ||
+		res.ErrorClass != "INVALID_LOG_VERSION.MAX_SUPPORTED_VERSION" || !strings.Contains(out, `"errorClass": "INVALID_LOG_VERSION.MAX_SUPPORTED_VERSION"`) {
+		t.Errorf("chain: %s %q, root %+v, class %q", res.Exception, res.ErrorText(), res.RootCause, res.ErrorClass)
+	}
+	out, _ = runOn(t, "corrupt-latest-commit-empty", func(o *Options) { o.SparkVersion = "3.5" })
+	if !strings.Contains(out, "Restart will FAIL: java.lang.IllegalStateException: Failed to read log file ") ||
+		!strings.Contains(out, "root cause:") || !strings.Contains(out, "java.lang.IllegalStateException: Incomplete log file in the offset commit log") ||
+		strings.Contains(out, "error class:") {
+		t.Errorf("table:\n%s", out)
+	}
+}
+
 func TestRanges(t *testing.T) {
 	if got := ranges([]int64{1, 2, 3, 5, 7, 8}); got != "1..3, 5, 7..8" {
 		t.Errorf("ranges = %q", got)
