@@ -11,8 +11,8 @@ import (
 // LZ4Writer writes lz4-java's LZ4BlockOutputStream framing, Spark's default state codec: blocks
 // of at most BlockSize bytes, each compressed unless that does not shrink it, then the empty
 // raw block that ends the stream. Readers of Spark's files read it back; the compressed bytes
-// differ from lz4-java's (another compressor), the framing does not. ckpt writes no state
-// itself: this serves tests and benchmarks that need state files of a given size and shape.
+// differ from lz4-java's (another compressor), the framing does not. The state writer uses it
+// through Compress and FileWriter; tests and benchmarks use it directly.
 type LZ4Writer struct {
 	w     io.Writer
 	size  int
