@@ -1,0 +1,264 @@
+package sparkoracle
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/internal/statefmt"
+)
+
+// TestSparkLiveStateWriter: every HDFS-backed store of the Spark-written state fixtures
+// (testdata/spark-state), each delta and snapshot rewritten by ckpt's state file writer in its
+// own codec, reads in Spark's statestore reader (Spark 4.0 and 4.1; 3.5 has none) as the
+// same rows and the same change feed as the store Spark wrote.
+func TestSparkLiveStateWriter(t *testing.T) {
+	for _, rel := range releasesFromEnv(t) {
+		if strings.HasPrefix(rel, "3.") {
+			continue
+		}
+		t.Run(rel, func(t *testing.T) {
+			jars := filepath.Join(sparkCache(), rel, "jars")
+			if _, err := os.Stat(filepath.Join(jars, ".complete")); err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("Spark %s is not installed in %s", rel, sparkCache())
+				}
+				t.Skipf("Spark %s not installed: scripts/spark.sh install %s", rel, Line(rel))
+			}
+			fixtures := stateFixtures(t, Line(rel))
+			work := t.TempDir()
+			var reqs []string
+			var pairs [][2]string
+			for _, fx := range fixtures {
+				name := filepath.Base(fx)
+				orig := filepath.Join(work, name, "spark")
+				ours := filepath.Join(work, name, "ckpt")
+				copyTree(t, filepath.Join(fx, "checkpoint"), orig)
+				copyTree(t, filepath.Join(fx, "checkpoint"), ours)
+				if n := rewriteStateFiles(t, ours); n == 0 {
+					t.Fatalf("%s: no state file rewritten", name)
+				}
+				last := lastCommit(t, orig)
+				for _, st := range stores(t, orig) {
+					for _, changes := range []string{"", fmt.Sprint(last)} {
+						var out [2]string
+						for i, ck := range []string{orig, ours} {
+							out[i] = filepath.Join(work, fmt.Sprintf("%s-%s-%s-%d.jsonl", name, st[0], st[1], i))
+							if changes != "" {
+								out[i] = strings.TrimSuffix(out[i], ".jsonl") + ".changes.jsonl"
+							}
+							req := strings.Join([]string{ck, st[0], st[1], out[i]}, "\t")
+							if changes != "" {
+								req += "\t" + changes
+							}
+							reqs = append(reqs, req)
+						}
+						pairs = append(pairs, out)
+					}
+				}
+			}
+			runStateRead(t, rel, reqs)
+			for _, p := range pairs {
+				want, werr := readOrError(p[0])
+				got, gerr := readOrError(p[1])
+				if werr != gerr {
+					t.Errorf("%s: Spark's store: %q; ckpt's: %q", filepath.Base(p[1]), werr, gerr)
+					continue
+				}
+				if werr == "" && len(want) == 0 && !strings.Contains(p[0], ".changes") {
+					t.Errorf("%s: Spark read no rows from its own store", filepath.Base(p[0]))
+				}
+				if !bytes.Equal(want, got) {
+					t.Errorf("%s: Spark reads other rows from ckpt's store:\nspark's: %s\nckpt's:  %s", filepath.Base(p[1]), want, got)
+				}
+			}
+			t.Logf("%d fixtures, %d readings compared", len(fixtures), len(pairs))
+		})
+	}
+}
+
+// stateFixtures are the HDFS-backed fixture cases of the release line (4.0 → 4.0.x).
+func stateFixtures(t *testing.T, line string) []string {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join("../../testdata/spark-state", line+".*", "*"))
+	var out []string
+	for _, d := range dirs {
+		zips, _ := filepath.Glob(filepath.Join(d, "checkpoint/state/*/*/*.zip"))
+		if fi, err := os.Stat(filepath.Join(d, "checkpoint")); err == nil && fi.IsDir() && len(zips) == 0 {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no HDFS-backed state fixtures for Spark %s in testdata/spark-state", line)
+	}
+	return out
+}
+
+// rewriteStateFiles replaces every delta and snapshot below ck/state with ckpt's writing of
+// its records, and drops the checksum files (Hadoop's .<name>.crc, Spark 4.1's <name>.crc) that
+// describe Spark's bytes.
+func rewriteStateFiles(t *testing.T, ck string) int {
+	t.Helper()
+	n, differ := 0, 0
+	err := filepath.WalkDir(filepath.Join(ck, "state"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".delta") || strings.HasSuffix(p, ".snapshot")) {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		kind := statefmt.Delta
+		if strings.HasSuffix(p, ".snapshot") {
+			kind = statefmt.Snapshot
+		}
+		codec := statefmt.DetectCodec(data)
+		dr, err := statefmt.Decompress(p, codec, bytes.NewReader(data))
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		fw, err := statefmt.NewFileWriter(codec, &buf)
+		if err != nil {
+			return err
+		}
+		rr := statefmt.NewRecordReader(p, kind, dr)
+		for {
+			r, err := rr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if r.Delete {
+				err = fw.Delete(r.Key)
+			} else {
+				err = fw.Put(r.Key, r.Value)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := fw.Close(); err != nil {
+			return err
+		}
+		if !bytes.Equal(buf.Bytes(), data) {
+			differ++
+		}
+		dir, base := filepath.Split(p)
+		for _, crc := range []string{filepath.Join(dir, "."+base+".crc"), p + ".crc", filepath.Join(dir, "."+base+".crc.crc")} {
+			if err := os.Remove(crc); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		n++
+		return os.WriteFile(p, buf.Bytes(), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A file without records is the same bytes in any writer; the others must differ from
+	// Spark's, or the test would prove nothing.
+	if differ == 0 {
+		t.Fatalf("%s: every rewritten file has Spark's own bytes", ck)
+	}
+	return n
+}
+
+func lastCommit(t *testing.T, ck string) int64 {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(ck, "commits"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := int64(-1)
+	for _, e := range ents {
+		var n int64
+		if _, err := fmt.Sscanf(e.Name(), "%d", &n); err == nil && fmt.Sprint(n) == e.Name() && n > last {
+			last = n
+		}
+	}
+	return last
+}
+
+// stores lists (operator id, store name) of a checkpoint's state, as Spark's reader names them.
+func stores(t *testing.T, ck string) [][2]string {
+	t.Helper()
+	ops, err := os.ReadDir(filepath.Join(ck, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][2]string
+	for _, op := range ops {
+		names := map[string]bool{}
+		parts, _ := os.ReadDir(filepath.Join(ck, "state", op.Name()))
+		for _, p := range parts {
+			sub, _ := os.ReadDir(filepath.Join(ck, "state", op.Name(), p.Name()))
+			for _, s := range sub {
+				if s.IsDir() && s.Name() != "_metadata" && s.Name() != "SSTs" {
+					names[s.Name()] = true
+				}
+			}
+		}
+		if len(names) == 0 {
+			names["default"] = true
+		}
+		for n := range names {
+			out = append(out, [2]string{op.Name(), n})
+		}
+	}
+	return out
+}
+
+// runStateRead compiles spark/StateRead.java for rel and runs every request in one JVM.
+func runStateRead(t *testing.T, rel string, reqs []string) {
+	t.Helper()
+	jars := filepath.Join(sparkCache(), rel, "jars", "*")
+	classes := t.TempDir()
+	if out, err := exec.Command("javac", "-nowarn", "-d", classes, "-cp", jars, "../../spark/StateRead.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	// The module openings of spark/restart (Spark's launcher's JavaModuleOptions on Java 17).
+	args := []string{"-Xmx1g", "-XX:+UseSerialGC", "-Djdk.reflect.useDirectMethodHandle=false", "-Dio.netty.tryReflectionSetAccessible=true"}
+	for _, p := range strings.Fields("java.lang java.lang.invoke java.lang.reflect java.io java.net java.nio java.util java.util.concurrent java.util.concurrent.atomic sun.nio.ch sun.nio.cs sun.security.action sun.util.calendar") {
+		args = append(args, "--add-opens=java.base/"+p+"=ALL-UNNAMED")
+	}
+	args = append(args, "-cp", classes+string(os.PathListSeparator)+jars, "StateRead")
+	cmd := exec.Command("java", args...)
+	cmd.Stdin = strings.NewReader(strings.Join(reqs, "\n") + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("StateRead: %v\n%s", err, lastBytes(stderr.String(), 4000))
+	}
+	if done := strings.Count(string(out), "done\t"); done != len(reqs) {
+		t.Fatalf("StateRead answered %d of %d requests\n%s", done, len(reqs), lastBytes(stderr.String(), 4000))
+	}
+}
+
+func readOrError(p string) ([]byte, string) {
+	if e, err := os.ReadFile(p + ".error"); err == nil {
+		return nil, strings.TrimSpace(string(e))
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return data, ""
+}
+
+func lastBytes(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
