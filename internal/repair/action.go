@@ -7,7 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
+
+	"github.com/ckpt-dev/ckpt/internal/logformat"
 
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -107,10 +111,36 @@ func DigestOf(data []byte) Digest {
 	return Digest(hex.EncodeToString(sum[:]))
 }
 
+// readFile is every read repair makes of a checkpoint file, a backup, a sink log file or the lock
+// (to plan, to digest, to back up): capped at logformat.MaxFileBytes (64 MiB; CKPT_MAX_FILE_BYTES
+// raises it), so a damaged file of a 1 GiB line costs at most the cap, not gigabytes. Spark's
+// files are far smaller.
+func readFile(ctx context.Context, s storage.Store, p string) ([]byte, error) {
+	return readCapped(ctx, s, p, logformat.MaxFileBytes)
+}
+
+// readCapped reads p whole, refusing (logformat.TooLarge) a file over limit after reading at most
+// one byte more.
+func readCapped(ctx context.Context, s storage.Store, p string, limit int64) ([]byte, error) {
+	rc, err := s.Open(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, logformat.TooLarge(p, int64(len(data)))
+	}
+	return data, nil
+}
+
 // readDigest reads p and returns its bytes and digest; a missing file gives the absent digest and
 // no error.
 func readDigest(ctx context.Context, s storage.Store, p string) ([]byte, Digest, error) {
-	data, err := s.ReadFile(ctx, p)
+	data, err := readFile(ctx, s, p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", nil
 	}
@@ -129,7 +159,7 @@ func put(ctx context.Context, s storage.Store, p string, data []byte) error {
 	if err == nil {
 		return nil
 	}
-	if got, rerr := s.ReadFile(ctx, p); rerr == nil && bytes.Equal(got, data) {
+	if got, rerr := readFile(ctx, s, p); rerr == nil && bytes.Equal(got, data) {
 		return nil
 	}
 	return err

@@ -328,7 +328,7 @@ func openJournal(ctx context.Context, s storage.Store, loc Location, sink storag
 		}
 	}
 	if j.QueryID != "" {
-		data, err := s.ReadFile(ctx, checkpoint.FileMetadata)
+		data, err := readFile(ctx, s, checkpoint.FileMetadata)
 		if err == nil && !strings.Contains(string(data), j.QueryID) {
 			return nil, fmt.Errorf("journal %s belongs to query %s, but %s/metadata names another query; refusing to apply it here",
 				loc.URI(), j.QueryID, s.URI())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -14,13 +15,34 @@ import (
 // newestSnapshot returns the path and the parsed newest journal snapshot at loc.
 func newestSnapshot(t *testing.T, loc Location) (string, map[string]any) {
 	t.Helper()
-	ctx := context.Background()
-	es, err := loc.Store.List(ctx, loc.journalDir())
-	if err != nil || len(es) == 0 {
+	es := snapshotFiles(t, loc)
+	return es[len(es)-1], parseSnapshot(t, loc, es[len(es)-1])
+}
+
+// firstSnapshot returns the path and the parsed first journal snapshot at loc: the one holding
+// the actions.
+func firstSnapshot(t *testing.T, loc Location) (string, map[string]any) {
+	t.Helper()
+	es := snapshotFiles(t, loc)
+	return es[0], parseSnapshot(t, loc, es[0])
+}
+
+func snapshotFiles(t *testing.T, loc Location) []string {
+	t.Helper()
+	es, err := loc.Store.List(context.Background(), loc.journalDir())
+	if err != nil || len(es) < 2 {
 		t.Fatalf("journal: %v %v", es, err)
 	}
-	p := es[len(es)-1].Path
-	b, err := loc.Store.ReadFile(ctx, p)
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Path)
+	}
+	return out
+}
+
+func parseSnapshot(t *testing.T, loc Location, p string) map[string]any {
+	t.Helper()
+	b, err := loc.Store.ReadFile(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +50,7 @@ func newestSnapshot(t *testing.T, loc Location) (string, map[string]any) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	return p, doc
+	return doc
 }
 
 // rewrite replaces the snapshot at p by doc (a hand edit: stores never overwrite, so delete first).
@@ -83,21 +105,58 @@ func TestUndoRefusesEditedJournal(t *testing.T) {
 			doc["binding"] = string(forged.binding())
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m, j, loc := executed(t)
-			before := snapshot(t, m)
+		// The actions are in the first snapshot; the later ones record only their progress. An
+		// edit of the first breaks the chain of the snapshots after it, and actions put into the
+		// newest snapshot (in place of its progress) are not the actions its chain is bound to.
+		for _, where := range []string{"first", "newest"} {
+			t.Run(tc.name+" in the "+where+" snapshot", func(t *testing.T) {
+				m, j, loc := executed(t)
+				before := snapshot(t, m)
+				p, doc := firstSnapshot(t, loc)
+				tc.edit(t, m, j, doc)
+				if where == "newest" {
+					np, ndoc := newestSnapshot(t, loc)
+					delete(ndoc, "progress")
+					ndoc["actions"] = doc["actions"]
+					if b, ok := doc["binding"]; ok {
+						ndoc["binding"] = b
+					}
+					p, doc = np, ndoc
+				}
+				rewrite(t, m, p, doc)
+				_, err := Undo(ctx, m, loc, execOpts())
+				if !errors.Is(err, ErrForged) {
+					t.Fatalf("undo of an edited journal = %v, want ErrForged", err)
+				}
+				if d := diffSnapshots(before, snapshot(t, m)); d != "" {
+					t.Fatalf("the refused undo changed the checkpoint:\n%s", d)
+				}
+				if _, err := Resume(ctx, m, loc, execOpts()); !errors.Is(err, ErrForged) {
+					t.Fatalf("resume of an edited journal = %v, want ErrForged", err)
+				}
+			})
+		}
+	}
+	// A progress record that does not fit the actions is refused too.
+	for name, edit := range map[string]func(pr map[string]any){
+		"a state run counts more actions": func(pr map[string]any) {
+			r := pr["states"].([]any)[0].(map[string]any)
+			r["count"] = r["count"].(float64) + 1
+		},
+		"an unknown state": func(pr map[string]any) {
+			pr["states"].([]any)[0].(map[string]any)["state"] = "gone"
+		},
+		"a write time out of range": func(pr map[string]any) {
+			pr["written"] = []any{map[string]any{"index": 999, "time": testNow.Format(time.RFC3339)}}
+		},
+	} {
+		t.Run("progress: "+name, func(t *testing.T) {
+			m, _, loc := executed(t)
 			p, doc := newestSnapshot(t, loc)
-			tc.edit(t, m, j, doc)
+			edit(doc["progress"].(map[string]any))
 			rewrite(t, m, p, doc)
-			_, err := Undo(ctx, m, loc, execOpts())
-			if !errors.Is(err, ErrForged) {
-				t.Fatalf("undo of an edited journal = %v, want ErrForged", err)
-			}
-			if d := diffSnapshots(before, snapshot(t, m)); d != "" {
-				t.Fatalf("the refused undo changed the checkpoint:\n%s", d)
-			}
-			if _, err := Resume(ctx, m, loc, execOpts()); !errors.Is(err, ErrForged) {
-				t.Fatalf("resume of an edited journal = %v, want ErrForged", err)
+			if _, err := Undo(ctx, m, loc, execOpts()); !errors.Is(err, ErrForged) {
+				t.Fatalf("undo with edited progress = %v, want ErrForged", err)
 			}
 		})
 	}

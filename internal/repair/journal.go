@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -31,10 +32,16 @@ const (
 	LockPath = Dir + "/lock"
 )
 
-// JournalVersion is the version of the journal format this package writes and reads. Version 2
-// added the digest chain (Binding, Prev); a version 1 journal has none and is refused, since
-// nothing would show whether it was edited.
-const JournalVersion = 2
+// JournalVersion is the version of the journal format this package writes. Version 2 added the
+// digest chain (Binding, Prev); a version 1 journal has none and is refused, since nothing would
+// show whether it was edited. Version 3 writes the actions once, in the first snapshot, and
+// every later snapshot records only the actions' progress (Progress): a purge of 40,000 files
+// wrote ~16 MB a snapshot before. Version 2 journals are still read (and continued with
+// version 3 snapshots).
+const JournalVersion = 3
+
+// oldestJournalVersion is the oldest version ReadJournal accepts.
+const oldestJournalVersion = 2
 
 // Location is a repair's directory: the journal snapshots under journal/ and the backups under
 // files/. By default it is <checkpoint>/_ckpt/repairs/<id> in the checkpoint's own store, so the
@@ -82,10 +89,12 @@ const (
 	ActionUndone   ActionState = "undone"
 )
 
-// Journal is the durable record of one repair. It is written as a sequence of complete snapshots,
+// Journal is the durable record of one repair. It is written as a sequence of snapshots,
 // journal/000001.json, journal/000002.json, …, each a new file: stores never overwrite, so a
-// snapshot is either fully there or absent, and the newest one is the journal. A person can read it
-// with cat.
+// snapshot is either fully there or absent, and the newest one is the journal. The first snapshot
+// holds every action; each later one holds everything else in full and, instead of the actions,
+// their progress (which action is in which state), so a snapshot costs the same for 4 actions
+// and for 40,000. A person can read them with cat.
 type Journal struct {
 	Version int    `json:"version"`
 	ID      string `json:"id"`
@@ -104,10 +113,15 @@ type Journal struct {
 	Strategy Strategy `json:"strategy"`
 	State    State    `json:"state"`
 	// Seq is this snapshot's number.
-	Seq     int             `json:"seq"`
-	Created time.Time       `json:"created"`
-	Updated time.Time       `json:"updated"`
-	Actions []JournalAction `json:"actions"`
+	Seq     int       `json:"seq"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// Actions are in the first snapshot (and in every snapshot of a version 2 journal); a later
+	// snapshot has Progress instead.
+	Actions []JournalAction `json:"actions,omitempty"`
+	// Progress is the actions' states and write times in a snapshot that does not repeat the
+	// actions; nil in a snapshot that holds them.
+	Progress *Progress `json:"progress,omitempty"`
 	// Predicted is the planner's prediction for the repaired checkpoint, and Verified its answer
 	// after the actions were applied.
 	Predicted *recovery.Result `json:"predicted"`
@@ -146,6 +160,77 @@ type JournalAction struct {
 	Written *time.Time `json:"written,omitempty"`
 }
 
+// Progress is where every action of a journal stands, in a snapshot after the first: the states
+// run-length encoded in action order ({"state": "done", "count": 39800}), and the write time of
+// each action ckpt wrote (JournalAction.Written).
+type Progress struct {
+	States  []StateRun  `json:"states"`
+	Written []WrittenAt `json:"written,omitempty"`
+}
+
+// StateRun is Count consecutive actions in State.
+type StateRun struct {
+	State ActionState `json:"state"`
+	Count int         `json:"count"`
+}
+
+// WrittenAt is the Written time of the action at Index (0-based, in the order of the actions).
+type WrittenAt struct {
+	Index int       `json:"index"`
+	Time  time.Time `json:"time"`
+}
+
+// progressOf encodes the states and write times of as.
+func progressOf(as []JournalAction) *Progress {
+	p := &Progress{States: []StateRun{}}
+	for i, a := range as {
+		if n := len(p.States); n > 0 && p.States[n-1].State == a.State {
+			p.States[n-1].Count++
+		} else {
+			p.States = append(p.States, StateRun{State: a.State, Count: 1})
+		}
+		if a.Written != nil {
+			p.Written = append(p.Written, WrittenAt{Index: i, Time: *a.Written})
+		}
+	}
+	return p
+}
+
+// applyTo sets the states and write times of as (the actions of the first snapshot) from p. A
+// progress record that does not fit the actions (other counts, an index out of range or twice,
+// an unknown state) was not written by ckpt.
+func (p *Progress) applyTo(as []JournalAction) error {
+	k := 0
+	for _, r := range p.States {
+		switch r.State {
+		case ActionPending, ActionApplying, ActionDone, ActionUndone:
+		default:
+			return fmt.Errorf("%w: its progress names the action state %q", ErrForged, r.State)
+		}
+		if r.Count <= 0 || r.Count > len(as)-k {
+			return fmt.Errorf("%w: its progress counts other actions than the journal has (%d)", ErrForged, len(as))
+		}
+		for i := k; i < k+r.Count; i++ {
+			as[i].State = r.State
+			as[i].Written = nil
+		}
+		k += r.Count
+	}
+	if k != len(as) {
+		return fmt.Errorf("%w: its progress counts %d actions, the journal has %d", ErrForged, k, len(as))
+	}
+	last := -1
+	for _, w := range p.Written {
+		if w.Index <= last || w.Index >= len(as) {
+			return fmt.Errorf("%w: its progress gives a write time to action %d, out of order or range", ErrForged, w.Index+1)
+		}
+		t := w.Time
+		as[w.Index].Written = &t
+		last = w.Index
+	}
+	return nil
+}
+
 // snapshotName is the file of snapshot seq; fixed width, so listings sort numerically.
 func snapshotName(seq int) string { return fmt.Sprintf("%06d.json", seq) }
 
@@ -153,10 +238,19 @@ func snapshotName(seq int) string { return fmt.Sprintf("%06d.json", seq) }
 // (the store's atomic write), which is what lets every change be preceded by its record.
 func (j *Journal) write(ctx context.Context, loc Location, now time.Time) error {
 	next := *j
+	next.Version = JournalVersion
 	next.Seq++
 	next.Updated = now.UTC()
-	next.Binding = j.binding()
+	if next.Binding == "" || j.Seq == 0 {
+		// The binding is over what no run changes, so it is computed once, for the first
+		// snapshot; a journal read back had its binding checked against its actions.
+		next.Binding = j.binding()
+	}
 	next.Prev = j.last
+	if j.Seq > 0 {
+		// The actions are in an earlier snapshot of the chain (the first, or a version 2 one).
+		next.Actions, next.Progress = nil, progressOf(j.Actions)
+	}
 	data, err := json.MarshalIndent(&next, "", "  ")
 	if err != nil {
 		return err
@@ -173,7 +267,14 @@ func (j *Journal) write(ctx context.Context, loc Location, now time.Time) error 
 // is length-prefixed, so no two journals share an encoding.
 func (j *Journal) binding() Digest {
 	h := sha256.New()
-	field := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
+	var buf []byte
+	field := func(s string) {
+		buf = strconv.AppendInt(buf[:0], int64(len(s)), 10)
+		buf = append(buf, ':')
+		buf = append(buf, s...)
+		buf = append(buf, ';')
+		h.Write(buf)
+	}
 	field("ckpt-journal-binding-v2")
 	field(j.ID)
 	field(j.Checkpoint)
@@ -253,10 +354,25 @@ func (j *Journal) check() error {
 // ErrNoJournal is returned when a location holds no journal snapshot.
 var ErrNoJournal = errors.New("no repair journal")
 
+// snapshotHead is what ReadJournal decodes of every snapshot: its place in the chain, and whether
+// it holds the actions or their progress (kept raw, not decoded: tens of thousands of actions).
+type snapshotHead struct {
+	Version  int             `json:"version"`
+	Seq      int             `json:"seq"`
+	Binding  Digest          `json:"binding"`
+	Prev     Digest          `json:"prevSnapshot"`
+	Actions  json.RawMessage `json:"actions"`
+	Progress json.RawMessage `json:"progress"`
+}
+
+func (h *snapshotHead) hasProgress() bool { return len(h.Progress) > 0 && string(h.Progress) != "null" }
+
 // ReadJournal returns the newest snapshot of the journal at loc, after checking the chain of
 // every snapshot (journal.check, Prev): a journal edited by hand is refused with ErrForged. A
 // newest snapshot that does not parse is skipped in favour of the one before it (stores write
 // atomically, so that only happens to a file edited by hand, and the chain still holds up to it).
+// A snapshot with progress instead of actions takes its actions from the newest snapshot before
+// it that holds them.
 func ReadJournal(ctx context.Context, loc Location) (*Journal, error) {
 	entries, err := loc.Store.List(ctx, loc.journalDir())
 	if err != nil {
@@ -279,91 +395,119 @@ func ReadJournal(ctx context.Context, loc Location) (*Journal, error) {
 		snaps = append(snaps, snap{n, e.Path})
 	}
 	sort.Slice(snaps, func(a, b int) bool { return snaps[a].seq < snaps[b].seq })
+	// read is one snapshot whose place in the chain was checked.
+	type read struct {
+		path   string
+		data   []byte
+		digest Digest
+		full   *read // the newest snapshot up to this one that holds the actions
+	}
 	var (
-		cur      *Journal
-		prev     Digest
-		prevData []byte
-		binding  Digest
-		lastErr  error
+		cur, prev *read
+		binding   Digest
+		lastErr   error
 	)
 	for i, sn := range snaps {
-		data, err := loc.Store.ReadFile(ctx, sn.path)
+		data, err := readJournalFile(ctx, loc.Store, sn.path)
 		if err != nil {
 			return nil, err
 		}
-		if i < len(snaps)-1 {
-			// An older snapshot: its place in the chain is all that matters, so only the
-			// chain's fields are decoded (a purge's journal holds tens of thousands of actions).
-			var h struct {
-				Version int    `json:"version"`
-				Seq     int    `json:"seq"`
-				Binding Digest `json:"binding"`
-				Prev    Digest `json:"prevSnapshot"`
-			}
-			if err := json.Unmarshal(data, &h); err != nil {
-				return nil, fmt.Errorf("%w: %s does not parse (%v), and later snapshots follow it", ErrForged, sn.path, err)
-			}
-			if h.Version != JournalVersion {
-				return nil, fmt.Errorf("%s: journal version %d, this ckpt reads version %d (a version 1 journal has no digest chain: undo or resume it with the ckpt that wrote it)", sn.path, h.Version, JournalVersion)
-			}
-			if h.Seq != i+1 || sn.seq != i+1 {
-				return nil, fmt.Errorf("%w: %s is snapshot %d of the directory but records seq %d (a snapshot was added or removed)", ErrForged, sn.path, i+1, h.Seq)
-			}
-			if h.Prev != prev {
-				return nil, fmt.Errorf("%w: %s records the previous snapshot as %s, but it is %s", ErrForged, sn.path, h.Prev.Short(), prev.Short())
-			}
-			if i > 0 && h.Binding != binding {
-				return nil, fmt.Errorf("%w: %s describes other actions than the snapshots before it", ErrForged, sn.path)
-			}
-			binding, prev, prevData = h.Binding, DigestOf(data), data
-			continue
-		}
-		var j Journal
-		if err := json.Unmarshal(data, &j); err != nil {
+		var h snapshotHead
+		if err := json.Unmarshal(data, &h); err != nil {
 			if i == len(snaps)-1 {
 				lastErr = fmt.Errorf("%s: %w", sn.path, err)
 				break
 			}
 			return nil, fmt.Errorf("%w: %s does not parse (%v), and later snapshots follow it", ErrForged, sn.path, err)
 		}
-		if j.Version != JournalVersion {
-			return nil, fmt.Errorf("%s: journal version %d, this ckpt reads version %d (a version 1 journal has no digest chain: undo or resume it with the ckpt that wrote it)", sn.path, j.Version, JournalVersion)
+		if h.Version < oldestJournalVersion || h.Version > JournalVersion {
+			return nil, fmt.Errorf("%s: journal version %d, this ckpt reads versions %d to %d (a version 1 journal has no digest chain: undo or resume it with the ckpt that wrote it)", sn.path, h.Version, oldestJournalVersion, JournalVersion)
 		}
-		if j.Seq != i+1 || sn.seq != i+1 {
-			return nil, fmt.Errorf("%w: %s is snapshot %d of the directory but records seq %d (a snapshot was added or removed)", ErrForged, sn.path, i+1, j.Seq)
+		if h.Seq != i+1 || sn.seq != i+1 {
+			return nil, fmt.Errorf("%w: %s is snapshot %d of the directory but records seq %d (a snapshot was added or removed)", ErrForged, sn.path, i+1, h.Seq)
 		}
-		if j.Prev != prev {
-			return nil, fmt.Errorf("%w: %s records the previous snapshot as %s, but it is %s", ErrForged, sn.path, j.Prev.Short(), prev.Short())
+		var prevDigest Digest
+		if cur != nil {
+			prevDigest = cur.digest
 		}
-		if err := j.check(); err != nil {
-			return nil, fmt.Errorf("%s: %w", sn.path, err)
+		if h.Prev != prevDigest {
+			return nil, fmt.Errorf("%w: %s records the previous snapshot as %s, but it is %s", ErrForged, sn.path, h.Prev.Short(), prevDigest.Short())
 		}
-		if i > 0 && j.Binding != binding {
+		if i > 0 && h.Binding != binding {
 			return nil, fmt.Errorf("%w: %s describes other actions than the snapshots before it", ErrForged, sn.path)
 		}
-		binding, prev = j.Binding, DigestOf(data)
-		j.last = prev
-		cur = &j
-	}
-	if cur != nil {
-		return cur, nil
-	}
-	if lastErr != nil && prevData != nil {
-		// The newest snapshot does not parse: the one before it, whose place in the chain was
-		// checked, is the journal.
-		var j Journal
-		if err := json.Unmarshal(prevData, &j); err == nil {
-			if err := j.check(); err != nil {
-				return nil, err
-			}
-			j.last = prev
-			return &j, nil
+		r := &read{path: sn.path, data: data, digest: DigestOf(data)}
+		switch {
+		case !h.hasProgress():
+			r.full = r
+		case h.Version < 3 || len(h.Actions) > 0 && string(h.Actions) != "null":
+			return nil, fmt.Errorf("%w: %s holds progress it cannot hold (version %d, or actions too)", ErrForged, sn.path, h.Version)
+		case cur == nil:
+			return nil, fmt.Errorf("%w: %s records progress, but no snapshot before it holds the actions", ErrForged, sn.path)
+		default:
+			r.full = cur.full
 		}
+		binding = h.Binding
+		prev, cur = cur, r
+	}
+	for k, r := range []*read{cur, prev} {
+		if r == nil {
+			continue
+		}
+		j, err := decodeSnapshot(r.data, r.full.data)
+		if err != nil {
+			if k == 0 && lastErr == nil && prev != nil && !errors.Is(err, ErrForged) {
+				// The newest snapshot's fields do not decode: as unparseable as a syntax error.
+				lastErr = fmt.Errorf("%s: %w", r.path, err)
+				continue
+			}
+			if errors.Is(err, ErrForged) {
+				return nil, fmt.Errorf("%s: %w", r.path, err)
+			}
+			return nil, fmt.Errorf("%w: %s does not parse (%v)", ErrForged, r.path, err)
+		}
+		if err := j.check(); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.path, err)
+		}
+		j.last = r.digest
+		return j, nil
 	}
 	if lastErr != nil {
 		return nil, fmt.Errorf("%w at %s: %v", ErrNoJournal, loc.URI(), lastErr)
 	}
 	return nil, fmt.Errorf("%w at %s", ErrNoJournal, loc.URI())
+}
+
+// decodeSnapshot decodes a snapshot; one with progress gets the actions of full (the snapshot
+// that holds them) with that progress applied.
+func decodeSnapshot(data, full []byte) (*Journal, error) {
+	var j Journal
+	if err := json.Unmarshal(data, &j); err != nil {
+		return nil, err
+	}
+	if j.Progress == nil {
+		return &j, nil
+	}
+	var f struct {
+		Actions []JournalAction `json:"actions"`
+	}
+	if err := json.Unmarshal(full, &f); err != nil {
+		return nil, err
+	}
+	if err := j.Progress.applyTo(f.Actions); err != nil {
+		return nil, err
+	}
+	j.Actions, j.Progress = f.Actions, nil
+	return &j, nil
+}
+
+// MaxJournalBytes bounds one journal snapshot ReadJournal reads (1 GiB, or logformat.MaxFileBytes
+// when CKPT_MAX_FILE_BYTES sets it higher): the first snapshot of a purge of a million files is
+// about 400 MB, and a larger file is not a journal ckpt wrote.
+var MaxJournalBytes int64 = 1 << 30
+
+func readJournalFile(ctx context.Context, s storage.Store, p string) ([]byte, error) {
+	return readCapped(ctx, s, p, max(MaxJournalBytes, logformat.MaxFileBytes))
 }
 
 // JournalLocation turns what a user passes to `ckpt repair undo|resume` into the repair directory:

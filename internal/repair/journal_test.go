@@ -2,8 +2,11 @@ package repair
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -66,5 +69,84 @@ func TestReadJournal(t *testing.T) {
 	// Snapshots are never overwritten: writing seq 3 again fails rather than replacing it.
 	if err := j.write(ctx, loc, testNow); err == nil {
 		t.Fatal("a snapshot was overwritten")
+	}
+}
+
+// Only the first snapshot holds the actions; the later ones record their states and write times,
+// and ReadJournal puts the two together. Before version 3 every snapshot repeated every action
+// (~16 MB a snapshot for a purge of 40,000 files).
+func TestJournalProgressSnapshots(t *testing.T) {
+	ctx := context.Background()
+	m := storage.NewMem()
+	loc := Location{Store: m, Dir: "r"}
+	j := &Journal{Version: JournalVersion, ID: "x", State: StatePlanned}
+	for _, p := range []string{"offsets/1", "offsets/2", "commits/1"} {
+		j.Actions = append(j.Actions, JournalAction{Action: Action{Op: OpDelete, Path: p, Before: DigestOf([]byte(p)), Reason: strings.Repeat("why ", 50)},
+			Backup: "files/" + p, State: ActionPending})
+	}
+	if err := j.write(ctx, loc, testNow); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := m.ReadFile(ctx, "r/journal/000001.json")
+	j.State = StateApplying
+	j.Actions[0].State, j.Actions[1].State = ActionDone, ActionApplying
+	w := testNow.Add(time.Second)
+	j.Actions[1].Written = &w
+	if err := j.write(ctx, loc, testNow); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := m.ReadFile(ctx, "r/journal/000002.json")
+	if strings.Contains(string(second), `"actions"`) || !strings.Contains(string(second), `"progress"`) || len(second) >= len(first)/2 {
+		t.Fatalf("the second snapshot repeats the actions (%d bytes, the first %d):\n%s", len(second), len(first), second)
+	}
+	got, err := ReadJournal(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Seq != 2 || got.State != StateApplying || len(got.Actions) != 3 || got.Progress != nil {
+		t.Fatalf("got %+v", got)
+	}
+	for i, want := range []ActionState{ActionDone, ActionApplying, ActionPending} {
+		if got.Actions[i].State != want || got.Actions[i].Path != j.Actions[i].Path {
+			t.Errorf("action %d: %s %s, want %s %s", i, got.Actions[i].Path, got.Actions[i].State, j.Actions[i].Path, want)
+		}
+	}
+	if got.Actions[1].Written == nil || !got.Actions[1].Written.Equal(w) || got.Actions[0].Written != nil {
+		t.Errorf("write times: %v %v", got.Actions[0].Written, got.Actions[1].Written)
+	}
+	// A journal read back continues with progress snapshots.
+	got.State = StateApplied
+	if err := got.write(ctx, loc, testNow); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := ReadJournal(ctx, loc); err != nil || again.Seq != 3 || again.State != StateApplied || len(again.Actions) != 3 {
+		t.Fatalf("third: %+v, %v", again, err)
+	}
+}
+
+// A version 2 journal (every snapshot holds the actions) written by the ckpt before is still read,
+// and continued with version 3 snapshots.
+func TestReadJournalVersion2(t *testing.T) {
+	ctx := context.Background()
+	m := storage.NewMem()
+	loc := Location{Store: m, Dir: "r"}
+	j := Journal{Version: 2, ID: "x", State: StateApplying, Seq: 1}
+	j.Actions = []JournalAction{{Action: Action{Op: OpDelete, Path: "offsets/1", Before: DigestOf([]byte("a"))}, Backup: "files/offsets/1", State: ActionApplying}}
+	j.Binding = j.binding()
+	data, _ := json.MarshalIndent(&j, "", "  ")
+	if err := m.WriteFile(ctx, "r/journal/000001.json", data); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadJournal(ctx, loc)
+	if err != nil || got.Version != 2 || len(got.Actions) != 1 {
+		t.Fatalf("version 2: %+v, %v", got, err)
+	}
+	got.Actions[0].State = ActionDone
+	if err := got.write(ctx, loc, testNow); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ReadJournal(ctx, loc)
+	if err != nil || again.Version != JournalVersion || again.Actions[0].State != ActionDone {
+		t.Fatalf("continued: %+v, %v", again, err)
 	}
 }

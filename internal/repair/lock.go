@@ -92,7 +92,7 @@ func (e *LockedError) Error() string {
 
 // ReadLock returns the current lock, or nil when there is none.
 func ReadLock(ctx context.Context, s storage.Store) (*Lock, error) {
-	data, err := s.ReadFile(ctx, LockPath)
+	data, err := readFile(ctx, s, LockPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -138,7 +138,7 @@ func acquireLock(ctx context.Context, s storage.Store, me Lock, policy lockPolic
 		if !errors.Is(err, fs.ErrExist) || attempt > 3 {
 			return "", nil, fmt.Errorf("take the repair lock: %w", err)
 		}
-		raw, rerr := s.ReadFile(ctx, LockPath)
+		raw, rerr := readFile(ctx, s, LockPath)
 		if errors.Is(rerr, fs.ErrNotExist) {
 			continue // released meanwhile
 		}
@@ -201,14 +201,14 @@ func replaceLock(ctx context.Context, s storage.Store, old, mine []byte) (bool, 
 		// A marker left by a process that died while taking over blocks nobody for long: it is
 		// removed when its writer is gone, and the lock is looked at again.
 		var l Lock
-		if raw, rerr := s.ReadFile(ctx, marker); rerr == nil && json.Unmarshal(raw, &l) == nil && l.Host == hostname() && !holderAlive(l) {
+		if raw, rerr := readFile(ctx, s, marker); rerr == nil && json.Unmarshal(raw, &l) == nil && l.Host == hostname() && !holderAlive(l) {
 			_ = del(ctx, s, marker)
 			return false, nil
 		}
 		return false, errors.New("another ckpt is taking the repair lock over right now; try again")
 	}
 	defer func() { _ = del(context.WithoutCancel(ctx), s, marker) }()
-	cur, err := s.ReadFile(ctx, LockPath)
+	cur, err := readFile(ctx, s, LockPath)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && !bytes.Equal(cur, old)) {
 		return false, nil
 	}

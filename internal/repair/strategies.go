@@ -92,7 +92,7 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 			case OpDelete:
 				ov.Hide(a.Path)
 			case OpCopy:
-				data, err := ov.ReadFile(ctx, a.From)
+				data, err := readFile(ctx, ov, a.From)
 				if err != nil {
 					return nil, err
 				}
