@@ -133,7 +133,7 @@ func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*
 	if len(p.Actions) == 0 {
 		return nil, ErrNothingToDo
 	}
-	st := stores{cp: s, sink: opts.Sink}
+	st := stores{cp: s, sink: opts.Sink, dirs: newConfinedDirs()}
 	hasSink := false
 	for _, a := range p.Actions {
 		if a.Store == StoreSink {
@@ -321,7 +321,7 @@ func openJournal(ctx context.Context, s storage.Store, loc Location, sink storag
 	if j.Sink != "" && sink == nil {
 		return nil, fmt.Errorf("journal %s also changed the file sink %s, which was not opened", loc.URI(), j.Sink)
 	}
-	st := stores{cp: s, sink: sink}
+	st := stores{cp: s, sink: sink, dirs: newConfinedDirs()}
 	for _, a := range j.Actions {
 		if err := checkAction(st, a.Action); err != nil {
 			return nil, fmt.Errorf("journal %s: %w", loc.URI(), err)

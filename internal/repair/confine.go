@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -34,7 +35,10 @@ var mutableDirs = []string{"offsets", "commits"}
 //     Spark re-resolves from startingOffsets when missing), state/ or anything else;
 //   - on local disk, neither p nor its directory is a symbolic link, so a delete or a restore cannot
 //     act on a file elsewhere, and a byte-for-byte undo does not turn a link into a file.
-func Confine(s storage.Store, p string) error {
+func Confine(s storage.Store, p string) error { return confine(s, p, nil) }
+
+// confine is Confine with the directories already confirmed in c (nil: none).
+func confine(s storage.Store, p string, c *confinedDirs) error {
 	if err := lexical(p); err != nil {
 		return err
 	}
@@ -56,9 +60,39 @@ func Confine(s storage.Store, p string) error {
 		return fmt.Errorf("%w: %q is not a file directly in offsets/ or commits/", ErrOutside, p)
 	}
 	if root, isLocal := localRoot(s); isLocal {
-		return confineLocal(root, p)
+		return confineLocal(root, p, c)
 	}
 	return nil
+}
+
+// confinedDirs are the local directories one run confirmed to be real directories inside their
+// checkpoint root, so that checking 40,000 files of offsets/ and commits/ resolves the links of
+// two directories, not of 40,000 paths. Each file is still checked itself (one Lstat): it must not
+// be a link. The names checked against a confirmed directory are single elements (lexical has
+// refused every "..", "." and empty element, and a name is what follows the last separator).
+type confinedDirs struct {
+	mu sync.Mutex
+	ok map[string]bool
+}
+
+func newConfinedDirs() *confinedDirs { return &confinedDirs{ok: map[string]bool{}} }
+
+func (c *confinedDirs) has(dir string) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ok[dir]
+}
+
+func (c *confinedDirs) add(dir string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.ok[dir] = true
+	c.mu.Unlock()
 }
 
 // lexical rejects any path that is not already in clean, relative form. It does not clean: a path
@@ -100,18 +134,22 @@ func localRoot(s storage.Store) (string, bool) {
 	return "", false
 }
 
-func confineLocal(root, p string) error {
+func confineLocal(root, p string, c *confinedDirs) error {
 	full := filepath.Join(root, filepath.FromSlash(p))
 	if fi, err := os.Lstat(full); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		return fmt.Errorf("%w: %s is a symbolic link; repair never acts through links", ErrOutside, full)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	dir := filepath.Dir(full)
+	key := root + "\x00" + dir
+	if c.has(key) {
+		return nil
+	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(full)
 	realDir, err := filepath.EvalSymlinks(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // nothing there yet; the store creates a plain directory
@@ -126,6 +164,7 @@ func confineLocal(root, p string) error {
 	if rel != filepath.Dir(filepath.FromSlash(p)) {
 		return fmt.Errorf("%w: %s is reached through a symbolic link (it resolves to %s)", ErrOutside, dir, realDir)
 	}
+	c.add(key) // only a directory that exists and is reached without links
 	return nil
 }
 

@@ -17,7 +17,11 @@ import (
 
 // stores are the stores a journal's actions change: the checkpoint, and the file sink output
 // directory for actions with Store "sink".
-type stores struct{ cp, sink storage.Store }
+type stores struct {
+	cp, sink storage.Store
+	// dirs are the local directories checkAction confirmed (nil: check every path in full).
+	dirs *confinedDirs
+}
 
 func (st stores) of(a Action) storage.Store {
 	if a.Store == StoreSink {
@@ -74,27 +78,27 @@ func checkAction(st stores, a Action) error {
 		if a.Op != OpDelete && a.Op != OpWrite {
 			return fmt.Errorf("%w: %q: a file sink's log is only written or moved into the backup", ErrOutside, a.Path)
 		}
-		return confineSinkLog(s, a.Path)
+		return confineSinkLog(s, a.Path, st.dirs)
 	}
 	if a.Op == OpDelete && IsStateFile(a.Path) {
-		return confineState(s, a.Path) // `ckpt rewind` moves state versions into the backup
+		return confineState(s, a.Path, st.dirs) // `ckpt rewind` moves state versions into the backup
 	}
 	if a.Op == OpDelete && IsSinkLogFile(a.Path) {
-		return confineSinkLog(s, a.Path) // the sink half of a purge, in the sink's own journal
+		return confineSinkLog(s, a.Path, st.dirs) // the sink half of a purge, in the sink's own journal
 	}
 	if (a.Op == OpWrite || a.Op == OpReplace) && IsSinkLogFile(a.Path) && strings.HasSuffix(a.Path, ".compact") {
-		return confineSinkLog(s, a.Path) // `ckpt sink repair` writes a rebuilt compaction file
+		return confineSinkLog(s, a.Path, st.dirs) // `ckpt sink repair` writes a rebuilt compaction file
 	}
 	if a.Op == OpWrite && IsSinkLogFile(a.Path) && !strings.HasSuffix(a.Path, ".crc") {
-		return confineSinkLog(s, a.Path) // a journal of the sink alone
+		return confineSinkLog(s, a.Path, st.dirs) // a journal of the sink alone
 	}
-	if err := Confine(s, a.Path); err != nil {
+	if err := confine(s, a.Path, st.dirs); err != nil {
 		return err
 	}
 	switch a.Op {
 	case OpDelete:
 	case OpCopy:
-		if err := Confine(s, a.From); err != nil {
+		if err := confine(s, a.From, st.dirs); err != nil {
 			return err
 		}
 	case OpWrite:

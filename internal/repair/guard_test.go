@@ -340,3 +340,66 @@ func TestMoveCrossDeviceKeepsBackups(t *testing.T) {
 		t.Fatalf("undo after cross-device moves:\n%s", d)
 	}
 }
+
+// A backup already in place (an earlier run copied it) is never replaced by the rename: it must be
+// the original, and then the file is only deleted; a backup with other bytes stops the run. Both
+// with the rename that refuses to replace (renameat2) and with the check-then-rename fallback.
+func TestMoveNeverReplacesBackup(t *testing.T) {
+	ctx := context.Background()
+	for _, fallback := range []bool{false, true} {
+		for _, good := range []bool{true, false} {
+			t.Run(fmt.Sprintf("fallback=%v/original=%v", fallback, good), func(t *testing.T) {
+				dir := t.TempDir()
+				s, err := storage.NewLocal(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				buildScenario(t, "commits-ahead", s)
+				orig := snapshot(t, s)
+				p, err := NewPlan(ctx, s, Options{})
+				if err != nil || len(p.Actions) == 0 {
+					t.Fatalf("plan: %v", err)
+				}
+				first := p.Actions[0].Path
+				var planted string
+				o := execOpts()
+				o.Hook = func(point string) {
+					if point != "applying" || planted != "" {
+						return
+					}
+					noReplaceUnsupportedForTest = fallback
+					planted = storage.Join(repairDirs(t, s)[0], "files", first)
+					data := orig[first]
+					if !good {
+						data = "other bytes"
+					}
+					if err := s.WriteFile(ctx, planted, []byte(data)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				defer func() { noReplaceUnsupportedForTest = false }()
+				_, err = Execute(ctx, s, p, o)
+				got, _ := s.ReadFile(ctx, planted)
+				if good {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if string(got) != orig[first] {
+						t.Fatalf("backup %s = %q", planted, got)
+					}
+					nothingLost(t, s, orig)
+					return
+				}
+				if err == nil || !strings.Contains(err.Error(), "is not the original") {
+					t.Fatalf("execute over a wrong backup = %v, want it refused", err)
+				}
+				if string(got) != "other bytes" {
+					t.Fatalf("the backup was replaced: %q", got)
+				}
+				if now, _ := s.ReadFile(ctx, first); string(now) != orig[first] {
+					t.Fatalf("%s was moved over the backup", first)
+				}
+			})
+		}
+	}
+}

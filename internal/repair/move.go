@@ -28,10 +28,14 @@ type mover struct {
 	dirs   map[string]bool // directories whose entries changed since the last sync
 	// crossDevice is set once a rename failed with EXDEV: the rest use copies.
 	crossDevice bool
+	// noReplaceUnsupported is set once the file system refused a rename that does not replace.
+	noReplaceUnsupported bool
+	// made are the directories known to exist (created or seen by this mover).
+	made map[string]bool
 }
 
 func newMover(st stores, loc Location) *mover {
-	m := &mover{st: st, loc: loc, roots: map[storage.Store]string{}, dirs: map[string]bool{}}
+	m := &mover{st: st, loc: loc, roots: map[storage.Store]string{}, dirs: map[string]bool{}, made: map[string]bool{}}
 	root, ok := localRoot(loc.Store)
 	if !ok {
 		return m
@@ -68,20 +72,28 @@ func (m *mover) paths(ja *JournalAction) (file, backup string) {
 // deleted. A rename across devices falls back to copy and delete, for this file and the rest.
 func (m *mover) moveInto(ctx context.Context, ja *JournalAction) error {
 	file, backup := m.paths(ja)
-	if _, err := os.Lstat(backup); err == nil {
-		if _, d, err := readDigest(ctx, m.loc.Store, storage.Join(m.loc.Dir, ja.Backup)); err != nil || d != ja.Before {
-			return fmt.Errorf("the backup %s is not the original %s of %s (%v); refusing to continue", backup, ja.Before.Short(), ja.Path, err)
-		}
-		return del(ctx, m.st.of(ja.Action), ja.Path)
-	}
 	if err := m.mkdirAll(filepath.Dir(backup)); err != nil {
 		return err
 	}
 	var err error
-	if m.crossDevice || crossDeviceForTest {
+	switch {
+	case m.crossDevice || crossDeviceForTest:
 		err = syscall.EXDEV
-	} else {
-		err = os.Rename(file, backup)
+	case !m.noReplaceUnsupported && !noReplaceUnsupportedForTest:
+		// One system call that never replaces a backup (no Lstat of it first).
+		err = renameNoReplace(file, backup)
+		if errors.Is(err, errNoReplaceUnsupported) {
+			m.noReplaceUnsupported = true
+			err = m.renameChecked(file, backup)
+		}
+	default:
+		err = m.renameChecked(file, backup)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		if _, d, err := readDigest(ctx, m.loc.Store, storage.Join(m.loc.Dir, ja.Backup)); err != nil || d != ja.Before {
+			return fmt.Errorf("the backup %s is not the original %s of %s (%v); refusing to continue", backup, ja.Before.Short(), ja.Path, err)
+		}
+		return del(ctx, m.st.of(ja.Action), ja.Path)
 	}
 	if errors.Is(err, syscall.EXDEV) {
 		m.crossDevice = true
@@ -105,31 +117,49 @@ func (m *mover) moveInto(ctx context.Context, ja *JournalAction) error {
 	return nil
 }
 
+// renameChecked renames file to backup where the system cannot refuse to replace: an existing
+// backup gives fs.ErrExist (a check and a rename, two system calls, under the repair lock).
+func (m *mover) renameChecked(file, backup string) error {
+	if _, err := os.Lstat(backup); err == nil {
+		return fs.ErrExist
+	}
+	return os.Rename(file, backup)
+}
+
+// noReplaceUnsupportedForTest makes the mover check and rename, as where renameat2 is missing
+// (tests).
+var noReplaceUnsupportedForTest bool
+
 // crossDeviceForTest makes every rename fail as across devices (tests).
 var crossDeviceForTest bool
 
-// linkBack restores ja's file as a hard link to its backup: the link fails rather than replace
-// a file, and the backup stays. Where links are refused it writes the bytes (data) instead.
-func (m *mover) linkBack(ctx context.Context, ja *JournalAction, data []byte) error {
+// linkBack restores ja's file as a hard link to its backup (linked): the link fails rather than
+// replace a file, and the backup stays. Where links are refused it writes the bytes (data)
+// instead.
+func (m *mover) linkBack(ctx context.Context, ja *JournalAction, data []byte) (linked bool, err error) {
 	file, backup := m.paths(ja)
 	if err := m.mkdirAll(filepath.Dir(file)); err != nil {
-		return err
+		return false, err
 	}
-	err := os.Link(backup, file)
+	err = os.Link(backup, file)
 	if err == nil {
 		m.dirs[filepath.Dir(file)] = true
-		return nil
+		return true, nil
 	}
 	if errors.Is(err, fs.ErrExist) {
-		return err
+		return false, err
 	}
-	return put(ctx, m.st.of(ja.Action), ja.Path, data)
+	return false, put(ctx, m.st.of(ja.Action), ja.Path, data)
 }
 
 // mkdirAll creates dir and the directories above it that are missing, remembering each new one's
 // parent for the sync.
 func (m *mover) mkdirAll(dir string) error {
+	if m.made[dir] {
+		return nil
+	}
 	if _, err := os.Stat(dir); err == nil {
+		m.made[dir] = true
 		return nil
 	}
 	parent := filepath.Dir(dir)
@@ -142,6 +172,7 @@ func (m *mover) mkdirAll(dir string) error {
 		return err
 	}
 	m.dirs[parent] = true
+	m.made[dir] = true
 	return nil
 }
 
@@ -161,3 +192,6 @@ func (m *mover) sync() error {
 	}
 	return nil
 }
+
+// errNoReplaceUnsupported is renameNoReplace's answer where the system has no such rename.
+var errNoReplaceUnsupported = errors.New("rename without replacing is not supported here")

@@ -358,3 +358,27 @@ func TestRefuseSymlinks(t *testing.T) {
 		t.Errorf("symlinked directory: %v", err)
 	}
 }
+
+// The directory check is made once per directory of a run, the link check of each file every
+// time: a link in offsets/ is refused after a plain file of offsets/ confirmed the directory.
+func TestConfineCachedDirStillChecksFiles(t *testing.T) {
+	root := t.TempDir()
+	s, err := storage.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildScenario(t, "commits-ahead", s)
+	if err := os.Symlink(filepath.Join(t.TempDir(), "x"), filepath.Join(root, "offsets", "99")); err != nil {
+		t.Fatal(err)
+	}
+	c := newConfinedDirs()
+	if err := confine(s, "offsets/0", c); err != nil {
+		t.Fatal(err)
+	}
+	if !c.has(root + "\x00" + filepath.Join(root, "offsets")) {
+		t.Fatal("offsets/ was not remembered as confirmed")
+	}
+	if err := confine(s, "offsets/99", c); !errors.Is(err, ErrOutside) {
+		t.Fatalf("a link in a confirmed directory: %v, want ErrOutside", err)
+	}
+}

@@ -74,12 +74,12 @@ func digits(s string) bool {
 
 // confineState is Confine for the one kind of state file a journal may delete: a versioned state
 // store file (StateVersion), never through a symbolic link on local disk.
-func confineState(s storage.Store, p string) error {
+func confineState(s storage.Store, p string, c *confinedDirs) error {
 	if !IsStateFile(p) {
 		return fmt.Errorf("%w: %q is not a state store version file", ErrOutside, p)
 	}
 	if root, isLocal := localRoot(s); isLocal {
-		return confineLocal(root, p)
+		return confineLocal(root, p, c)
 	}
 	return nil
 }
@@ -107,12 +107,12 @@ func IsSinkLogFile(p string) bool {
 	return digits(strings.TrimSuffix(name, ".compact"))
 }
 
-func confineSinkLog(s storage.Store, p string) error {
+func confineSinkLog(s storage.Store, p string, c *confinedDirs) error {
 	if !IsSinkLogFile(p) {
 		return fmt.Errorf("%w: %q is not a file sink log file", ErrOutside, p)
 	}
 	if root, isLocal := localRoot(s); isLocal {
-		return confineLocal(root, p)
+		return confineLocal(root, p, c)
 	}
 	return nil
 }

@@ -108,6 +108,7 @@ func undoLocked(ctx context.Context, st stores, loc Location, j *Journal, opts *
 		as := st.of(a.Action)
 		changed = true
 		var err error
+		linked := false
 		switch {
 		case a.Before.Absent():
 			err = del(ctx, as, a.Path)
@@ -119,7 +120,7 @@ func undoLocked(ctx context.Context, st stores, loc Location, j *Journal, opts *
 		case mv.can(a.Action):
 			// A hard link from the backup: no copy of the bytes, the backup stays, and the
 			// link never replaces a file.
-			err = mv.linkBack(ctx, a, w.data)
+			linked, err = mv.linkBack(ctx, a, w.data)
 		default:
 			// The repaired file is gone (repair only deletes or creates), so this write cannot
 			// clobber anything: the store refuses to replace a file.
@@ -130,7 +131,9 @@ func undoLocked(ctx context.Context, st stores, loc Location, j *Journal, opts *
 		}
 		a.State = ActionUndone
 		a.Written = nil
-		if !a.Before.Absent() {
+		if !a.Before.Absent() && !linked {
+			// A linked file is the original's inode, with the original's modification time:
+			// nothing ckpt wrote, so nothing for a liveness check to excuse.
 			a.Written = writtenTime(ctx, as, a.Path)
 		}
 		opts.progress("restored %s", a.Path)
