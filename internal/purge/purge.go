@@ -21,7 +21,7 @@ import (
 )
 
 // Strategy names a purge in its journal.
-const Strategy repair.Strategy = "purge"
+const Strategy = repair.StrategyPurge
 
 // DefaultMinBatchesToRetain is spark.sql.streaming.minBatchesToRetain's default.
 const DefaultMinBatchesToRetain = 100

@@ -231,12 +231,13 @@ func underLock(ctx context.Context, st stores, p *Plan, j *Journal) ([]todo, err
 	defer meter.end()
 	work := make([]todo, 0, len(j.Actions))
 	ov := checkpoint.NewOverlay(st.cp, nil)
+	reads, err := readAll(ctx, st, j.Actions, meter)
+	if err != nil {
+		return nil, err
+	}
 	for i, ja := range j.Actions {
 		a := ja.Action
-		data, d, err := readDigest(ctx, st.of(a), a.Path)
-		if err != nil {
-			return nil, err
-		}
+		data, d := reads[i].data, reads[i].digest
 		if d != a.Before {
 			return nil, fmt.Errorf("%w: %s is now %s, the plan saw %s; plan again", ErrChanged, a.Path, d.Short(), a.Before.Short())
 		}
@@ -265,7 +266,6 @@ func underLock(ctx context.Context, st stores, p *Plan, j *Journal) ([]todo, err
 			}
 		}
 		work = append(work, w)
-		meter.add(1)
 	}
 	if !predicts(j) {
 		return work, nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -198,24 +199,19 @@ func apply(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecO
 
 	ph := newPhase(ctx, "applying", len(work))
 	defer ph.end()
-	chunk := chunkOf(len(work), mv.local)
-	for k, w := range work {
+	chunk := chunkOf(len(work), mv.local, unordered(j))
+	// A purge on an object store changes several files at once (each is a round trip); every
+	// other plan changes them one at a time, in the order that keeps each intermediate state
+	// restartable. Either way a chunk is recorded as under way before any of its changes.
+	workers := 1
+	if unordered(j) && len(mv.roots) == 0 {
+		workers = workersOf(st)
+	}
+	var mu sync.Mutex // the callbacks, from the workers
+	change := func(w todo) error {
 		ja := &j.Actions[w.i]
-		// The journal records each change as under way before it happens. A plan of thousands of
-		// deletions (ckpt purge) records them a chunk at a time: a snapshot per file would write
-		// the whole journal once per file. Resume and undo decide from the files' hashes, not
-		// from these states, so a chunk marked applying is as safe as one action.
-		if k%chunk == 0 {
-			for _, w2 := range work[k:min(k+chunk, len(work))] {
-				j.Actions[w2.i].State = ActionApplying
-			}
-			j.State = StateApplying
-			if err := j.write(ctx, loc, opts.now()); err != nil {
-				return err
-			}
-			opts.hook("applying")
-		}
 		as := st.of(ja.Action)
+		var err error
 		switch ja.Op {
 		case OpDelete:
 			// Decided before the backups: a file without a copy in the backup is always moved
@@ -242,9 +238,30 @@ func apply(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecO
 		if ja.Op == OpCopy {
 			ja.Written = writtenTime(ctx, as, ja.Path)
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		opts.progress("%s %s", ja.Op, ja.Path)
 		opts.hook("changed")
 		ph.add(1)
+		return nil
+	}
+	for k := 0; k < len(work); k += chunk {
+		part := work[k:min(k+chunk, len(work))]
+		// The journal records each change as under way before it happens. A plan of thousands of
+		// deletions (ckpt purge) records them a chunk at a time. Resume and undo decide from the
+		// files' hashes, not from these states, so a chunk marked applying is as safe as one
+		// action.
+		for _, w2 := range part {
+			j.Actions[w2.i].State = ActionApplying
+		}
+		j.State = StateApplying
+		if err := j.write(ctx, loc, opts.now()); err != nil {
+			return err
+		}
+		opts.hook("applying")
+		if err := forEach(ctx, len(part), workers, func(i int) error { return change(part[i]) }); err != nil {
+			return err
+		}
 	}
 	// One sync per directory for every rename, before the journal says applied.
 	if err := mv.sync(); err != nil {
@@ -302,14 +319,14 @@ func pending(ctx context.Context, st stores, j *Journal) ([]todo, error) {
 	var conflicts []string
 	ph := newPhase(ctx, "checking the files", len(j.Actions))
 	defer ph.end()
+	reads, err := readAll(ctx, st, j.Actions, ph)
+	if err != nil {
+		return nil, err
+	}
 	for i := range j.Actions {
 		a := j.Actions[i].Action
 		as := st.of(a)
-		data, d, err := readDigest(ctx, as, a.Path)
-		if err != nil {
-			return nil, err
-		}
-		ph.add(1)
+		data, d := reads[i].data, reads[i].digest
 		if a.Op == OpReplace && d.Absent() {
 			work = append(work, todo{i: i, mid: true})
 			continue
@@ -506,13 +523,56 @@ func plural(n int, what string) string {
 // anyApplied reports whether some action's file is no longer as it was; errors count as yes, the
 // safe answer (it keeps the lock).
 func anyApplied(ctx context.Context, st stores, j *Journal) bool {
-	for _, a := range j.Actions {
+	errApplied := errors.New("applied")
+	err := forEach(context.WithoutCancel(ctx), len(j.Actions), workersOf(st), func(i int) error {
+		a := j.Actions[i]
 		_, d, err := readDigest(context.WithoutCancel(ctx), st.of(a.Action), a.Path)
 		if err != nil || d != a.Before {
-			return true
+			return errApplied
+		}
+		return nil
+	})
+	return err != nil
+}
+
+// workersOf is how many files of st one step reads or changes at once: one on local disk, where
+// each is a system call, backupWorkers where one is a round trip to an object store.
+func workersOf(st stores) int {
+	for _, s := range []storage.Store{st.cp, st.sink} {
+		if s == nil {
+			continue
+		}
+		if _, local := localRoot(s); !local {
+			return backupWorkers
 		}
 	}
-	return false
+	return 1
+}
+
+// unordered reports whether the order of a journal's changes does not matter: a purge deletes
+// batches far below the ones the restart reads, in any order, as Spark's own purge does. Every
+// other plan is ordered so that each intermediate state restarts (order), and undone in reverse.
+func unordered(j *Journal) bool { return j.Strategy == StrategyPurge }
+
+// fileRead is one file's bytes and digest (absent: no file).
+type fileRead struct {
+	data   []byte
+	digest Digest
+}
+
+// readAll reads the file of every action, workersOf(st) at a time, counting each on ph.
+func readAll(ctx context.Context, st stores, as []JournalAction, ph *phase) ([]fileRead, error) {
+	out := make([]fileRead, len(as))
+	err := forEach(ctx, len(as), workersOf(st), func(i int) error {
+		data, d, err := readDigest(ctx, st.of(as[i].Action), as[i].Path)
+		if err != nil {
+			return err
+		}
+		out[i] = fileRead{data, d}
+		ph.add(1)
+		return nil
+	})
+	return out, err
 }
 
 // verify runs the planner on the checkpoint as it is now: the same code path that predicted the
@@ -549,14 +609,22 @@ const journalChunk = 256
 
 // chunkOf is 1 (a snapshot before every change, as small repairs always did) for plans of up to
 // journalChunk changes. Larger plans announce at least journalChunk changes, and at most eight
-// snapshots in all, since every snapshot holds the whole journal; renames on a local file system
-// (local), which are made durable together at the end, are announced in one snapshot.
-func chunkOf(n int, local bool) int {
+// snapshots in all; renames on a local file system (local), which are made durable together at
+// the end, are announced in one snapshot; a purge on an object store (unordered) journalChunk at
+// a time, the changes of one chunk running in parallel.
+func chunkOf(n int, local, unordered bool) int {
 	switch {
+	case local:
+		if n <= journalChunk {
+			return 1
+		}
+		return n
+	case unordered:
+		// A purge on an object store: changes run several at a time within a chunk, so even a
+		// small one is announced a chunk at a time (a progress snapshot is small).
+		return min(n, journalChunk)
 	case n <= journalChunk:
 		return 1
-	case local:
-		return n
 	}
 	return max(journalChunk, (n+7)/8)
 }

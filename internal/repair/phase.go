@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/progress"
@@ -13,6 +14,7 @@ import (
 // progress line: its own label with done/total, the rate and the time left, as restic shows
 // them. It renders into the meter's stage label, so the meter itself is used as it is.
 type phase struct {
+	mu    sync.Mutex // add is called by the workers of a parallel step
 	m     *progress.Meter
 	label string
 	total int
@@ -36,6 +38,8 @@ func (p *phase) add(n int) {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.done += n
 	if now := time.Now(); !now.Before(p.next) {
 		p.next = now.Add(200 * time.Millisecond)
@@ -60,7 +64,12 @@ func (p *phase) text(now time.Time) string {
 
 // end shows the phase as finished.
 func (p *phase) end() {
-	if p == nil || p.done < 0 {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done < 0 {
 		return
 	}
 	if p.total > 0 {

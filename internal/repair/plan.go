@@ -34,6 +34,10 @@ const (
 	// engine re-runs batch L over (end of C, end of L], which is what an async restart does:
 	// nothing is lost. Stateless queries only (copycommitted.go).
 	StrategyCopyCommitted Strategy = "copy-committed"
+	// StrategyPurge names `ckpt purge` (internal/purge): deletes of batches far below those the
+	// restart reads, whose order does not matter, so object stores apply and undo them
+	// several at a time (unordered).
+	StrategyPurge Strategy = "purge"
 )
 
 // Strategies lists every strategy, in the order plans show them: the issue's (a), (b), (c).

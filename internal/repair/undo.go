@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -54,17 +55,32 @@ func undoLocked(ctx context.Context, st stores, loc Location, j *Journal, opts *
 	var conflicts []string
 	var lost []LostFile
 	ph := newPhase(ctx, "checking the files and backups", len(j.Actions))
+	// Every file and every backup it may need, read workersOf(st) at a time (one on local disk).
+	cur, err := readAll(ctx, st, j.Actions, nil)
+	if err != nil {
+		return err
+	}
+	backups := make([]fileRead, len(j.Actions))
+	err = forEach(ctx, len(j.Actions), workersOf(st), func(i int) error {
+		defer ph.add(1)
+		a := j.Actions[i]
+		if a.Before.Absent() || undoState(a.Action, cur[i].digest) != fileApplied {
+			return nil
+		}
+		b, bd, err := readDigest(ctx, loc.Store, storage.Join(loc.Dir, a.Backup))
+		if err != nil {
+			return fmt.Errorf("read the backup of %s: %w", a.Path, err)
+		}
+		backups[i] = fileRead{b, bd}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	for i := len(j.Actions) - 1; i >= 0; i-- {
 		a := j.Actions[i]
-		_, d, err := readDigest(ctx, st.of(a.Action), a.Path)
-		if err != nil {
-			return err
-		}
-		ph.add(1)
-		state := classify(a.Action, d)
-		if a.Op == OpReplace && d.Absent() {
-			state = fileApplied // stopped between the delete and the write
-		}
+		d := cur[i].digest
+		state := undoState(a.Action, d)
 		switch state {
 		case fileOriginal:
 			j.Actions[i].State = ActionUndone
@@ -75,11 +91,7 @@ func undoLocked(ctx context.Context, st stores, loc Location, j *Journal, opts *
 		}
 		var data []byte
 		if !a.Before.Absent() {
-			backup := storage.Join(loc.Dir, a.Backup)
-			b, bd, err := readDigest(ctx, loc.Store, backup)
-			if err != nil {
-				return fmt.Errorf("read the backup of %s: %w", a.Path, err)
-			}
+			b, bd := backups[i].data, backups[i].digest
 			if bd != a.Before {
 				lost = append(lost, LostFile{Path: a.Path, Digest: a.Before, Backup: storage.Join(loc.URI(), a.Backup), BackupDigest: bd})
 				continue
@@ -103,10 +115,18 @@ func undoLocked(ctx context.Context, st stores, loc Location, j *Journal, opts *
 	mv := newMover(st, loc)
 	ph = newPhase(ctx, "restoring", len(work))
 	defer ph.end()
-	for _, w := range work {
+	// A purge on an object store is restored several files at once; everything else newest
+	// change first, one at a time.
+	workers := 1
+	if unordered(j) && len(mv.roots) == 0 {
+		workers = workersOf(st)
+	}
+	changed = len(work) > 0
+	var mu sync.Mutex // the callbacks, from the workers
+	err = forEach(ctx, len(work), workers, func(k int) error {
+		w := work[k]
 		a := &j.Actions[w.i]
 		as := st.of(a.Action)
-		changed = true
 		var err error
 		linked := false
 		switch {
@@ -136,9 +156,15 @@ func undoLocked(ctx context.Context, st stores, loc Location, j *Journal, opts *
 			// nothing ckpt wrote, so nothing for a liveness check to excuse.
 			a.Written = writtenTime(ctx, as, a.Path)
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		opts.progress("restored %s", a.Path)
 		opts.hook("restored")
 		ph.add(1)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := mv.sync(); err != nil {
 		return err
@@ -150,6 +176,14 @@ func undoLocked(ctx context.Context, st stores, loc Location, j *Journal, opts *
 	}
 	unlock(ctx, s, j)
 	return nil
+}
+
+// undoState is classify for undo: a replace stopped between its delete and its write is applied.
+func undoState(a Action, d Digest) fileState {
+	if a.Op == OpReplace && d.Absent() {
+		return fileApplied
+	}
+	return classify(a, d)
 }
 
 // LostFile is an original that undo cannot restore: its backup is gone or holds other bytes.
