@@ -110,11 +110,11 @@ func TestPurgeS3Parallel(t *testing.T) {
 func runParallel(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	ctx := context.Background()
 	inner := newStore(t)
-	copyTo(t, build(t, 220, 220), inner)
+	copyTo(t, build(t, 170, 170), inner)
 	orig := files(t, inner)
 	f := storage.NewFaulty(inner)
 	p, err := NewPlan(ctx, f, Options{Keep: 100})
-	if err != nil || len(p.Actions) < 200 {
+	if err != nil || len(p.Actions) < 100 {
 		t.Fatalf("plan: %v, %d actions", err, len(p.Actions))
 	}
 	dels := &concurrency{op: storage.OpDelete}
