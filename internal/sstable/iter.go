@@ -98,6 +98,9 @@ func (it *Iter) Next() bool {
 			switch it.Kind {
 			case KindValue, KindDeletion, KindSingleDeletion:
 			case KindMerge:
+				if it.t.opts.Merges {
+					break
+				}
 				e := errf(it.t.File, it.data.entryOffset(), it.data.name, "a value or a deletion (ckpt does not apply RocksDB merge operands: transformWithState list state)", "a merge operand")
 				e.Err = ErrUnsupported
 				it.err = it.numbered(e)

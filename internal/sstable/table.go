@@ -13,6 +13,9 @@ type Options struct {
 	// Decompress decompresses compressed blocks. Default nil: a compressed block is an error
 	// naming its compression.
 	Decompress Decompressor
+	// Merges lets merge operands through as KindMerge entries (transformWithState's list
+	// state); default: a merge operand is an ErrUnsupported error.
+	Merges bool
 }
 
 // Properties are the table properties ckpt uses (the "rocksdb.properties" meta block).

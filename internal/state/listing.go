@@ -70,8 +70,11 @@ type Operator struct {
 	MetadataFile string `json:"metadataFile"`
 	// SchemaV3Files are transformWithState's state/<op>/_stateSchema/... files.
 	SchemaV3Files []string `json:"schemaV3Files,omitempty"`
-	Stores        []*Store `json:"-"`
-	Bytes         int64    `json:"bytes"`
+	// MetadataV2Files are the v2 operator metadata files state/<op>/_metadata/v2/<batch>
+	// (transformWithState), by name.
+	MetadataV2Files []string `json:"metadataV2Files,omitempty"`
+	Stores          []*Store `json:"-"`
+	Bytes           int64    `json:"bytes"`
 }
 
 // Listing is what one walk of state/ shows.
@@ -174,6 +177,8 @@ func FromEntries(entries []storage.Entry) *Listing {
 		case "_metadata":
 			if len(rest) == 2 && rest[1] == "metadata" {
 				o.MetadataFile = e.Path
+			} else if len(rest) == 3 && rest[1] == "v2" && !strings.HasPrefix(rest[2], ".") {
+				o.MetadataV2Files = append(o.MetadataV2Files, e.Path)
 			}
 			continue
 		case "_stateSchema":

@@ -33,6 +33,9 @@ type StoreSummary struct {
 	ValueSchema string `json:"valueSchema"`
 	// SchemaError says why the schema file could not be read, when it could not.
 	SchemaError string `json:"schemaError,omitempty"`
+	// StateVariables are a transformWithState store's state variables (with its timers), read
+	// from the operator metadata and the v3 schema; nil for other operators.
+	StateVariables []StateVariable `json:"stateVariables,omitempty"`
 }
 
 // Summarize lists every store of l, reading the small schema and operator metadata files.
@@ -71,6 +74,13 @@ func Summarize(ctx context.Context, st storage.Store, l *Listing) ([]StoreSummar
 					sum.SchemaError = err.Error()
 				} else if f := sc.Family(statefmt.DefaultColumnFamily); f != nil {
 					sum.KeySchema, sum.ValueSchema = f.KeyString, f.ValueString
+				}
+			}
+			if isTWS(o) {
+				if vars, err := twsVariables(ctx, st, o, s.Name); err != nil {
+					sum.SchemaError = err.Error()
+				} else {
+					sum.StateVariables = vars
 				}
 			}
 			out = append(out, sum)

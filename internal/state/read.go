@@ -35,6 +35,9 @@ type Row struct {
 
 	fam      *statefmt.ColumnFamily // nil: the store has no schema
 	hasValue bool
+	// twsKey and twsValue are a transformWithState row's columns (its key, its other
+	// columns), set by tws.go; nil otherwise.
+	twsKey, twsValue *statefmt.Object
 	// line[start:] is the row as AppendJSON renders it. WriteJSON keeps the rows before it
 	// (a block of lines being filled); otherwise start is 0.
 	line  []byte
@@ -43,10 +46,13 @@ type Row struct {
 
 // HasSchema reports whether the row is decoded by a schema (else Key and Value are nil and
 // the JSON holds the raw bytes in base64).
-func (row *Row) HasSchema() bool { return row.fam != nil }
+func (row *Row) HasSchema() bool { return row.fam != nil || row.twsKey != nil }
 
 // Key decodes the key; nil without a schema.
 func (row *Row) Key() *statefmt.Object {
+	if row.twsKey != nil {
+		return row.twsKey
+	}
 	if row.fam == nil {
 		return nil
 	}
@@ -56,6 +62,9 @@ func (row *Row) Key() *statefmt.Object {
 
 // Value decodes the value; nil without a schema or for a delete.
 func (row *Row) Value() *statefmt.Object {
+	if row.twsKey != nil {
+		return row.twsValue
+	}
 	if row.fam == nil || !row.hasValue {
 		return nil
 	}
@@ -80,6 +89,14 @@ type ReadOptions struct {
 	Changes bool
 	// Codec overrides the compression codec; default: told by each file's framing.
 	Codec string
+	// StateVar is the transformWithState state variable to read (Spark's stateVarName);
+	// required for such an operator, refused for others.
+	StateVar string
+	// Timers reads a transformWithState operator's registered timers (readRegisteredTimers).
+	Timers bool
+	// Nested gives list and map state one row per grouping key, the values in an array or a
+	// map (Spark's flattenCollectionTypes=false); default: a row per element or entry.
+	Nested bool
 }
 
 // Reader reads rows of one store.
@@ -96,6 +113,8 @@ type Reader struct {
 	carry []byte
 	// Version is the version read.
 	Version int64
+	// tws reads a transformWithState operator's state variables (tws.go).
+	tws *twsReader
 }
 
 // NewReader resolves opts against the listing and the checkpoint.
@@ -130,6 +149,10 @@ func NewReader(ctx context.Context, cp *checkpoint.Checkpoint, l *Listing, opts 
 		} else if _, hi, ok := s.Versions(); ok {
 			r.Version = hi
 		}
+	}
+	if tw, err := newTWSReader(ctx, r); err != nil || tw != nil {
+		r.tws = tw
+		return r, err
 	}
 	if s.SchemaFile != "" {
 		data, err := cp.Store.ReadFile(ctx, s.SchemaFile)
@@ -208,6 +231,9 @@ func IDsFor(ctx context.Context, cp *checkpoint.Checkpoint, op int64, storeIdx, 
 
 // Each calls emit for every row, partition by partition (a partition's rows in storage order).
 func (r *Reader) Each(ctx context.Context, emit func(*Row) error) error {
+	if r.tws != nil {
+		return r.tws.each(ctx, emit)
+	}
 	for _, p := range r.store.Partitions {
 		if r.opts.Partition >= 0 && p.ID != r.opts.Partition {
 			continue

@@ -24,8 +24,21 @@ type LineageEntry struct {
 }
 
 // ReadChangelogHeader reads the header of a decompressed changelog from r, leaving r at the
-// first record. A version 1 changelog (no header) comes back as Version 1.
+// first record. A version 1 changelog (no header) comes back as Version 1. The typed records
+// of v2 and v4 are an error here: ReadTypedChangelogHeader and TypedRecordReader read them.
 func ReadChangelogHeader(file string, r *bufio.Reader) (*ChangelogHeader, error) {
+	h, err := ReadTypedChangelogHeader(file, r)
+	if err == nil && h.Typed() {
+		return h, errf(file, 0, "a changelog of format v1 or v3 (v2 and v4 hold transformWithState's typed records)", "v%d", h.Version)
+	}
+	return h, err
+}
+
+// Typed reports whether the records are v2/v4's: a type byte before each.
+func (h *ChangelogHeader) Typed() bool { return h.Version == 2 || h.Version == 4 }
+
+// ReadTypedChangelogHeader is ReadChangelogHeader for every version, v2 and v4 included.
+func ReadTypedChangelogHeader(file string, r *bufio.Reader) (*ChangelogHeader, error) {
 	head, err := r.Peek(4)
 	if err == io.EOF || (err == nil && !(head[0] == 0 && head[1] == 2 && head[2] == 'v' && head[3] >= '2' && head[3] <= '4')) {
 		return &ChangelogHeader{Version: 1}, nil
@@ -51,9 +64,6 @@ func ReadChangelogHeader(file string, r *bufio.Reader) (*ChangelogHeader, error)
 		if err := json.Unmarshal(b, &h.Lineage); err != nil {
 			return nil, &Error{File: file, Offset: 6, Expected: "the changelog lineage JSON", Got: excerpt(string(b)), Err: err}
 		}
-	}
-	if h.Version == 2 || h.Version == 4 {
-		return h, errf(file, 0, "a changelog of format v1 or v3 (ckpt does not read the column-family records of v2 and v4 yet)", "v%d", h.Version)
 	}
 	return h, nil
 }

@@ -17,6 +17,9 @@ type RocksDBCheckpoint struct {
 	SSTFiles []RocksDBFile `json:"sstFiles"`
 	LogFiles []RocksDBFile `json:"logFiles"`
 	NumKeys  int64         `json:"numKeys"`
+	// ColumnFamilyMapping maps the virtual column families of a transformWithState store to
+	// the 2-byte id before each of their keys (Spark 4.0+); nil for other stores.
+	ColumnFamilyMapping map[string]int `json:"columnFamilyMapping,omitempty"`
 	// Entries are the other files of the zip (OPTIONS, MANIFEST, CURRENT, ...).
 	Entries []string `json:"entries"`
 }
@@ -81,14 +84,15 @@ func parseRocksDBMetadata(file string, b []byte, cp *RocksDBCheckpoint) error {
 		return &Error{File: file, Offset: 0, Expected: `a version line like "v1"`, Got: fmt.Sprintf("%q", v)}
 	}
 	var m struct {
-		SSTFiles []RocksDBFile `json:"sstFiles"`
-		LogFiles []RocksDBFile `json:"logFiles"`
-		NumKeys  int64         `json:"numKeys"`
+		SSTFiles []RocksDBFile  `json:"sstFiles"`
+		LogFiles []RocksDBFile  `json:"logFiles"`
+		NumKeys  int64          `json:"numKeys"`
+		CFs      map[string]int `json:"columnFamilyMapping"`
 	}
 	if err := json.Unmarshal(rest, &m); err != nil {
 		return &Error{File: file, Offset: int64(len(line) + 1), Expected: "the checkpoint metadata JSON", Err: err}
 	}
-	cp.SSTFiles, cp.LogFiles, cp.NumKeys = m.SSTFiles, m.LogFiles, m.NumKeys
+	cp.SSTFiles, cp.LogFiles, cp.NumKeys, cp.ColumnFamilyMapping = m.SSTFiles, m.LogFiles, m.NumKeys, m.CFs
 	if cp.SSTFiles == nil {
 		cp.SSTFiles = []RocksDBFile{}
 	}

@@ -25,6 +25,11 @@ type ColumnFamily struct {
 	// KeyString and ValueString are the simple strings of Key and Value, for output.
 	KeyString   string `json:"keySchema"`
 	ValueString string `json:"valueSchema"`
+	// v3 only: the schema ids, the key encoder spec and a map state's user key schema.
+	KeySchemaID   int16       `json:"keySchemaId,omitempty"`
+	ValueSchemaID int16       `json:"valueSchemaId,omitempty"`
+	KeyEncoder    *KeyEncoder `json:"keyEncoder,omitempty"`
+	UserKey       *Type       `json:"-"`
 }
 
 // DefaultColumnFamily is the name of the one column family of stores that have one.
@@ -33,7 +38,7 @@ const DefaultColumnFamily = "default"
 // ParseSchema parses a state schema file. Spark writes it with java.io.DataOutputStream: a
 // writeUTF version ("v1", "v2", "v3"), then v1: the key and the value schema JSON as two
 // writeUTF strings; v2: for each, an int32 chunk count and that many writeUTF chunks; v3: a
-// JSON document of column families.
+// count of column families, each with its name, schemas and key encoder (parseSchemaV3).
 func ParseSchema(file string, data []byte) (*Schema, error) {
 	p := &utfReader{file: file, b: data}
 	v, err := p.utf("a version string like \"v2\"")
@@ -66,26 +71,8 @@ func ParseSchema(file string, data []byte) (*Schema, error) {
 		}
 		s.Families = []ColumnFamily{cf.withStrings()}
 	case 3:
-		var doc struct {
-			Families []struct {
-				Name      string          `json:"colFamilyName"`
-				KeySchema json.RawMessage `json:"keySchema"`
-				ValSchema json.RawMessage `json:"valueSchema"`
-			} `json:"stateStoreColFamilySchema"`
-		}
-		rest := data[p.off:]
-		if err := json.Unmarshal(rest, &doc); err != nil {
-			return nil, &Error{File: file, Offset: int64(p.off), Expected: "the v3 column family JSON", Err: err}
-		}
-		for _, f := range doc.Families {
-			cf := ColumnFamily{Name: f.Name}
-			if cf.Key, err = parseStructJSON(file, string(f.KeySchema)); err != nil {
-				return nil, err
-			}
-			if cf.Value, err = parseStructJSON(file, string(f.ValSchema)); err != nil {
-				return nil, err
-			}
-			s.Families = append(s.Families, cf.withStrings())
+		if err := parseSchemaV3(p, s); err != nil {
+			return nil, err
 		}
 	default:
 		return nil, errf(file, 0, "schema version v1, v2 or v3", "%q", v)

@@ -50,8 +50,12 @@ func readAll(t testing.TB, file string, data []byte) ([]Record, error) {
 	var src io.Reader = dr
 	if kind == Changelog {
 		br := bufio.NewReader(dr)
-		if _, err := ReadChangelogHeader(file, br); err != nil {
+		h, err := ReadTypedChangelogHeader(file, br)
+		if err != nil {
 			return nil, err
+		}
+		if h.Typed() {
+			return readTyped(file, br)
 		}
 		src = br
 	}
@@ -67,6 +71,22 @@ func readAll(t testing.TB, file string, data []byte) ([]Record, error) {
 		}
 		r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
 		recs = append(recs, r)
+	}
+}
+
+// readTyped reads the records of a v2/v4 changelog (transformWithState's), merges as puts.
+func readTyped(file string, r io.Reader) ([]Record, error) {
+	tr := NewTypedRecordReader(file, r, 0)
+	var recs []Record
+	for {
+		rec, err := tr.Next()
+		if err == io.EOF {
+			return recs, nil
+		}
+		if err != nil {
+			return recs, err
+		}
+		recs = append(recs, Record{Key: bytes.Clone(rec.Key), Value: bytes.Clone(rec.Value), Delete: rec.Type == RecordDelete, Offset: rec.Offset})
 	}
 }
 
