@@ -77,10 +77,13 @@ func Summarize(ctx context.Context, st storage.Store, l *Listing) ([]StoreSummar
 				}
 			}
 			if isTWS(o) {
-				if vars, err := twsVariables(ctx, st, o, s.Name); err != nil {
+				if opName, vars, err := twsVariables(ctx, st, o, s.Name); err != nil {
 					sum.SchemaError = err.Error()
 				} else {
 					sum.StateVariables = vars
+					if sum.OperatorName == "" {
+						sum.OperatorName = opName
+					}
 				}
 			}
 			out = append(out, sum)

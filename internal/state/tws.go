@@ -60,6 +60,7 @@ type twsProps struct {
 // transformWithState operator.
 type twsOperator struct {
 	metaFile   string
+	name       string
 	props      twsProps
 	schemaFile string
 	schema     *statefmt.Schema
@@ -98,7 +99,7 @@ func loadTWS(ctx context.Context, st storage.Store, o *Operator, store string, v
 	if !slices.Contains(twsOperatorNames, m.Info.Name) {
 		return nil, fmt.Errorf("%s: operator %q is not transformWithState's (%s)", best, m.Info.Name, strings.Join(twsOperatorNames, ", "))
 	}
-	t := &twsOperator{metaFile: best}
+	t := &twsOperator{metaFile: best, name: m.Info.Name}
 	if m.Props == "" {
 		return nil, fmt.Errorf("%s: no operatorPropertiesJson: no state variables are defined for the transformWithState operator", best)
 	}
@@ -178,11 +179,12 @@ func (t *twsOperator) varNames() string {
 	return strings.Join(names, ", ")
 }
 
-// twsVariables lists the state variables of a transformWithState store for `state ls`.
-func twsVariables(ctx context.Context, st storage.Store, o *Operator, store string) ([]StateVariable, error) {
+// twsVariables lists the state variables of a transformWithState store for `state ls`, and
+// the operator's name (the v2 metadata's).
+func twsVariables(ctx context.Context, st storage.Store, o *Operator, store string) (string, []StateVariable, error) {
 	t, err := loadTWS(ctx, st, o, store, 0)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	out := []StateVariable{}
 	for _, v := range t.props.Variables {
@@ -192,7 +194,7 @@ func twsVariables(ctx context.Context, st storage.Store, o *Operator, store stri
 		}
 		out = append(out, sv)
 	}
-	return out, nil
+	return t.name, out, nil
 }
 
 // twsReader reads one state variable (or the timers) of a transformWithState store.

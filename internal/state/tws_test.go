@@ -180,7 +180,7 @@ func TestSummarizeListsStateVariables(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(sums) != 1 || sums[0].SchemaError != "" {
+		if len(sums) != 1 || sums[0].SchemaError != "" || sums[0].OperatorName != "transformWithStateExec" {
 			t.Fatalf("%s: %+v", rel, sums)
 		}
 		var got []string

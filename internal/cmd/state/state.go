@@ -108,11 +108,18 @@ HDFS-backed stores are read from N.snapshot and N.delta files. RocksDB stores ar
 Spark loads them: the SST files the newest N.zip at or below the version lists (ckpt reads
 RocksDB's table format itself, merging the files: the newest entry of a key wins), then the
 changelogs after it. --changes needs the version's changelog. Output: a table, or JSON lines (-o json) with key, value and
-partition_id (and batch_id, change_type with --changes).`,
+partition_id (and batch_id, change_type with --changes).
+
+transformWithState operators keep several state variables in one store: read one with
+--state-var NAME (ckpt state ls lists them), or the timers with --timers. List state gives
+a row per element (list_element), map state a row per entry (user_map_key, user_map_value);
+--nested gives one row per grouping key (list_value, map_value), as Spark's reader does.`,
 		Example: `  ckpt state read ./ckpt --operator 0
   ckpt state read ./ckpt --operator 0 --partition 3 --key userId=42 -o json
   ckpt state read ./ckpt --operator 0 --store left-keyToNumValues
-  ckpt state read ./ckpt --operator 0 --version 12 --changes`,
+  ckpt state read ./ckpt --operator 0 --version 12 --changes
+  ckpt state read ./ckpt --operator 0 --state-var countState
+  ckpt state read ./ckpt --operator 0 --state-var mapState --nested -o json`,
 		Args: cli.ExactArgs(1, "a checkpoint location"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Location = args[0]
@@ -141,6 +148,9 @@ partition_id (and batch_id, change_type with --changes).`,
 	fl.Int64Var(&ro.Version, "version", 0, "state version = batch id + 1 (default: the latest committed batch's)")
 	fl.StringArrayVar(&ro.Keys, "key", nil, "keep rows whose key field `NAME=VALUE` (repeatable; all must match)")
 	fl.BoolVar(&ro.Changes, "changes", false, "read only the version's delta or changelog: what its batch changed")
+	fl.StringVar(&ro.StateVar, "state-var", "", "transformWithState: the state variable `NAME` to read (Spark's stateVarName; ckpt state ls lists them)")
+	fl.BoolVar(&ro.Timers, "timers", false, "transformWithState: read the registered timers (Spark's readRegisteredTimers)")
+	fl.BoolVar(&ro.Nested, "nested", false, "transformWithState list and map state: one row per grouping key, the list or map in it (Spark's flattenCollectionTypes=false)")
 	return cmd
 }
 
@@ -251,6 +261,8 @@ func renderLs(opts *Options, sums []state.StoreSummary) error {
 		key, val := s.KeySchema, s.ValueSchema
 		if s.SchemaError != "" {
 			key, val = "(unreadable schema)", ""
+		} else if len(s.StateVariables) > 0 {
+			key, val = "(transformWithState: state variables below)", ""
 		} else if key == "" {
 			key, val = "(no schema)", ""
 		}
@@ -262,5 +274,17 @@ func renderLs(opts *Options, sums []state.StoreSummary) error {
 			versions, "v" + strconv.Itoa(s.CheckpointFormat), strconv.Itoa(s.Files), strconv.Itoa(s.SSTs), strconv.FormatInt(s.Bytes, 10), key, val})
 	}
 	r.Table(t)
+	for _, s := range sums {
+		if len(s.StateVariables) == 0 {
+			continue
+		}
+		r.Println("")
+		r.Println(fmt.Sprintf("operator %d store %s: transformWithState state variables (read one with --state-var NAME, the timers with --timers)", s.Operator, render.Escape(s.Store)))
+		vt := render.Table{Headers: []string{"STATE VARIABLE", "TYPE", "TTL", "KEY", "VALUE"}}
+		for _, v := range s.StateVariables {
+			vt.Rows = append(vt.Rows, []string{v.Name, v.Type, strconv.FormatBool(v.TTL), v.KeySchema, v.ValueSchema})
+		}
+		r.Table(vt)
+	}
 	return nil
 }
