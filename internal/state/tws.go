@@ -650,9 +650,17 @@ type grouper struct {
 	emit func(*Row) error
 	// open nested map: the grouping key's bytes and the entries so far
 	group   []byte
-	entries []byte
+	entries []mapEntry
 	objs    *statefmt.Map
-	n       int
+	// table is the length of the Scala HashMap Spark's reader collects a partition's map
+	// entries in: it grows and is cleared, never shrunk, between grouping keys.
+	table int
+}
+
+// mapEntry is one entry of a nested map row: its JSON and its key's hash.
+type mapEntry struct {
+	json []byte
+	hash int32
 }
 
 // keep applies --key to a grouping key row.
@@ -808,17 +816,12 @@ func (g *grouper) add(key, value []byte) error {
 				g.group = append([]byte{}, group...)
 				g.entries = g.entries[:0]
 				g.objs = &statefmt.Map{}
-				g.n = 0
 			}
-			if g.n > 0 {
-				g.entries = append(g.entries, ',')
-			}
-			g.n++
-			g.entries = statefmt.AppendJSON(g.entries, statefmt.UnsafeRowString(uk))
-			g.entries = append(g.entries, ':')
-			if g.entries, err = statefmt.AppendRowJSON(g.entries, value[1:], f.Value); err != nil {
+			e := statefmt.AppendJSON(nil, statefmt.UnsafeRowString(uk))
+			if e, err = statefmt.AppendRowJSON(append(e, ':'), value[1:], f.Value); err != nil {
 				return err
 			}
+			g.entries = append(g.entries, mapEntry{json: e, hash: statefmt.UnsafeRowHash(uk)})
 			g.objs.Keys = append(g.objs.Keys, obj(uk, ukType))
 			g.objs.Values = append(g.objs.Values, obj(value[1:], f.Value))
 			return nil
@@ -860,8 +863,58 @@ func (g *grouper) flush() error {
 	if err != nil {
 		return g.fail(err)
 	}
-	dst = append(append(append(dst, `,"map_value":{`...), g.entries...), '}')
+	dst = append(dst, `,"map_value":{`...)
+	for i, e := range g.scalaOrder() {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, e.json...)
+	}
+	dst = append(dst, '}')
 	return g.end(dst, obj(group, g.tw.group), single("map_value", g.objs))
+}
+
+// scalaOrder returns the open map's entries in the order Spark's reader writes them: it
+// adds them (in key order) to a Scala 2.13 mutable.HashMap and iterates it. That map starts
+// with 16 buckets and doubles when an insert would reach 3/4 full; a key's bucket is its
+// hashCode (UnsafeRowHash) spread by h ^ h>>>16, masked; a bucket's nodes are ordered by
+// that hash, equal ones by insertion. The map is cleared, not shrunk, between grouping keys.
+func (g *grouper) scalaOrder() []mapEntry {
+	if g.table == 0 {
+		g.table = 16
+	}
+	for n := range g.entries {
+		if n+1 >= g.table*3/4 {
+			g.table *= 2
+		}
+	}
+	type ranked struct {
+		bucket int
+		hash   int32
+		e      mapEntry
+	}
+	rs := make([]ranked, len(g.entries))
+	for i, e := range g.entries {
+		h := e.hash ^ int32(uint32(e.hash)>>16)
+		rs[i] = ranked{bucket: int(uint32(h) & uint32(g.table-1)), hash: h, e: e}
+	}
+	slices.SortStableFunc(rs, func(a, b ranked) int {
+		if a.bucket != b.bucket {
+			return a.bucket - b.bucket
+		}
+		if a.hash != b.hash {
+			if a.hash < b.hash {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	out := make([]mapEntry, len(rs))
+	for i, r := range rs {
+		out[i] = r.e
+	}
+	return out
 }
 
 // change emits one change feed row: the record's key and its value (a put of a list holds

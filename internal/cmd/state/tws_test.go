@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/state"
-	"github.com/ckpt-dev/ckpt/internal/state/statetest"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -23,36 +21,10 @@ func openLocal(ctx context.Context, uri string) (storage.Store, error) {
 	return storage.Open(ctx, uri, storage.Options{})
 }
 
-// twsNormalizeLines is normalizeLines with a nested map's entries (map_value) in key order:
-// Spark builds that map in a Scala HashMap, whose order is not the state's.
+// twsNormalizeLines is normalizeLines: a nested map's entries are compared in order too.
 func twsNormalizeLines(t *testing.T, data []byte) []string {
 	t.Helper()
-	var out []string
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		if bytes.Contains(line, []byte(`"map_value"`)) {
-			d := json.NewDecoder(bytes.NewReader(line))
-			d.UseNumber()
-			var m map[string]any
-			if err := d.Decode(&m); err != nil {
-				t.Fatalf("bad JSON %s: %v", line, err)
-			}
-			b, err := json.Marshal(m) // object keys sorted
-			if err != nil {
-				t.Fatal(err)
-			}
-			line = b
-		}
-		n, err := statetest.Normalize(line)
-		if err != nil {
-			t.Fatalf("bad JSON %s: %v", line, err)
-		}
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
+	return normalizeLines(t, data)
 }
 
 // TestReadTWSJSONEqualsSparkStateReader runs `ckpt state read --operator 0 --state-var V
