@@ -124,6 +124,10 @@ func TestReadTWSEqualsSparkStateReader(t *testing.T) {
 			}
 		})
 	}
+	// Checkpoint format v2: <version>_<uuid> files, changelogs v4 (typed records after a lineage).
+	if _, err := os.Stat("../../testdata/spark-state/4.1.4/tws-changelog-v2/oracle/vars"); err != nil {
+		t.Errorf("no transformWithState fixture with checkpoint format v2: %v", err)
+	}
 	for _, rel := range []string{"4.0.2", "4.1.4"} {
 		if !releases[rel] {
 			t.Errorf("no transformWithState fixture of Spark %s", rel)

@@ -163,6 +163,8 @@ public class TwsFixture {
   public static void main(String[] args) throws Exception {
     String out = args[0], name = args[1];
     boolean changelog = name.contains("changelog");
+    // tws-changelog-v2: checkpoint format v2 (<version>_<uuid> files, changelog v4 with lineage).
+    String format = name.endsWith("-v2") ? "2" : "1";
     SparkSession spark = SparkSession.builder().master("local[1]").appName(name)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
@@ -174,6 +176,7 @@ public class TwsFixture {
         // Processing-time timers would ask for a batch on every trigger: batches only for input.
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
         .config("spark.sql.warehouse.dir", "/tmp/tws-fixture-warehouse")
+        .config("spark.sql.streaming.stateStore.checkpointFormatVersion", format)
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "" + changelog)
         .getOrCreate();
     String release = spark.version();
@@ -202,7 +205,7 @@ public class TwsFixture {
       try (PrintWriter w = new PrintWriter(new File(base, "conf.json"), StandardCharsets.UTF_8)) {
         w.print("{\n \"conf\": {\n  \"spark.sql.streaming.stateStore.providerClass\": \"" + ROCKS + "\",\n"
             + "  \"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled\": \"" + changelog + "\",\n"
-            + "  \"spark.sql.streaming.noDataMicroBatches.enabled\": \"false\"\n },\n"
+            + "  \"spark.sql.streaming.noDataMicroBatches.enabled\": \"false\"" + (format.equals("2") ? ",\n  \"spark.sql.streaming.stateStore.checkpointFormatVersion\": \"2\"" : "") + "\n },\n"
             + " \"query\": \"tws\",\n \"release\": \"" + release + "\"\n}\n");
       }
     } finally {
