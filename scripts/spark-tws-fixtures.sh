@@ -3,7 +3,7 @@
 # scripts/spark-tws-fixtures/TwsFixture.java compiled against the jars of a pyspark venv (the
 # release is that pyspark's), run on OpenJDK 17, one case per JVM.
 #
-#   scripts/spark-tws-fixtures.sh VENV OUTDIR [CASE...]    (cases: tws tws-changelog tws-changelog-v2)
+#   scripts/spark-tws-fixtures.sh VENV OUTDIR [CASE...]    (cases: tws tws-changelog tws-changelog-v2 tws-ttl)
 #   e.g. scripts/spark-tws-fixtures.sh /tmp/venv-state-41 testdata/spark-state
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

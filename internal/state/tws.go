@@ -589,6 +589,7 @@ func (tw *twsReader) sstEntries(ctx context.Context, p *Partition, zip string, c
 	h.init()
 	var key, base []byte
 	var ops [][]byte
+	file := "" // the SST file of the current key's newest entry
 	// done: the current key's newest value or deletion was seen; older entries are hidden.
 	started, done, live := false, false, false
 	finish := func() error {
@@ -605,11 +606,7 @@ func (tw *twsReader) sstEntries(ctx context.Context, p *Partition, zip string, c
 		for i := len(ops) - 1; i >= 0; i-- {
 			parts = append(parts, ops[i])
 		}
-		path := ""
-		if len(h) > 0 {
-			path = h[0].Table().File
-		}
-		return wrapRow(path, fn(key, bytes.Join(parts, []byte{mergeDelimiter})))
+		return wrapRow(file, fn(key, bytes.Join(parts, []byte{mergeDelimiter})))
 	}
 	for len(h) > 0 {
 		it := h[0]
@@ -619,6 +616,7 @@ func (tw *twsReader) sstEntries(ctx context.Context, p *Partition, zip string, c
 			}
 			started, done, live = true, false, false
 			key, base, ops = append(key[:0], it.UserKey...), base[:0], ops[:0]
+			file = it.Table().File
 		}
 		if !done {
 			switch it.Kind {

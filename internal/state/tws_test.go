@@ -187,3 +187,32 @@ func TestSummarizeListsStateVariables(t *testing.T) {
 		}
 	}
 }
+
+// TestReadTWSDamagedChangelogNamesFile: a cut changelog of a transformWithState store (version
+// 4 is 3.zip and 4.changelog) fails
+// the read, naming the file, rather than yielding fewer rows.
+func TestReadTWSDamagedChangelogNamesFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../../testdata/spark-state/4.1.4/tws-changelog")); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "checkpoint/state/0/0/4.changelog")
+	data, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cp, l := openFixture(t, dir)
+	for _, v := range []string{"countState", "listState", "mapState"} {
+		r, err := NewReader(context.Background(), cp, l, ReadOptions{Partition: -1, StateVar: v, Version: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.Each(context.Background(), func(*Row) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), "state/0/0/4.changelog") {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+}

@@ -45,12 +45,19 @@ public class TwsFixture {
     transient ValueState<Long> count;
     transient ListState<String> list;
     transient MapState<String, Long> map;
+    // ttl: every variable with a one-day TTL (tws-ttl), which no row reaches in the run.
+    final boolean ttl;
+
+    Proc(boolean ttl) {
+      this.ttl = ttl;
+    }
 
     @Override
     public void init(OutputMode outputMode, TimeMode timeMode) {
-      count = getHandle().getValueState("countState", Encoders.LONG(), TTLConfig.NONE());
-      list = getHandle().getListState("listState", Encoders.STRING(), TTLConfig.NONE());
-      map = getHandle().getMapState("mapState", Encoders.STRING(), Encoders.LONG(), TTLConfig.NONE());
+      TTLConfig t = ttl ? TTLConfig.apply(java.time.Duration.ofDays(1)) : TTLConfig.NONE();
+      count = getHandle().getValueState("countState", Encoders.LONG(), t);
+      list = getHandle().getListState("listState", Encoders.STRING(), t);
+      map = getHandle().getMapState("mapState", Encoders.STRING(), Encoders.LONG(), t);
     }
 
     @Override
@@ -162,7 +169,7 @@ public class TwsFixture {
 
   public static void main(String[] args) throws Exception {
     String out = args[0], name = args[1];
-    boolean changelog = name.contains("changelog");
+    boolean changelog = name.contains("changelog") || name.contains("ttl");
     // tws-changelog-v2: checkpoint format v2 (<version>_<uuid> files, changelog v4 with lineage).
     String format = name.endsWith("-v2") ? "2" : "1";
     SparkSession spark = SparkSession.builder().master("local[1]").appName(name)
@@ -190,7 +197,7 @@ public class TwsFixture {
       writeBatch(inp, 0);
       Dataset<Row> src = spark.readStream().schema("k string, x long, s string").option("maxFilesPerTrigger", 1).json(inp);
       Dataset<String> res = src.groupByKey((MapFunction<Row, String>) r -> r.getString(0), Encoders.STRING())
-          .transformWithState(new Proc(), TimeMode.ProcessingTime(), OutputMode.Update(), Encoders.STRING());
+          .transformWithState(new Proc(name.contains("ttl")), TimeMode.ProcessingTime(), OutputMode.Update(), Encoders.STRING());
       StreamingQuery q = res.writeStream().format("noop").outputMode("update").option("checkpointLocation", ckpt)
           .trigger(org.apache.spark.sql.streaming.Trigger.ProcessingTime(200)).start();
       q.processAllAvailable();
