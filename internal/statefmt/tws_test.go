@@ -38,7 +38,15 @@ func TestRealSchemasV3Parse(t *testing.T) {
 		if m == nil || m.UserKey == nil || m.UserKey.String() != "struct<value:string>" || m.KeyEncoder.Type != KeyEncoderPrefixScan || m.KeyEncoder.NumColsPrefixKey != 1 {
 			t.Errorf("%s: map state family %+v", f, m)
 		}
-		if c := s.Family("countState"); c == nil || c.KeyString != "struct<value:string>" || c.ValueString != "struct<value:bigint>" || c.UserKey != nil || c.KeyEncoder.Type != KeyEncoderNoPrefix {
+		value := "struct<value:bigint>"
+		if strings.Contains(f, "tws-ttl") {
+			value = "struct<value:struct<value:bigint>,ttlExpirationMs:bigint>" // with a TTL, the value keeps its expiry
+		}
+		key := "struct<value:string>" // Scala: the grouping key's encoder
+		if strings.Contains(f, "tws-pandas") {
+			key = "struct<k:string>" // Python: the grouping columns
+		}
+		if c := s.Family("countState"); c == nil || c.KeyString != key || c.ValueString != value || c.UserKey != nil || c.KeyEncoder.Type != KeyEncoderNoPrefix {
 			t.Errorf("%s: value state family %+v", f, c)
 		}
 		if r := s.Family("$procTimers_timestampToKey"); r == nil || r.KeyEncoder.Type != KeyEncoderRangeScan || len(r.KeyEncoder.OrderingOrdinals) != 1 {
