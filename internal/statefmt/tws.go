@@ -132,22 +132,9 @@ func UnsafeRowString(row []byte) string {
 // little-endian int32 words, seed 42 (Murmur3_x86_32.hashUnsafeWords). len(row) is a multiple
 // of 8, as every UnsafeRow's size.
 func UnsafeRowHash(row []byte) int32 {
-	const c1, c2 = 0xcc9e2d51, 0x1b873593
-	h := uint32(42)
+	h := uint32(HashSeed)
 	for i := 0; i+4 <= len(row); i += 4 {
-		k := binary.LittleEndian.Uint32(row[i:])
-		k *= c1
-		k = k<<15 | k>>17
-		k *= c2
-		h ^= k
-		h = h<<13 | h>>19
-		h = h*5 + 0xe6546b64
+		h = mixH1(h, mixK1(binary.LittleEndian.Uint32(row[i:])))
 	}
-	h ^= uint32(len(row))
-	h ^= h >> 16
-	h *= 0x85ebca6b
-	h ^= h >> 13
-	h *= 0xc2b2ae35
-	h ^= h >> 16
-	return int32(h)
+	return int32(fmix(h, len(row)))
 }
