@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
+	"math/bits"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -86,17 +88,26 @@ type rawEntry struct {
 }
 
 // Log is the listing of one HDFSMetadataLog directory (offsets/ or commits/).
+//
+// The batch ids are kept as runs of consecutive ids, not one by one: a log of a million
+// contiguous batches costs one run, so that reading every batch file (inspect --batches) needs
+// memory flat in the number of batches. Its methods answer by binary search over the runs.
 type Log struct {
 	// Dir is the directory name relative to the checkpoint root.
 	Dir string
-	// IDs are the batch ids that have a batch file, ascending. A batch file
-	// is a plain file whose name Spark's isBatchFile accepts (a decimal
-	// long); directories are excluded as Spark master does.
-	IDs []int64
+	// runs are the ids that have a batch file, ascending, disjoint and not adjacent. A batch
+	// file is a plain file whose name Spark's isBatchFile accepts (a decimal long); directories
+	// are excluded as Spark master does.
+	runs []Run
+	// before[i] is how many ids lie in runs[:i] (CountIn by binary search).
+	before []int64
+	n      int
 	// alt holds the path of a batch file whose name is not the canonical
-	// spelling of its id (File); the others are Path(id). A million batches
-	// cost their ids only.
+	// spelling of its id (File); the others are Path(id).
 	alt map[int64]string
+	// ids is IDs' slice, built on first use only.
+	idsOnce sync.Once
+	ids     []int64
 	// Temps are leftovers of interrupted atomic writes (.N.<uuid>.tmp).
 	Temps []storage.Entry
 	// Checksums are Hadoop local-filesystem checksum files (.N.crc).
@@ -107,13 +118,84 @@ type Log struct {
 	// ModTime are zero, see storage.ListNames): Stat those that matter.
 }
 
+// Run is an inclusive run of consecutive batch ids, First to Last.
+type Run struct{ First, Last int64 }
+
+// Len returns how many batch ids have a batch file.
+func (l *Log) Len() int {
+	if l == nil {
+		return 0
+	}
+	return l.n
+}
+
+// Runs returns the batch ids as maximal runs of consecutive ids, ascending. The slice is
+// shared: do not modify it.
+func (l *Log) Runs() []Run {
+	if l == nil {
+		return nil
+	}
+	return l.runs
+}
+
+// IDs returns the batch ids that have a batch file, ascending. The slice is built on the first
+// call (8 bytes an id) and shared: do not modify it. Walk All or Runs where a million ids need
+// not be held at once.
+func (l *Log) IDs() []int64 {
+	if l == nil {
+		return nil
+	}
+	l.idsOnce.Do(func() {
+		l.ids = make([]int64, 0, l.n)
+		for id := range l.All() {
+			l.ids = append(l.ids, id)
+		}
+	})
+	return l.ids
+}
+
+// All yields the batch ids in ascending order.
+func (l *Log) All() iter.Seq[int64] {
+	return func(yield func(int64) bool) {
+		for _, r := range l.Runs() {
+			for id := r.First; ; id++ {
+				if !yield(id) {
+					return
+				}
+				if id == r.Last {
+					break
+				}
+			}
+		}
+	}
+}
+
+// Backward yields the batch ids in descending order.
+func (l *Log) Backward() iter.Seq[int64] {
+	return func(yield func(int64) bool) {
+		rs := l.Runs()
+		for i := len(rs) - 1; i >= 0; i-- {
+			for id := rs[i].Last; ; id-- {
+				if !yield(id) {
+					return
+				}
+				if id == rs[i].First {
+					break
+				}
+			}
+		}
+	}
+}
+
+// runAtOrAbove returns the index of the first run whose Last is at or above id.
+func (l *Log) runAtOrAbove(id int64) int {
+	return sort.Search(len(l.runs), func(i int) bool { return l.runs[i].Last >= id })
+}
+
 // File returns the listing entry of batch id's file (its path; after Load no
 // size or time), if the log has one.
 func (l *Log) File(id int64) (storage.Entry, bool) {
-	if l == nil {
-		return storage.Entry{}, false
-	}
-	if _, ok := slices.BinarySearch(l.IDs, id); !ok {
+	if !l.Has(id) {
 		return storage.Entry{}, false
 	}
 	if p, ok := l.alt[id]; ok {
@@ -131,24 +213,27 @@ func (l *Log) FilePath(id int64) string {
 
 // Latest returns the largest batch id, as Spark's getLatestBatchId does.
 func (l *Log) Latest() (int64, bool) {
-	if l == nil || len(l.IDs) == 0 {
+	if l == nil || len(l.runs) == 0 {
 		return 0, false
 	}
-	return l.IDs[len(l.IDs)-1], true
+	return l.runs[len(l.runs)-1].Last, true
 }
 
 // Earliest returns the smallest batch id on disk.
 func (l *Log) Earliest() (int64, bool) {
-	if l == nil || len(l.IDs) == 0 {
+	if l == nil || len(l.runs) == 0 {
 		return 0, false
 	}
-	return l.IDs[0], true
+	return l.runs[0].First, true
 }
 
 // Has reports whether the batch file for id exists.
 func (l *Log) Has(id int64) bool {
-	_, ok := l.File(id)
-	return ok
+	if l == nil {
+		return false
+	}
+	i := l.runAtOrAbove(id)
+	return i < len(l.runs) && l.runs[i].First <= id
 }
 
 // Prev returns the largest on-disk id below id (Spark's
@@ -157,11 +242,14 @@ func (l *Log) Prev(id int64) (int64, bool) {
 	if l == nil {
 		return 0, false
 	}
-	i := sort.Search(len(l.IDs), func(i int) bool { return l.IDs[i] >= id })
+	i := l.runAtOrAbove(id)
+	if i < len(l.runs) && l.runs[i].First < id {
+		return id - 1, true
+	}
 	if i == 0 {
 		return 0, false
 	}
-	return l.IDs[i-1], true
+	return l.runs[i-1].Last, true
 }
 
 // Next returns the smallest on-disk id at or above id.
@@ -169,11 +257,11 @@ func (l *Log) Next(id int64) (int64, bool) {
 	if l == nil {
 		return 0, false
 	}
-	i := sort.Search(len(l.IDs), func(i int) bool { return l.IDs[i] >= id })
-	if i == len(l.IDs) {
+	i := l.runAtOrAbove(id)
+	if i == len(l.runs) {
 		return 0, false
 	}
-	return l.IDs[i], true
+	return max(id, l.runs[i].First), true
 }
 
 // CountIn returns how many batch ids on disk lie in [from, to], by binary
@@ -182,9 +270,23 @@ func (l *Log) CountIn(from, to int64) int {
 	if l == nil || from > to {
 		return 0
 	}
-	lo := sort.Search(len(l.IDs), func(i int) bool { return l.IDs[i] >= from })
-	hi := sort.Search(len(l.IDs), func(i int) bool { return l.IDs[i] > to })
-	return hi - lo
+	return int(l.countBelow(to, true) - l.countBelow(from, false))
+}
+
+// countBelow counts the ids below x (at or below x when inclusive).
+func (l *Log) countBelow(x int64, inclusive bool) int64 {
+	i := l.runAtOrAbove(x)
+	if i == len(l.runs) {
+		return int64(l.n)
+	}
+	n := l.before[i]
+	if r := l.runs[i]; r.First <= x {
+		n += x - r.First
+		if inclusive {
+			n++
+		}
+	}
+	return n
 }
 
 // Path returns the store-relative path of batch id ("offsets/7").
@@ -269,20 +371,16 @@ func NewLog(dir string, entries []storage.Entry) *Log {
 	return b.done()
 }
 
-// logBuilder classifies entries one at a time, keeping of a batch file only
-// its id (8 bytes) unless its name is not the canonical spelling of the id:
-// a million-batch log costs 8 MB, not a million entries.
+// logBuilder classifies entries one at a time, keeping of a batch file only its id, in an id set
+// of a bit per id where ids are dense (a million contiguous batches cost 128 KB while they are
+// listed, in whatever order the store lists them), and its path only when its name is not the
+// canonical spelling of the id.
 type logBuilder struct {
-	l *Log
-	// ids are collected in chunks of idChunk, then copied once into Log.IDs:
-	// growing one slice would leave a trail of ever larger copies behind.
-	ids [][]int64
-	n   int
+	l   *Log
+	ids idSet
 	alt map[int64][]string // non-canonical names of an id ("+5", "007")
 	buf []byte
 }
-
-const idChunk = 1 << 15
 
 func newLogBuilder(dir string) *logBuilder {
 	return &logBuilder{l: &Log{Dir: dir}}
@@ -304,18 +402,16 @@ func (b *logBuilder) add(e storage.Entry) {
 	case e.IsDir:
 		b.l.Others = append(b.l.Others, kept(e))
 	case n.Kind == logformat.NameBatch:
-		if len(b.ids) == 0 || len(b.ids[len(b.ids)-1]) == idChunk {
-			b.ids = append(b.ids, make([]int64, 0, idChunk))
-		}
-		b.ids[len(b.ids)-1] = append(b.ids[len(b.ids)-1], n.Batch)
-		b.n++
 		b.buf = strconv.AppendInt(b.buf[:0], n.Batch, 10)
-		if string(b.buf) != name || len(e.Path) != len(b.l.Dir)+1+len(name) || e.Path[:len(b.l.Dir)] != b.l.Dir {
-			if b.alt == nil {
-				b.alt = map[int64][]string{}
-			}
-			b.alt[n.Batch] = append(b.alt[n.Batch], strings.Clone(e.Path))
+		if string(b.buf) == name && len(e.Path) == len(b.l.Dir)+1+len(name) && e.Path[:len(b.l.Dir)] == b.l.Dir {
+			b.ids.add(n.Batch)
+			return
 		}
+		// Not in the set yet: done tells whether the canonical name was listed too.
+		if b.alt == nil {
+			b.alt = map[int64][]string{}
+		}
+		b.alt[n.Batch] = append(b.alt[n.Batch], strings.Clone(e.Path))
 	case n.Kind == logformat.NameTemp:
 		b.l.Temps = append(b.l.Temps, kept(e))
 	case n.Kind == logformat.NameChecksum:
@@ -327,32 +423,16 @@ func (b *logBuilder) add(e storage.Entry) {
 
 func (b *logBuilder) done() *Log {
 	l := b.l
-	// Listings come in directory order (storage.EachName) or by name, not by
-	// number ("10" < "9").
-	ids := make([]int64, 0, b.n)
-	for _, c := range b.ids {
-		ids = append(ids, c...)
-	}
-	b.ids = nil
-	if !slices.IsSorted(ids) {
-		slices.Sort(ids)
-	}
 	// Two spellings of one id ("5" and "+5"): keep the first by name, as one
 	// file can back a batch id; the others are reported as oddities.
 	for id, paths := range b.alt {
-		if len(paths) == 1 && !canonicalToo(ids, id, paths) {
-			if l.alt == nil {
-				l.alt = map[int64]string{}
-			}
-			l.alt[id] = paths[0]
-			continue
-		}
+		canonical := l.Dir + "/" + strconv.FormatInt(id, 10)
 		all := slices.Clone(paths)
-		if canonicalToo(ids, id, paths) {
-			all = append(all, l.Dir+"/"+strconv.FormatInt(id, 10))
+		if b.ids.has(id) {
+			all = append(all, canonical)
 		}
 		slices.Sort(all)
-		if all[0] != l.Dir+"/"+strconv.FormatInt(id, 10) {
+		if all[0] != canonical {
 			if l.alt == nil {
 				l.alt = map[int64]string{}
 			}
@@ -362,7 +442,17 @@ func (b *logBuilder) done() *Log {
 			l.Others = append(l.Others, storage.Entry{Path: p})
 		}
 	}
-	l.IDs = slices.Compact(ids)
+	for id := range b.alt {
+		b.ids.add(id)
+	}
+	l.runs, l.n = b.ids.runs()
+	l.before = make([]int64, len(l.runs))
+	var n int64
+	for i, r := range l.runs {
+		l.before[i] = n
+		n += r.Last - r.First + 1
+	}
+	b.ids = idSet{}
 	for _, es := range [][]storage.Entry{l.Temps, l.Checksums, l.Others} {
 		if !slices.IsSortedFunc(es, byPath) {
 			slices.SortFunc(es, byPath)
@@ -371,15 +461,94 @@ func (b *logBuilder) done() *Log {
 	return l
 }
 
-// canonicalToo reports whether id was also listed under its canonical name:
-// it was added more times than its alternative names.
-func canonicalToo(ids []int64, id int64, alt []string) bool {
-	i, _ := slices.BinarySearch(ids, id)
-	n := 0
-	for ; i < len(ids) && ids[i] == id; i++ {
-		n++
+// idSet is a set of int64 in blocks of 2^16 consecutive ids, each a list of its low 16 bits
+// (unsorted) while it holds few ids and a bitmap (8 KB) once it holds many. Listings come in
+// directory order (hash order on ext4, "10" before "9" on object stores), so runs cannot be
+// built as names arrive, and a plain slice of ids costs 8 bytes an id.
+type idSet struct {
+	blocks map[int64]*idBlock
+}
+
+type idBlock struct {
+	low  []uint16 // possibly repeated, while bits is nil
+	bits *[1 << 10]uint64
+}
+
+// blockList is the length at which a block turns into a bitmap: 4096 uint16 are as large.
+const blockList = 1 << 12
+
+func (s *idSet) add(id int64) {
+	if s.blocks == nil {
+		s.blocks = map[int64]*idBlock{}
 	}
-	return n > len(alt)
+	k, lo := id>>16, uint16(id)
+	b := s.blocks[k]
+	if b == nil {
+		b = &idBlock{}
+		s.blocks[k] = b
+	}
+	if b.bits != nil {
+		b.bits[lo>>6] |= 1 << (lo & 63)
+		return
+	}
+	b.low = append(b.low, lo)
+	if len(b.low) == blockList {
+		b.bits = new([1 << 10]uint64)
+		for _, v := range b.low {
+			b.bits[v>>6] |= 1 << (v & 63)
+		}
+		b.low = nil
+	}
+}
+
+func (s *idSet) has(id int64) bool {
+	b := s.blocks[id>>16]
+	if b == nil {
+		return false
+	}
+	lo := uint16(id)
+	if b.bits != nil {
+		return b.bits[lo>>6]&(1<<(lo&63)) != 0
+	}
+	return slices.Contains(b.low, lo)
+}
+
+// runs returns the set as maximal runs of consecutive ids, ascending, and how many ids it holds.
+func (s *idSet) runs() ([]Run, int) {
+	keys := make([]int64, 0, len(s.blocks))
+	for k := range s.blocks {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []Run
+	n := 0
+	emit := func(id int64) {
+		n++
+		if len(out) > 0 && out[len(out)-1].Last == id-1 {
+			out[len(out)-1].Last = id
+			return
+		}
+		out = append(out, Run{id, id})
+	}
+	for _, k := range keys {
+		b, base := s.blocks[k], k<<16
+		if b.bits == nil {
+			slices.Sort(b.low)
+			for i, v := range b.low {
+				if i == 0 || v != b.low[i-1] {
+					emit(base + int64(v))
+				}
+			}
+			continue
+		}
+		for w, word := range b.bits {
+			for word != 0 {
+				emit(base + int64(w*64+bits.TrailingZeros64(word)))
+				word &= word - 1
+			}
+		}
+	}
+	return out, n
 }
 
 func byPath(a, b storage.Entry) int { return strings.Compare(a.Path, b.Path) }

@@ -71,8 +71,8 @@ func TestNewLogClassifies(t *testing.T) {
 		{Path: "offsets/+11"}, // Long.parseLong accepts the sign
 	}
 	l := checkpoint.NewLog(dir, es)
-	if want := []int64{2, 5, 10, 11}; !reflect.DeepEqual(l.IDs, want) {
-		t.Errorf("IDs = %v, want %v", l.IDs, want)
+	if want := []int64{2, 5, 10, 11}; !reflect.DeepEqual(l.IDs(), want) {
+		t.Errorf("IDs = %v, want %v", l.IDs(), want)
 	}
 	if len(l.Temps) != 1 || len(l.Checksums) != 1 || len(l.Others) != 3 {
 		t.Errorf("temps %v checksums %v others %v", l.Temps, l.Checksums, l.Others)
@@ -198,8 +198,8 @@ func TestLoadLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(cp.Offsets.IDs, []int64{0, 1}) || len(cp.Commits.IDs) != 0 {
-		t.Errorf("offsets %v commits %v", cp.Offsets.IDs, cp.Commits.IDs)
+	if !reflect.DeepEqual(cp.Offsets.IDs(), []int64{0, 1}) || len(cp.Commits.IDs()) != 0 {
+		t.Errorf("offsets %v commits %v", cp.Offsets.IDs(), cp.Commits.IDs())
 	}
 	// offsets/ is listed by name only: no size, no time, but the path and kind.
 	if e, _ := cp.Offsets.File(1); e != (storage.Entry{Path: "offsets/1"}) {
@@ -219,8 +219,8 @@ func TestNewLogKeepsIDsAndOddNames(t *testing.T) {
 		{Path: "offsets/+3"}, {Path: "offsets/.9.crc"}, {Path: "offsets/x"}, {Path: "offsets/1", IsDir: true},
 	}
 	l := checkpoint.NewLog("offsets", es)
-	if !reflect.DeepEqual(l.IDs, []int64{3, 5, 9, 10}) {
-		t.Fatalf("IDs = %v", l.IDs)
+	if !reflect.DeepEqual(l.IDs(), []int64{3, 5, 9, 10}) {
+		t.Fatalf("IDs = %v", l.IDs())
 	}
 	for id, want := range map[int64]string{3: "offsets/+3", 5: "offsets/+5", 9: "offsets/9", 10: "offsets/10", 4: ""} {
 		if got := l.FilePath(id); got != want {

@@ -88,7 +88,7 @@ func TestOverlay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(cp.Offsets.IDs, []int64{2, 3}) || !reflect.DeepEqual(cp.Commits.IDs, []int64{2}) {
-		t.Errorf("offsets %v commits %v", cp.Offsets.IDs, cp.Commits.IDs)
+	if !reflect.DeepEqual(cp.Offsets.IDs(), []int64{2, 3}) || !reflect.DeepEqual(cp.Commits.IDs(), []int64{2}) {
+		t.Errorf("offsets %v commits %v", cp.Offsets.IDs(), cp.Commits.IDs())
 	}
 }

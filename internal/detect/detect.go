@@ -73,7 +73,7 @@ func (r *Result) Lines() []string {
 // nothing; it is the planner's and doctor's business to report it.
 func Run(ctx context.Context, cp *checkpoint.Checkpoint) *Result {
 	r := &Result{}
-	r.Mode, r.ModeReason = AsyncFromGaps(cp.Offsets.IDs, cp.Commits.IDs)
+	r.Mode, r.ModeReason = AsyncFromGaps(cp.Offsets.IDs(), cp.Commits.IDs())
 	if l, ok := cp.Offsets.Latest(); ok {
 		if seq, err := cp.ReadOffsets(ctx, l); err == nil {
 			r.spark(seq, l)

@@ -20,7 +20,7 @@ func (r *runner) deep() error {
 	for _, lg := range []*checkpoint.Log{r.cp.Offsets, r.cp.Commits} {
 		var paths []string
 		var idsRead []int64
-		for _, id := range lg.IDs {
+		for _, id := range lg.IDs() {
 			p := lg.Path(id)
 			if r.reported[p] {
 				continue

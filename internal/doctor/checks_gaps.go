@@ -36,7 +36,7 @@ const maxMissing = 1000
 // analyzeGaps classifies the gaps in offsets/ from the listings alone.
 func analyzeGaps(cp *checkpoint.Checkpoint) gapInfo {
 	g := gapInfo{cp: cp}
-	off := cp.Offsets.IDs
+	off := cp.Offsets.IDs()
 	for i := 1; i < len(off); i++ {
 		if off[i] > off[i-1]+1 {
 			g.gaps++
@@ -52,7 +52,7 @@ func analyzeGaps(cp *checkpoint.Checkpoint) gapInfo {
 	// Commits on the same sparse ids: two consecutive commits, both on offsets ids, with an
 	// offsets gap between them. The normal engine never leaves that.
 	straddle := false
-	cs := cp.Commits.IDs
+	cs := cp.Commits.IDs()
 	index := func(id int64) int { return sort.Search(len(off), func(i int) bool { return off[i] >= id }) }
 	for i := 1; i < len(cs) && !straddle; i++ {
 		a, b := cs[i-1], cs[i]
@@ -79,7 +79,7 @@ func analyzeGaps(cp *checkpoint.Checkpoint) gapInfo {
 
 // shape describes the gap pattern in one clause.
 func (g gapInfo) shape() string {
-	off, cs := g.cp.Offsets.IDs, g.cp.Commits.IDs
+	off, cs := g.cp.Offsets.IDs(), g.cp.Commits.IDs()
 	switch g.kind {
 	case gapsAsync:
 		c := "no commits"

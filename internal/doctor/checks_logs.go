@@ -214,7 +214,7 @@ func (r *runner) retention() {
 	}
 	if !async && g.kind != gapsAsync && hasC0 && r.hasC {
 		var holes []int64
-		cs := r.cp.Commits.IDs
+		cs := r.cp.Commits.IDs()
 		for i := 1; i < len(cs) && len(holes) < maxMissing; i++ {
 			// The offsets ids inside the commit gap: walk the listing, never the id range, which
 			// can span 2^63 ids.
@@ -231,7 +231,7 @@ func (r *runner) retention() {
 			})
 		}
 	}
-	n := len(r.cp.Offsets.IDs)
+	n := len(r.cp.Offsets.IDs())
 	if n > manyFiles {
 		r.add(Finding{
 			Code: CodeRetentionAnomaly, Severity: Info, Path: checkpoint.DirOffsets,

@@ -371,7 +371,7 @@ func commitsHave(list []int64) string {
 func (r *runner) commitsAhead(sev Severity) {
 	var ahead []int64
 	var files []string
-	for _, id := range r.cp.Commits.IDs {
+	for _, id := range r.cp.Commits.IDs() {
 		if id > r.L {
 			ahead = append(ahead, id)
 			files = append(files, r.cp.Commits.Path(id))
@@ -400,7 +400,7 @@ func (r *runner) emptyOffsetsWithCommits(sev Severity) {
 	f := Finding{
 		Code: CodeEmptyOffsetsWithCommits, Severity: sev, Path: checkpoint.DirOffsets,
 		Files:   []string{r.cp.Commits.Path(first), r.cp.Commits.Path(r.C)},
-		Message: fmt.Sprintf("offsets/ has no batch file but commits/ holds %d (%s): Spark starts the query as new", len(r.cp.Commits.IDs), ids(r.cp.Commits.IDs)),
+		Message: fmt.Sprintf("offsets/ has no batch file but commits/ holds %d (%s): Spark starts the query as new", len(r.cp.Commits.IDs()), ids(r.cp.Commits.IDs())),
 		Explanation: "Without offsets Spark believes the query is new: it starts at batch 0 from the sources' starting positions " +
 			"(Kafka: startingOffsets, default latest), skipping or re-reading everything since, and stops when it reaches a commit id " +
 			"that already exists. Spark 4.1 and later refuse to start at all (4.1: STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY; 4.2: an assertion).",

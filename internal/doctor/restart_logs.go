@@ -61,9 +61,9 @@ func (r *runner) batchSpanTooLarge() {
 	// The widest jump between neighbouring ids is where the outlier starts.
 	below := lo
 	var jump uint64
-	for i := 1; i < len(log.IDs); i++ {
-		if d := uint64(log.IDs[i] - log.IDs[i-1]); d > jump {
-			jump, below = d, log.IDs[i-1]
+	for i := 1; i < len(log.IDs()); i++ {
+		if d := uint64(log.IDs()[i] - log.IDs()[i-1]); d > jump {
+			jump, below = d, log.IDs()[i-1]
 		}
 	}
 	f := Finding{

@@ -169,5 +169,5 @@ func asyncGaps(ctx context.Context, cp *checkpoint.Checkpoint, syncPlan *recover
 	if ap.Failed() {
 		return nil, nil
 	}
-	return &AsyncGapsError{Checkpoint: uri, Sync: syncPlan, Async: ap, Offsets: cp.Offsets.IDs, Commits: cp.Commits.IDs, NoSwitchOff: noSwitchOff}, nil
+	return &AsyncGapsError{Checkpoint: uri, Sync: syncPlan, Async: ap, Offsets: cp.Offsets.IDs(), Commits: cp.Commits.IDs(), NoSwitchOff: noSwitchOff}, nil
 }

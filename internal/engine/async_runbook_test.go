@@ -65,8 +65,8 @@ func TestAsyncSwitchOffRunbook(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fmt.Sprint(cp.Offsets.IDs, cp.Commits.IDs) != "[0 5 10] [0 5 10]" {
-				t.Fatalf("after the kill offsets %v commits %v, want [0 5 10] both", cp.Offsets.IDs, cp.Commits.IDs)
+			if fmt.Sprint(cp.Offsets.IDs(), cp.Commits.IDs()) != "[0 5 10] [0 5 10]" {
+				t.Fatalf("after the kill offsets %v commits %v, want [0 5 10] both", cp.Offsets.IDs(), cp.Commits.IDs())
 			}
 			delivered := readTopic(t, b.Addr(), "out", false)
 

@@ -26,7 +26,7 @@ func logIDs(t *testing.T, store storage.Store) (offsets, commits []int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return slices.Clone(cp.Offsets.IDs), slices.Clone(cp.Commits.IDs)
+	return slices.Clone(cp.Offsets.IDs()), slices.Clone(cp.Commits.IDs())
 }
 
 func asyncQuery(addr, topic string, intervalMs string) *query.Query {

@@ -121,8 +121,8 @@ func TestStartingOffsets(t *testing.T) {
 				t.Errorf("sources/0/0: %v", err)
 			}
 			if c.want == 0 {
-				if cp, _ := checkpoint.Load(context.Background(), store); len(cp.Offsets.IDs) != 0 {
-					t.Errorf("a trigger with no data wrote offsets %v", cp.Offsets.IDs)
+				if cp, _ := checkpoint.Load(context.Background(), store); len(cp.Offsets.IDs()) != 0 {
+					t.Errorf("a trigger with no data wrote offsets %v", cp.Offsets.IDs())
 				}
 			}
 		})
@@ -304,16 +304,16 @@ func TestPurge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(cp.Offsets.IDs) != "[6 7 8 9]" || fmt.Sprint(cp.Commits.IDs) != "[6 7 8 9]" {
-		t.Errorf("offsets %v commits %v, want [6 7 8 9] both", cp.Offsets.IDs, cp.Commits.IDs)
+	if fmt.Sprint(cp.Offsets.IDs()) != "[6 7 8 9]" || fmt.Sprint(cp.Commits.IDs()) != "[6 7 8 9]" {
+		t.Errorf("offsets %v commits %v, want [6 7 8 9] both", cp.Offsets.IDs(), cp.Commits.IDs())
 	}
 	// A restart purges by listing (lastPurgedBatchId starts at -1 again).
 	if _, err := runQuery(t, context.Background(), resolve(t, q), store, runOpts{sink: &collectSink{}, max: 1}); err != nil {
 		t.Fatal(err)
 	}
 	cp, _ = checkpoint.Load(context.Background(), store)
-	if fmt.Sprint(cp.Offsets.IDs) != "[7 8 9 10]" {
-		t.Errorf("after restart offsets %v, want [7 8 9 10]", cp.Offsets.IDs)
+	if fmt.Sprint(cp.Offsets.IDs()) != "[7 8 9 10]" {
+		t.Errorf("after restart offsets %v, want [7 8 9 10]", cp.Offsets.IDs())
 	}
 }
 
@@ -426,7 +426,7 @@ func TestFailOnDataLoss(t *testing.T) {
 		lo, _ := cp.Offsets.Latest()
 		lc, _ := cp.Commits.Latest()
 		if lo != lc+1 {
-			t.Errorf("offsets %v commits %v", cp.Offsets.IDs, cp.Commits.IDs)
+			t.Errorf("offsets %v commits %v", cp.Offsets.IDs(), cp.Commits.IDs())
 		}
 	})
 	t.Run("deleted-records-no-fail", func(t *testing.T) {

@@ -82,10 +82,10 @@ func TestKafkaSinkProduceErrorFailsBatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			if lo, ok := cp.Offsets.Latest(); !ok || lo != 0 {
-				t.Errorf("offsets %v, want batch 0 planned", cp.Offsets.IDs)
+				t.Errorf("offsets %v, want batch 0 planned", cp.Offsets.IDs())
 			}
 			if _, ok := cp.Commits.Latest(); ok {
-				t.Errorf("commits %v, want none", cp.Commits.IDs)
+				t.Errorf("commits %v, want none", cp.Commits.IDs())
 			}
 			if exactly {
 				// Aborted: nothing of the batch is visible to read_committed, and no marker.

@@ -201,7 +201,7 @@ func (w *syncLogWriter) purgeAsync(ctx context.Context) error {
 			return err
 		}
 		log := checkpoint.NewLog(l.dir, entries)
-		for _, id := range log.IDs {
+		for _, id := range log.IDs() {
 			if id < threshold {
 				if err := w.store.Delete(ctx, log.Path(id)); err != nil {
 					return err
@@ -331,7 +331,7 @@ func (w *syncLogWriter) purge(ctx context.Context, threshold int64) error {
 			return err
 		}
 		log := checkpoint.NewLog(dir, entries)
-		for _, id := range log.IDs {
+		for _, id := range log.IDs() {
 			if id < threshold {
 				if err := storage.DeleteDeferred(ctx, w.store, log.Path(id)); err != nil {
 					return err

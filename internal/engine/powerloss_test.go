@@ -93,8 +93,8 @@ func TestPowerLossStates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fmt.Sprint(cp.Offsets.IDs) != "[8 9 10 11]" || fmt.Sprint(cp.Commits.IDs) != "[8 9 10 11]" {
-				t.Errorf("offsets %v commits %v, want [8 9 10 11] both", cp.Offsets.IDs, cp.Commits.IDs)
+			if fmt.Sprint(cp.Offsets.IDs()) != "[8 9 10 11]" || fmt.Sprint(cp.Commits.IDs()) != "[8 9 10 11]" {
+				t.Errorf("offsets %v commits %v, want [8 9 10 11] both", cp.Offsets.IDs(), cp.Commits.IDs())
 			}
 			checkConformance(t, store, nil)
 		})

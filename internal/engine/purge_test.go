@@ -80,10 +80,10 @@ func TestPurgeCoalesces(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := fmt.Sprint(seq(30, n))
-	if got := fmt.Sprint(cp.Offsets.IDs); got != want {
+	if got := fmt.Sprint(cp.Offsets.IDs()); got != want {
 		t.Errorf("offsets left %s, want %s", got, want)
 	}
-	if got := fmt.Sprint(cp.Commits.IDs); got != want {
+	if got := fmt.Sprint(cp.Commits.IDs()); got != want {
 		t.Errorf("commits left %s, want %s", got, want)
 	}
 }

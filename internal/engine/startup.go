@@ -34,7 +34,7 @@ func (e *Engine) start(ctx context.Context) error {
 			return errors.New(recovery.ConcurrentUse(checkpoint.FileMetadata))
 		}
 	}
-	e.seedOffsets, e.seedCommits = slices.Clone(cp.Offsets.IDs), slices.Clone(cp.Commits.IDs)
+	e.seedOffsets, e.seedCommits = slices.Clone(cp.Offsets.IDs()), slices.Clone(cp.Commits.IDs())
 
 	mode := recovery.ModeSync
 	if e.asyncMode() {

@@ -56,8 +56,8 @@ func TestGracefulStopFinishesBatch(t *testing.T) {
 		t.Fatalf("stats %+v, err %v", st, err)
 	}
 	cp, _ := checkpoint.Load(context.Background(), store)
-	if len(cp.Commits.IDs) != 1 {
-		t.Errorf("commits %v", cp.Commits.IDs)
+	if len(cp.Commits.IDs()) != 1 {
+		t.Errorf("commits %v", cp.Commits.IDs())
 	}
 }
 
@@ -69,7 +69,7 @@ func TestStopTimeoutAbandonsBatch(t *testing.T) {
 		t.Fatalf("stats %+v, err %v", st, err)
 	}
 	cp, _ := checkpoint.Load(context.Background(), store)
-	if len(cp.Offsets.IDs) != 1 || len(cp.Commits.IDs) != 0 {
-		t.Errorf("offsets %v commits %v", cp.Offsets.IDs, cp.Commits.IDs)
+	if len(cp.Offsets.IDs()) != 1 || len(cp.Commits.IDs()) != 0 {
+		t.Errorf("offsets %v commits %v", cp.Offsets.IDs(), cp.Commits.IDs())
 	}
 }

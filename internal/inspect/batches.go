@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -127,18 +126,17 @@ func EachBatch(ctx context.Context, store storage.Store, opts BatchesOptions, fn
 	if err != nil {
 		return err
 	}
-	lo, hi := selectRange(cp.Offsets.IDs, cp.Commits.IDs, opts)
+	lo, hi := selectRange(cp.Offsets, cp.Commits, opts)
 	if lo > hi {
 		return nil
 	}
-	offIDs := idsIn(cp.Offsets.IDs, lo, hi)
-	comIDs := idsIn(cp.Commits.IDs, lo, hi)
-	ci := 0 // next index into comIDs
+	// The ids are walked with cursors over the logs' runs: no slice of a million ids.
+	off, com := newCursor(cp.Offsets, lo, hi), newCursor(cp.Commits, lo, hi)
 	// commitOnly emits the committed ids below id (all of them when all) that have no offsets
 	// file: they come before the next offsets file.
 	commitOnly := func(below int64, all bool) error {
-		for ; ci < len(comIDs) && (all || comIDs[ci] < below); ci++ {
-			row := BatchRow{ID: comIDs[ci], Committed: true, Sources: []BatchSource{}}
+		for ; com.ok && (all || com.id < below); com.advance() {
+			row := BatchRow{ID: com.id, Committed: true, Sources: []BatchSource{}}
 			if err := fn(&row); err != nil {
 				return err
 			}
@@ -147,8 +145,8 @@ func EachBatch(ctx context.Context, store storage.Store, opts BatchesOptions, fn
 	}
 	// The ranges of the first batch start where the offsets file before it ends.
 	var prev ends // Kafka ends of the previous offsets file; nil when unknown
-	if len(offIDs) > 0 {
-		if p, ok := cp.Offsets.Prev(offIDs[0]); ok {
+	if off.ok {
+		if p, ok := cp.Offsets.Prev(off.id); ok {
 			if pseq, err := cp.ReadOffsets(ctx, p); err == nil {
 				_, prev = batchRow(parsedOffsets{id: p, seq: pseq}, false, nil)
 			} else if asProblem(err) == nil && !errors.Is(err, fs.ErrNotExist) {
@@ -156,11 +154,15 @@ func EachBatch(ctx context.Context, store storage.Store, opts BatchesOptions, fn
 			}
 		}
 	}
-	parsed := make([]parsedOffsets, 0, min(len(offIDs), batchChunk))
+	parsed := make([]parsedOffsets, 0, batchChunk)
+	chunk := make([]int64, 0, batchChunk)
 	progress.Stage(ctx, "reading offsets/")
-	progress.From(ctx).Expect(progress.Read, len(offIDs))
-	for start := 0; start < len(offIDs); start += batchChunk {
-		chunk := offIDs[start:min(start+batchChunk, len(offIDs))]
+	progress.From(ctx).Expect(progress.Read, cp.Offsets.CountIn(lo, hi))
+	for off.ok {
+		chunk = chunk[:0]
+		for ; off.ok && len(chunk) < batchChunk; off.advance() {
+			chunk = append(chunk, off.id)
+		}
 		parsed, err = readOffsets(ctx, store, cp, chunk, opts.Parallelism, parsed[:0])
 		if err != nil {
 			return err
@@ -170,9 +172,9 @@ func EachBatch(ctx context.Context, store storage.Store, opts BatchesOptions, fn
 			if err := commitOnly(po.id, false); err != nil {
 				return err
 			}
-			committed := ci < len(comIDs) && comIDs[ci] == po.id
+			committed := com.ok && com.id == po.id
 			if committed {
-				ci++
+				com.advance()
 			}
 			if po.id == 0 && po.err == nil {
 				if prev, err = initialEnds(ctx, cp, po.seq); err != nil {
@@ -190,9 +192,38 @@ func EachBatch(ctx context.Context, store storage.Store, opts BatchesOptions, fn
 	return commitOnly(0, true)
 }
 
+// cursor walks the ids of a log within [lo, hi], ascending.
+type cursor struct {
+	l      *checkpoint.Log
+	id, hi int64
+	ok     bool // id is the current id
+}
+
+func newCursor(l *checkpoint.Log, lo, hi int64) cursor {
+	id, ok := l.Next(lo)
+	return cursor{l: l, id: id, hi: hi, ok: ok && id <= hi}
+}
+
+func (c *cursor) advance() {
+	if c.id == c.hi {
+		c.ok = false
+		return
+	}
+	c.id, c.ok = c.l.Next(c.id + 1)
+	c.ok = c.ok && c.id <= c.hi
+}
+
+// atOrBelow returns the largest id of l at or below x.
+func atOrBelow(l *checkpoint.Log, x int64) (int64, bool) {
+	if l.Has(x) {
+		return x, true
+	}
+	return l.Prev(x)
+}
+
 // selectRange returns the bounds [lo, hi] of the batch ids opts keeps among the union of two
-// ascending id lists, without building the union: lo > hi when none.
-func selectRange(a, b []int64, opts BatchesOptions) (lo, hi int64) {
+// logs' ids, without building the union: lo > hi when none.
+func selectRange(a, b *checkpoint.Log, opts BatchesOptions) (lo, hi int64) {
 	lo, hi = math.MinInt64, math.MaxInt64
 	if opts.From != nil {
 		lo = *opts.From
@@ -206,25 +237,25 @@ func selectRange(a, b []int64, opts BatchesOptions) (lo, hi int64) {
 	if opts.Last <= 0 {
 		return lo, hi
 	}
-	// Walk both lists down from hi, counting distinct ids.
-	i := sort.Search(len(a), func(k int) bool { return a[k] > hi }) - 1
-	j := sort.Search(len(b), func(k int) bool { return b[k] > hi }) - 1
+	// Walk both logs down from hi, counting distinct ids.
+	x, xok := atOrBelow(a, hi)
+	y, yok := atOrBelow(b, hi)
 	n := 0
 	first := int64(1)
 	newHi := int64(0)
-	for n < opts.Last && (i >= 0 || j >= 0) {
+	for n < opts.Last && (xok || yok) {
 		var id int64
 		switch {
-		case j < 0 || (i >= 0 && a[i] > b[j]):
-			id = a[i]
-			i--
-		case i < 0 || b[j] > a[i]:
-			id = b[j]
-			j--
+		case !yok || (xok && x > y):
+			id = x
+			x, xok = a.Prev(x)
+		case !xok || y > x:
+			id = y
+			y, yok = b.Prev(y)
 		default:
-			id = a[i]
-			i--
-			j--
+			id = x
+			x, xok = a.Prev(x)
+			y, yok = b.Prev(y)
 		}
 		if id < lo {
 			break
@@ -239,16 +270,6 @@ func selectRange(a, b []int64, opts BatchesOptions) (lo, hi int64) {
 		return 1, 0
 	}
 	return first, newHi
-}
-
-// idsIn returns the sub-slice of ascending ids within [lo, hi].
-func idsIn(ids []int64, lo, hi int64) []int64 {
-	i := sort.Search(len(ids), func(k int) bool { return ids[k] >= lo })
-	j := sort.Search(len(ids), func(k int) bool { return ids[k] > hi })
-	if i >= j {
-		return nil
-	}
-	return ids[i:j]
 }
 
 type parsedOffsets struct {
@@ -442,7 +463,7 @@ func Batch(ctx context.Context, store storage.Store, id int64) (*BatchDetail, er
 		return nil, err
 	}
 	if !cp.Offsets.Has(id) && !cp.Commits.Has(id) {
-		return nil, &BatchNotFoundError{ID: id, Offsets: Ranges(cp.Offsets.IDs), Commits: Ranges(cp.Commits.IDs)}
+		return nil, &BatchNotFoundError{ID: id, Offsets: logRanges(cp.Offsets), Commits: logRanges(cp.Commits)}
 	}
 	d := &BatchDetail{Kind: KindBatch, URI: store.URI(), ID: id, Sources: []BatchSource{}, Problems: []Problem{}}
 	report := func(p *Problem) {

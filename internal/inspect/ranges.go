@@ -3,6 +3,8 @@ package inspect
 import (
 	"strconv"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 )
 
 // Range is an inclusive run of batch ids, [first, last]. It marshals as a two-element array so
@@ -18,6 +20,15 @@ func Ranges(ids []int64) []Range {
 			continue
 		}
 		out = append(out, Range{id, id})
+	}
+	return out
+}
+
+// logRanges returns a log's runs as Ranges.
+func logRanges(l *checkpoint.Log) []Range {
+	out := make([]Range, 0, len(l.Runs()))
+	for _, r := range l.Runs() {
+		out = append(out, Range{r.First, r.Last})
 	}
 	return out
 }

@@ -61,7 +61,7 @@ type LogInfo struct {
 }
 
 func newLogInfo(l *checkpoint.Log) LogInfo {
-	ids := l.IDs
+	ids := l.IDs()
 	if ids == nil {
 		ids = []int64{}
 	}

@@ -186,7 +186,7 @@ const maxCorruptCommits = 10
 // readableCommit returns the newest commit whose file parses, and the corrupt ones above it.
 // Only parse failures are skipped; an I/O error is returned.
 func readableCommit(ctx context.Context, cp *checkpoint.Checkpoint) (int64, bool, []CommitProblem, error) {
-	ids := cp.Commits.IDs
+	ids := cp.Commits.IDs()
 	var corrupt []CommitProblem
 	for i := len(ids) - 1; i >= 0 && len(corrupt) < maxCorruptCommits; i-- {
 		_, err := cp.ReadCommit(ctx, ids[i])

@@ -60,8 +60,8 @@ func ExportOffsetsWith(ctx context.Context, cp *checkpoint.Checkpoint, b Broker,
 	}
 	x.Restart = res.Verdict()
 	N := int64(-1)
-	for i := len(cp.Commits.IDs) - 1; i >= 0; i-- {
-		id := cp.Commits.IDs[i]
+	for i := len(cp.Commits.IDs()) - 1; i >= 0; i-- {
+		id := cp.Commits.IDs()[i]
 		if !cp.Offsets.Has(id) {
 			continue
 		}

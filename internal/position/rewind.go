@@ -144,8 +144,8 @@ func PlanRewind(ctx context.Context, s storage.Store, opts RewindOptions) (*Rewi
 	// Commits first, newest first, then offsets, then state: at every step a commit has its
 	// offsets, and a crash leaves a checkpoint the journal explains.
 	for _, l := range []*checkpoint.Log{cp.Commits, cp.Offsets} {
-		for i := len(l.IDs) - 1; i >= 0 && l.IDs[i] > N; i-- {
-			actions = append(actions, batchFiles(l, l.IDs[i], fmt.Sprintf("batch %d is above batch %d: it runs again", l.IDs[i], N))...)
+		for i := len(l.IDs()) - 1; i >= 0 && l.IDs()[i] > N; i-- {
+			actions = append(actions, batchFiles(l, l.IDs()[i], fmt.Sprintf("batch %d is above batch %d: it runs again", l.IDs()[i], N))...)
 			if l == cp.Commits {
 				p.Commits++
 			} else {
@@ -182,7 +182,7 @@ func rewindTarget(ctx context.Context, cp *checkpoint.Checkpoint, opts RewindOpt
 	if opts.ToBatch != nil {
 		N := *opts.ToBatch
 		if !cp.Offsets.Has(N) {
-			return 0, fmt.Errorf("--to-batch %d: offsets/%d does not exist (offsets: %s)", N, N, idsText(cp.Offsets.IDs))
+			return 0, fmt.Errorf("--to-batch %d: offsets/%d does not exist (offsets: %s)", N, N, idsText(cp.Offsets.IDs()))
 		}
 		return N, nil
 	}
@@ -190,8 +190,8 @@ func rewindTarget(ctx context.Context, cp *checkpoint.Checkpoint, opts RewindOpt
 		return 0, fmt.Errorf("give --to-batch or --to-time")
 	}
 	at := opts.ToTime.UnixMilli()
-	for i := len(cp.Offsets.IDs) - 1; i >= 0; i-- {
-		id := cp.Offsets.IDs[i]
+	for i := len(cp.Offsets.IDs()) - 1; i >= 0; i-- {
+		id := cp.Offsets.IDs()[i]
 		seq, err := cp.ReadOffsets(ctx, id)
 		if err != nil {
 			return 0, err
@@ -256,7 +256,7 @@ func isCRC(p string) bool { return path.Ext(p) == ".crc" }
 
 func committedList(cp *checkpoint.Checkpoint) string {
 	var ids []int64
-	for _, id := range cp.Commits.IDs {
+	for _, id := range cp.Commits.IDs() {
 		if cp.Offsets.Has(id) {
 			ids = append(ids, id)
 		}

@@ -88,7 +88,7 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	if p.Before, err = recovery.Plan(ctx, cp, o.Planner); err != nil {
 		return nil, err
 	}
-	ids := cp.Offsets.IDs
+	ids := cp.Offsets.IDs()
 	p.Batches = len(ids)
 	if len(ids) > o.Keep {
 		from := ids[len(ids)-o.Keep]
@@ -122,15 +122,15 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 			if id >= p.From {
 				break
 			}
-			for ; ci < len(cp.Commits.IDs) && cp.Commits.IDs[ci] <= id; ci++ {
-				add(cp.Commits, cp.Commits.IDs[ci])
+			for ; ci < len(cp.Commits.IDs()) && cp.Commits.IDs()[ci] <= id; ci++ {
+				add(cp.Commits, cp.Commits.IDs()[ci])
 				p.Commits++
 			}
 			add(cp.Offsets, id)
 			p.Offsets++
 		}
-		for ; ci < len(cp.Commits.IDs) && cp.Commits.IDs[ci] < p.From; ci++ {
-			add(cp.Commits, cp.Commits.IDs[ci])
+		for ; ci < len(cp.Commits.IDs()) && cp.Commits.IDs()[ci] < p.From; ci++ {
+			add(cp.Commits, cp.Commits.IDs()[ci])
 			p.Commits++
 		}
 	}

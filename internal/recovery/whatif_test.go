@@ -86,7 +86,7 @@ func TestWhatIf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(cp2.Offsets.IDs) != len(cp.Offsets.IDs) || len(cp2.Commits.IDs) != len(cp.Commits.IDs) {
+			if len(cp2.Offsets.IDs()) != len(cp.Offsets.IDs()) || len(cp2.Commits.IDs()) != len(cp.Commits.IDs()) {
 				t.Error("WhatIf changed the store")
 			}
 		})

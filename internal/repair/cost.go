@@ -55,8 +55,8 @@ func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *re
 		return r, nil
 	}
 	delivered := int64(-1)
-	for i := len(orig.Commits.IDs) - 1; i >= 0; i-- {
-		if id := orig.Commits.IDs[i]; orig.Offsets.Has(id) {
+	for i := len(orig.Commits.IDs()) - 1; i >= 0; i-- {
+		if id := orig.Commits.IDs()[i]; orig.Offsets.Has(id) {
 			delivered = id
 			break
 		}

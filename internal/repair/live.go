@@ -93,7 +93,7 @@ func recentFiles(ctx context.Context, cp *checkpoint.Checkpoint) ([]storage.Entr
 		if l == nil {
 			continue
 		}
-		for _, id := range l.IDs[max(len(l.IDs)-2, 0):] {
+		for _, id := range l.IDs()[max(len(l.IDs())-2, 0):] {
 			e, _ := l.File(id)
 			es := []storage.Entry{e}
 			if crc, ok := l.ChecksumFor(path.Base(e.Path)); ok {

@@ -67,7 +67,7 @@ func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Rep
 			if !hasC {
 				continue
 			}
-			for _, id := range cp.Commits.IDs {
+			for _, id := range cp.Commits.IDs() {
 				if !hasL || id > L {
 					out = append(out, deleteBatch(cp, cp.Commits, id, f.Code,
 						fmt.Sprintf("commit of batch %d, which has no offsets (latest offsets: %s): Spark would stop with a concurrent-update error when it reaches it", id, batchOrNone(L, hasL)))...)
@@ -90,7 +90,7 @@ func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Rep
 				return out, nil
 			}
 		case doctor.CodeEmptyOffsetsWithCommits:
-			for _, id := range cp.Commits.IDs {
+			for _, id := range cp.Commits.IDs() {
 				out = append(out, deleteBatch(cp, cp.Commits, id, f.Code,
 					"commit without any offsets: the query can only start afresh, and Spark would stop when it reaches an existing commit")...)
 			}
@@ -118,15 +118,15 @@ func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Rep
 		case StrategyDelete:
 			// Go back to the newest id whose predecessor exists (or 0): everything above it goes.
 			keep := int64(-1)
-			for i := len(cp.Offsets.IDs) - 1; i >= 0; i-- {
-				id := cp.Offsets.IDs[i]
+			for i := len(cp.Offsets.IDs()) - 1; i >= 0; i-- {
+				id := cp.Offsets.IDs()[i]
 				if id == 0 || cp.Offsets.Has(id-1) {
 					keep = id
 					break
 				}
 			}
-			for i := len(cp.Offsets.IDs) - 1; i >= 0; i-- {
-				id := cp.Offsets.IDs[i]
+			for i := len(cp.Offsets.IDs()) - 1; i >= 0; i-- {
+				id := cp.Offsets.IDs()[i]
 				if id <= keep {
 					break
 				}
@@ -160,8 +160,8 @@ func batchOrNone(id int64, ok bool) string {
 // ahead", which makes Spark stop with a concurrent-update error (spark-semantics §6.6 option 2).
 func commitsFrom(cp *checkpoint.Checkpoint, id int64, code, why string) []Action {
 	var out []Action
-	for i := len(cp.Commits.IDs) - 1; i >= 0; i-- {
-		c := cp.Commits.IDs[i]
+	for i := len(cp.Commits.IDs()) - 1; i >= 0; i-- {
+		c := cp.Commits.IDs()[i]
 		if c < id {
 			break
 		}

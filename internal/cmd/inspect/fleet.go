@@ -90,7 +90,7 @@ func summarizeOne(ctx context.Context, opts *Options, loc string) fleetRow {
 	if err == nil {
 		var cp *checkpoint.Checkpoint
 		if cp, err = checkpoint.Load(ctx, store); err == nil {
-			ids := cp.Offsets.IDs
+			ids := cp.Offsets.IDs()
 			row.Batches = len(ids)
 			if len(ids) > 0 {
 				first, last := ids[0], ids[len(ids)-1]
