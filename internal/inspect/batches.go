@@ -78,6 +78,8 @@ type BatchesOptions struct {
 	From, To *int64
 	// Last, when > 0, keeps the last Last batch ids (of those From and To keep). Default 0: all.
 	Last int
+	// Checkpoint is the store's checkpoint already loaded (checkpoint.LoadAt); nil: Load it.
+	Checkpoint *checkpoint.Checkpoint
 }
 
 // ends are the Kafka ranges of one batch per source index, sorted by topic and partition: the
@@ -122,9 +124,11 @@ func Batches(ctx context.Context, store storage.Store, opts BatchesOptions) (*Ba
 // (batchChunk files) and the listings' batch ids, however long the log. An error from fn stops
 // the listing.
 func EachBatch(ctx context.Context, store storage.Store, opts BatchesOptions, fn func(*BatchRow) error) error {
-	cp, err := checkpoint.Load(ctx, store)
-	if err != nil {
-		return err
+	cp, err := opts.Checkpoint, error(nil)
+	if cp == nil {
+		if cp, err = checkpoint.Load(ctx, store); err != nil {
+			return err
+		}
 	}
 	lo, hi := selectRange(cp.Offsets, cp.Commits, opts)
 	if lo > hi {
@@ -462,6 +466,12 @@ func Batch(ctx context.Context, store storage.Store, id int64) (*BatchDetail, er
 	if err != nil {
 		return nil, err
 	}
+	return BatchOf(ctx, cp, id)
+}
+
+// BatchOf is Batch of a checkpoint already loaded (checkpoint.LoadAt).
+func BatchOf(ctx context.Context, cp *checkpoint.Checkpoint, id int64) (*BatchDetail, error) {
+	store := cp.Store
 	if !cp.Offsets.Has(id) && !cp.Commits.Has(id) {
 		return nil, &BatchNotFoundError{ID: id, Offsets: logRanges(cp.Offsets), Commits: logRanges(cp.Commits)}
 	}

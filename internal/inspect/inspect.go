@@ -37,6 +37,8 @@ const SinkMetadataDir = sinklog.Dir
 // Target is the result of Detect.
 type Target struct {
 	Kind Kind
+	// Location is what checkpoint.Detect found: checkpoint.LoadAt reuses its root listing.
+	Location *checkpoint.Location
 	// Dir is the sink log directory for KindFileSinkLog: "_spark_metadata", or "" when the
 	// location is the log directory itself.
 	Dir string
@@ -54,14 +56,14 @@ func Detect(ctx context.Context, store storage.Store, allowEmpty bool) (Target, 
 	}
 	switch loc.Kind {
 	case checkpoint.KindCheckpoint:
-		return Target{Kind: KindCheckpoint}, nil
+		return Target{Kind: KindCheckpoint, Location: loc}, nil
 	case checkpoint.KindSinkOutput:
 		return Target{Kind: KindFileSinkLog, Dir: SinkMetadataDir}, nil
 	case checkpoint.KindSinkLog:
 		return Target{Kind: KindFileSinkLog, Dir: ""}, nil
 	case checkpoint.KindEmpty, checkpoint.KindUnrelated:
 		if allowEmpty {
-			return Target{Kind: KindCheckpoint}, nil
+			return Target{Kind: KindCheckpoint, Location: loc}, nil
 		}
 	}
 	return Target{}, &checkpoint.NotCheckpointError{Location: loc, Command: "ckpt inspect", AllowEmptyFlag: true}

@@ -154,6 +154,13 @@ func Summarize(ctx context.Context, store storage.Store) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	return SummarizeCheckpoint(ctx, cp)
+}
+
+// SummarizeCheckpoint is Summarize of a checkpoint already loaded (checkpoint.LoadAt), so that
+// a command that also reads the position lists the checkpoint once.
+func SummarizeCheckpoint(ctx context.Context, cp *checkpoint.Checkpoint) (*Summary, error) {
+	store := cp.Store
 	s := &Summary{
 		Kind:     KindCheckpoint,
 		URI:      store.URI(),

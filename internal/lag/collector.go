@@ -141,10 +141,11 @@ func (c *Collector) position(ctx context.Context, loc string) (*Position, error)
 		return nil, err
 	}
 	// A typo must not read as "no batch yet": a new query has at least its metadata file.
-	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt lag"}); err != nil {
+	at, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt lag"})
+	if err != nil {
 		return nil, err
 	}
-	cp, err := checkpoint.Load(ctx, store)
+	cp, err := checkpoint.LoadAt(ctx, store, at) // the root listed once
 	if err != nil {
 		return nil, err
 	}

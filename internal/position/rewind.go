@@ -18,6 +18,8 @@ const StrategyRewind repair.Strategy = "rewind"
 
 // RewindOptions configures PlanRewind. Exactly one of ToBatch and ToTime is set.
 type RewindOptions struct {
+	// Location is what checkpoint.Require found a moment before: its root listing is reused.
+	Location *checkpoint.Location
 	// ToBatch is the batch the query stands at afterwards: it re-executes from ToBatch+1.
 	ToBatch *int64
 	// ToTime picks the last batch whose batch timestamp is at or before it.
@@ -77,7 +79,7 @@ func (p *RewindPlan) RepairPlan() *repair.Plan {
 // state versions above N+1 go into the backup, so the next run re-executes from batch N+1 with
 // the offsets it records then.
 func PlanRewind(ctx context.Context, s storage.Store, opts RewindOptions) (*RewindPlan, error) {
-	cp, err := checkpoint.Load(ctx, s)
+	cp, err := checkpoint.LoadAt(ctx, s, opts.Location)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/inspect"
 	"github.com/ckpt-dev/ckpt/internal/lag"
 	"github.com/ckpt-dev/ckpt/internal/render"
-	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // summaryWithBroker is the summary of a checkpoint (its fields unchanged) plus, with
@@ -36,12 +35,8 @@ type brokerView struct {
 // the batch in flight) and puts it next to the broker's offsets (lag.Compute). A position that
 // cannot be read (a corrupt latest file, a commit without its offsets) is reported in the view,
 // not as a failure: inspect shows damaged checkpoints. A broker that cannot be read fails.
-func readBroker(ctx context.Context, opts *Options, store storage.Store) (*brokerView, error) {
+func readBroker(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint) (*brokerView, error) {
 	bv := &brokerView{BootstrapServers: opts.Broker.BootstrapServers}
-	cp, err := checkpoint.Load(ctx, store)
-	if err != nil {
-		return nil, err
-	}
 	pos, err := lag.ReadPosition(ctx, cp, opts.Location)
 	if err != nil {
 		bv.CheckpointLag = lag.CheckpointLag{Checkpoint: opts.Location, Error: err.Error(), Partitions: []lag.PartitionLag{}}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/inspect"
@@ -170,8 +171,8 @@ func checkRange(opts *Options, hasLast bool) error {
 }
 
 // batchesOptions are the inspect.BatchesOptions of opts.
-func batchesOptions(opts *Options) inspect.BatchesOptions {
-	bo := inspect.BatchesOptions{Parallelism: opts.Parallelism, Last: opts.Last}
+func batchesOptions(opts *Options, cp *checkpoint.Checkpoint) inspect.BatchesOptions {
+	bo := inspect.BatchesOptions{Parallelism: opts.Parallelism, Last: opts.Last, Checkpoint: cp}
 	if opts.HasFrom {
 		bo.From = &opts.From
 	}
@@ -196,6 +197,14 @@ func runInspect(ctx context.Context, opts *Options) error {
 		return err
 	}
 	var doc any
+	var cp *checkpoint.Checkpoint
+	if target.Kind == inspect.KindCheckpoint {
+		// Loaded once, on the root listing Detect made: the summary, the batches and the broker's
+		// position share it.
+		if cp, err = checkpoint.LoadAt(ctx, store, target.Location); err != nil {
+			return err
+		}
+	}
 	switch {
 	case target.Kind == inspect.KindFileSinkLog:
 		if opts.Batches || opts.HasBatch {
@@ -207,13 +216,13 @@ func runInspect(ctx context.Context, opts *Options) error {
 		doc, err = inspect.SinkLogSummary(ctx, store, target.Dir)
 	case opts.Batches && opts.Output == render.FormatJSON:
 		// Streamed: a million rows never sit in memory together.
-		return writeBatchesJSON(ctx, opts.IO.Out, store, batchesOptions(opts))
+		return writeBatchesJSON(ctx, opts.IO.Out, store, batchesOptions(opts, cp))
 	case opts.Batches:
-		doc, err = inspect.Batches(ctx, store, batchesOptions(opts))
+		doc, err = inspect.Batches(ctx, store, batchesOptions(opts, cp))
 	case opts.HasBatch:
-		doc, err = inspect.Batch(ctx, store, opts.Batch)
+		doc, err = inspect.BatchOf(ctx, cp, opts.Batch)
 	default:
-		doc, err = inspect.Summarize(ctx, store)
+		doc, err = inspect.SummarizeCheckpoint(ctx, cp)
 	}
 	if err != nil {
 		var nf *inspect.BatchNotFoundError
@@ -224,7 +233,7 @@ func runInspect(ctx context.Context, opts *Options) error {
 	}
 	var bv *brokerView
 	if s, ok := doc.(*inspect.Summary); ok && opts.Broker.Enabled() {
-		if bv, err = readBroker(ctx, opts, store); err != nil {
+		if bv, err = readBroker(ctx, opts, cp); err != nil {
 			return err
 		}
 		doc = summaryWithBroker{Summary: s, Broker: bv}

@@ -249,7 +249,7 @@ func TestBatchesJSONStreamed(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		doc, err := inspect.Batches(context.Background(), s, batchesOptions(&opts))
+		doc, err := inspect.Batches(context.Background(), s, batchesOptions(&opts, nil))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -250,10 +250,11 @@ func run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	// There is no position to export or move in anything but a checkpoint.
-	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt offsets"}); err != nil {
+	loc, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt offsets"})
+	if err != nil {
 		return err
 	}
-	cp, err := checkpoint.Load(ctx, store)
+	cp, err := checkpoint.LoadAt(ctx, store, loc) // the root listed once
 	if err != nil {
 		return err
 	}

@@ -128,10 +128,11 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt purge"}); err != nil {
+	loc, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt purge"})
+	if err != nil {
 		return err
 	}
-	if cp, err := checkpoint.Load(ctx, store); err == nil {
+	if cp, err := checkpoint.LoadAt(ctx, store, loc); err == nil {
 		opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	}
 	po := purge.Options{Keep: opts.Keep, MinBatchesToRetain: opts.MinBatchesToRetain,

@@ -143,10 +143,11 @@ func run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	// There is nothing to rewind in anything but a checkpoint.
-	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt rewind"}); err != nil {
+	loc, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt rewind"})
+	if err != nil {
 		return err
 	}
-	ro := position.RewindOptions{ToBatch: opts.ToBatch, ToTime: opts.ToTime, KafkaSink: opts.KafkaSink, AllowDuplicates: opts.AllowDuplicates,
+	ro := position.RewindOptions{Location: loc, ToBatch: opts.ToBatch, ToTime: opts.ToTime, KafkaSink: opts.KafkaSink, AllowDuplicates: opts.AllowDuplicates,
 		Planner: recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}}
 	if opts.Sink != "" {
 		if ro.Sink, err = openSink(ctx, opts); err != nil {

@@ -162,7 +162,8 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := checkpoint.Require(ctx, st, checkpoint.RequireOptions{Command: "ckpt state " + map[bool]string{false: "ls", true: "read"}[opts.Read]}); err != nil {
+	loc, err := checkpoint.Require(ctx, st, checkpoint.RequireOptions{Command: "ckpt state " + map[bool]string{false: "ls", true: "read"}[opts.Read]})
+	if err != nil {
 		return err
 	}
 	l, err := state.Scan(ctx, st)
@@ -176,7 +177,7 @@ func run(ctx context.Context, opts *Options) error {
 		}
 		return renderLs(opts, sums)
 	}
-	cp, err := checkpoint.Load(ctx, st)
+	cp, err := checkpoint.LoadAt(ctx, st, loc) // the root listed once
 	if err != nil {
 		return err
 	}
