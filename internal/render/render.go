@@ -48,6 +48,8 @@ type Renderer struct {
 	width int
 	// wide keeps every column of a table however narrow the terminal (-o wide).
 	wide bool
+	// midLine is set when Printf ended without a newline: the rest of that line is not wrapped.
+	midLine bool
 }
 
 // New returns a renderer for io.Out.
@@ -74,11 +76,41 @@ func (r *Renderer) Width() int {
 // Writer is the stream the renderer writes to.
 func (r *Renderer) Writer() io.Writer { return r.w }
 
-// Printf writes formatted text.
-func (r *Renderer) Printf(format string, a ...any) { fmt.Fprintf(r.w, format, a...) }
+// Printf writes formatted text, wrapped on a terminal as write does.
+func (r *Renderer) Printf(format string, a ...any) { r.write(fmt.Sprintf(format, a...)) }
 
-// Println writes a line.
-func (r *Renderer) Println(a ...any) { fmt.Fprintln(r.w, a...) }
+// Println writes a line, wrapped on a terminal as write does.
+func (r *Renderer) Println(a ...any) { r.write(fmt.Sprintln(a...)) }
+
+// write writes s. On a terminal, each whole line wider than the terminal is wrapped at spaces,
+// its continuation lines under its indentation, a word never cut: hints, findings and plans of
+// every command fit at 80 columns as doctor's do (doctor hangs its own under their column with
+// Hang, and a line that fits is written as it is). A line begun without its newline (a prompt)
+// is written as it is, and so is everything when piped (width 0), for grep and scripts.
+func (r *Renderer) write(s string) {
+	if r.width <= 0 {
+		io.WriteString(r.w, s)
+		return
+	}
+	var b strings.Builder
+	for s != "" {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			b.WriteString(s)
+			r.midLine = true
+			break
+		}
+		line := s[:i]
+		if !r.midLine {
+			line = wrapWords(line, r.width, false)
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+		r.midLine = false
+		s = s[i+1:]
+	}
+	io.WriteString(r.w, b.String())
+}
 
 func (r *Renderer) style(fg string, bold bool, s string) string {
 	if !r.styled {
