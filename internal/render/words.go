@@ -11,3 +11,11 @@ func Count(n int64, noun string) string {
 	}
 	return s
 }
+
+// CountAs is Count for a noun whose plural is not regular: CountAs(3, "entry", "entries").
+func CountAs(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatInt(n, 10) + " " + many
+}

@@ -73,7 +73,7 @@ func renderBroker(r *render.Renderer, b *brokerView) {
 			cli.LagStatus(r, p.Status)})
 	}
 	r.Table(t)
-	r.Printf("lag: %d records\n", b.LagRecords)
+	r.Println("lag: " + render.Count(int64(b.LagRecords), "record"))
 	cli.PrintBrokerIssues(r, b.Issues)
 	if len(b.Issues) > 0 {
 		r.Println(r.Faint(fmt.Sprintf("What the restart meets and what to do: ckpt doctor %s --bootstrap-server %s", b.Checkpoint, b.BootstrapServers)))

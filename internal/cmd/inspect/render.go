@@ -159,7 +159,7 @@ func sourceDetail(r *render.Renderer, src inspect.Source) string {
 		for _, t := range src.Kafka.Topics {
 			topics = append(topics, fmt.Sprintf("%s (%d)", t.Topic, len(t.Partitions)))
 		}
-		s := fmt.Sprintf("topics %s; %d partitions; initial offsets ", strings.Join(topics, ", "), src.Kafka.Partitions)
+		s := fmt.Sprintf("topics %s; %s; initial offsets ", strings.Join(topics, ", "), render.Count(int64(src.Kafka.Partitions), "partition"))
 		io := src.Kafka.InitialOffsets
 		switch {
 		case io.Problem != nil:
@@ -190,7 +190,7 @@ func sourceDetail(r *render.Renderer, src inspect.Source) string {
 	case src.Kind == inspect.SourceNone:
 		return "no offset yet (-)"
 	case src.Kind == inspect.SourceMissing:
-		return fmt.Sprintf("%s/ exists (%d files) but the offsets file has no line for it", src.Dir, src.Files)
+		return fmt.Sprintf("%s/ exists (%s) but the offsets file has no line for it", src.Dir, render.Count(int64(src.Files), "file"))
 	}
 	return truncate(string(src.Offset))
 }

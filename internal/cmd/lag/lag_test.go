@@ -401,3 +401,25 @@ func TestPrintReportAt80Columns(t *testing.T) {
 		}
 	}
 }
+
+// One record of lag, one partition mirrored and one corrupt commit read in the singular: before,
+// "lag: 1 records" and "1 partitions mirrored".
+func TestPrintReportSingular(t *testing.T) {
+	ios, _, out, _ := iostreams.Test()
+	rep := &lag.Report{
+		Checkpoints: []lag.CheckpointLag{{Checkpoint: "ck", LastCommitBatch: ptr(int64(7)), LagRecords: 1, CorruptCommits: []lag.CommitProblem{{}},
+			Partitions: []lag.PartitionLag{{Topic: "t", Committed: ptr(int64(4)), Latest: ptr(int64(5)), LagRecords: ptr(int64(1))}}}},
+		CommitGroup: &lag.GroupMirror{Group: "g", Partitions: 1, Committed: 1},
+	}
+	printReport(render.New(ios), rep)
+	for _, want := range []string{"lag: 1 record", "1 newer commit file corrupt", "g: 1 partition mirrored"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"1 records", "1 partitions", "file(s)"} {
+		if strings.Contains(out.String(), bad) {
+			t.Errorf("%q in\n%s", bad, out)
+		}
+	}
+}

@@ -26,7 +26,7 @@ func printReport(r *render.Renderer, rep *lag.Report) {
 		if g.Error != "" {
 			r.Println(r.Bad("consumer group "+g.Group+": ") + g.Error)
 		} else {
-			r.Printf("consumer group %s: %d partitions mirrored (%d updated now). %s\n", g.Group, g.Partitions, g.Committed,
+			r.Printf("consumer group %s: %s mirrored (%d updated now). %s\n", g.Group, render.Count(int64(g.Partitions), "partition"), g.Committed,
 				r.Faint("Spark never reads this group: it is a copy for lag tools."))
 		}
 	}
@@ -50,9 +50,9 @@ func printCheckpoint(r *render.Renderer, c lag.CheckpointLag) {
 		head = append(head, fmt.Sprintf("batch %d in flight", *c.InFlightBatch))
 	}
 	if n := len(c.CorruptCommits); n > 0 {
-		head = append(head, fmt.Sprintf("%d newer commit file(s) corrupt", n))
+		head = append(head, render.Count(int64(n), "newer commit file")+" corrupt")
 	}
-	total := fmt.Sprintf("lag: %d records", c.LagRecords)
+	total := "lag: " + render.Count(int64(c.LagRecords), "record")
 	if c.LagSeconds != nil {
 		total += ", " + seconds(*c.LagSeconds)
 	}

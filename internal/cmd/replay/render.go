@@ -87,7 +87,7 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result, b *outp
 		r.Println()
 		r.Table(rerunTable(res, b))
 		if b != nil && b.Broker.RerunRecords != nil && b.Broker.BrokerRecords != nil && *b.Broker.RerunRecords != *b.Broker.BrokerRecords {
-			r.Printf("%s %d of the %d records of the re-run still exist on the broker\n", r.Warn("On the broker:"), *b.Broker.BrokerRecords, *b.Broker.RerunRecords)
+			r.Printf("%s %d of the %s of the re-run still exist on the broker\n", r.Warn("On the broker:"), *b.Broker.BrokerRecords, render.Count(int64(*b.Broker.RerunRecords), "record"))
 		}
 	}
 	if res.Skipped != nil {

@@ -228,7 +228,7 @@ func printPlan(r *render.Renderer, p *position.RewindPlan) {
 	case len(p.Actions) == 0:
 		r.Println(r.Good(fmt.Sprintf("Nothing to change: batch %d is already the latest.", p.Batch)))
 	default:
-		r.Printf("%s: move %d offsets, %d commit(s) and %d state file(s) into the backup\n", r.Bold("Plan"), p.Offsets, p.Commits, p.StateFiles)
+		r.Printf("%s: move %s, %s and %s into the backup\n", r.Bold("Plan"), render.CountAs(int64(p.Offsets), "offsets file", "offsets files"), render.Count(int64(p.Commits), "commit"), render.Count(int64(p.StateFiles), "state file"))
 		change.PrintActions(r, p.Actions)
 		r.Println()
 		again := "no committed batch runs again"
@@ -241,7 +241,7 @@ func printPlan(r *render.Renderer, p *position.RewindPlan) {
 		r.KV([][2]string{{"Restart after the plan", strings.TrimPrefix(verdict(p.After), "Restart ")}, {"Replay", again}})
 		if p.Sink != nil {
 			r.Println()
-			r.Printf("%s: move %d log entr(ies) of %s into the backup (in the same journal)\n", r.Bold("File sink"), len(p.Sink.Entries), p.Sink.Sink)
+			r.Printf("%s: move %s of %s into the backup (in the same journal)\n", r.Bold("File sink"), render.CountAs(int64(len(p.Sink.Entries)), "log entry", "log entries"), p.Sink.Sink)
 			change.PrintActions(r, p.Sink.Actions)
 			r.Printf("  %d data file(s) those entries added stay in place, invisible to readers of the sink:\n", len(p.Sink.DataFiles))
 			for i, f := range p.Sink.DataFiles {

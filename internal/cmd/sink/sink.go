@@ -267,7 +267,7 @@ func repairLog(ctx context.Context, opts *Options, store storage.Store) error {
 	}
 	doc := &repairDoc{Rebuild: rb, Actions: []repair.Action{}}
 	for _, c := range rb.Compacts {
-		reason := fmt.Sprintf("rebuilt from %s: %d entries", strings.Join(c.From, ", "), c.Entries)
+		reason := fmt.Sprintf("rebuilt from %s: %s", strings.Join(c.From, ", "), render.CountAs(int64(c.Entries), "entry", "entries"))
 		if c.Replaces == "" {
 			doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpWrite, Path: c.Path, Data: c.Data, Reason: reason, Code: doctor.CodeSinkLogBatchMissing})
 			continue
