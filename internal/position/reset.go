@@ -37,6 +37,8 @@ type ResetOptions struct {
 	// Sink is the query's file sink output directory (--sink), nil without one: the reset then
 	// also writes the sink log entry of the batch it writes (sinkreset.go).
 	Sink storage.Store
+	// Checkpoint is the checkpoint of s loaded a moment before (checkpoint.LoadAt); nil: Load.
+	Checkpoint *checkpoint.Checkpoint
 }
 
 // Row is one partition of a reset plan.
@@ -96,7 +98,7 @@ func (e *RefusedError) Error() string { return e.Reason }
 // PlanReset plans moving the Kafka offsets of the checkpoint in s to opts.Target. It reads and
 // changes nothing on the broker beyond listing offsets, and nothing in s.
 func PlanReset(ctx context.Context, s storage.Store, opts ResetOptions) (*ResetPlan, error) {
-	cp, err := checkpoint.Load(ctx, s)
+	cp, err := loaded(ctx, s, opts.Checkpoint)
 	if err != nil {
 		return nil, err
 	}

@@ -18,8 +18,8 @@ const StrategyRewind repair.Strategy = "rewind"
 
 // RewindOptions configures PlanRewind. Exactly one of ToBatch and ToTime is set.
 type RewindOptions struct {
-	// Location is what checkpoint.Require found a moment before: its root listing is reused.
-	Location *checkpoint.Location
+	// Checkpoint is the checkpoint of s loaded a moment before (checkpoint.LoadAt); nil: Load.
+	Checkpoint *checkpoint.Checkpoint
 	// ToBatch is the batch the query stands at afterwards: it re-executes from ToBatch+1.
 	ToBatch *int64
 	// ToTime picks the last batch whose batch timestamp is at or before it.
@@ -79,7 +79,7 @@ func (p *RewindPlan) RepairPlan() *repair.Plan {
 // state versions above N+1 go into the backup, so the next run re-executes from batch N+1 with
 // the offsets it records then.
 func PlanRewind(ctx context.Context, s storage.Store, opts RewindOptions) (*RewindPlan, error) {
-	cp, err := checkpoint.LoadAt(ctx, s, opts.Location)
+	cp, err := loaded(ctx, s, opts.Checkpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -277,6 +277,14 @@ func idsText(ids []int64) string {
 		return fmt.Sprintf("%d-%d (%d files)", ids[0], ids[len(ids)-1], len(ids))
 	}
 	return fmt.Sprint(ids)
+}
+
+// loaded is cp, or the checkpoint of s loaded now when cp is nil.
+func loaded(ctx context.Context, s storage.Store, cp *checkpoint.Checkpoint) (*checkpoint.Checkpoint, error) {
+	if cp != nil {
+		return cp, nil
+	}
+	return checkpoint.Load(ctx, s)
 }
 
 func idRange(from, to int64) string {

@@ -80,6 +80,9 @@ type Env struct {
 	// Quiet leaves out the line per changed file on stderr (ckpt purge changes thousands; its
 	// progress shows on a terminal instead). Default false.
 	Quiet bool
+	// Checkpoint is the checkpoint the plan was made from, loaded a moment before: StateWarnings
+	// checks liveness on it instead of listing the checkpoint again. nil: load it.
+	Checkpoint *checkpoint.Checkpoint
 }
 
 // ErrDeclined is returned when the user answers no.
@@ -223,9 +226,12 @@ func StateWarnings(ctx context.Context, env Env, f *Flags, s storage.Store) []st
 	if env.Now == nil {
 		return out
 	}
-	cp, err := checkpoint.Load(ctx, s)
-	if err != nil {
-		return out
+	cp := env.Checkpoint
+	if cp == nil {
+		var err error
+		if cp, err = checkpoint.Load(ctx, s); err != nil {
+			return out
+		}
 	}
 	if err := repair.CheckLive(ctx, s, cp, env.Now(), f.ActiveWindow, nil); err != nil {
 		msg := err.Error()

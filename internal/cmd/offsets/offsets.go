@@ -271,7 +271,7 @@ func run(ctx context.Context, opts *Options) error {
 	if !opts.Reset {
 		return runExport(ctx, opts, cp, broker)
 	}
-	return runReset(ctx, opts, store, broker)
+	return runReset(ctx, opts, cp, broker)
 }
 
 func runExport(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, broker position.Broker) (err error) {
@@ -337,13 +337,14 @@ func (o *Options) planner() recovery.Options {
 	return recovery.Options{Mode: o.Mode, SparkVersion: o.SparkVersion, CommitFormatVersion: o.CommitFormatVersion}
 }
 
-func runReset(ctx context.Context, opts *Options, store storage.Store, broker position.Broker) error {
+func runReset(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, broker position.Broker) error {
+	store := cp.Store
 	now := time.Now()
 	if opts.Now != nil {
 		now = opts.Now()
 	}
 	ro := position.ResetOptions{
-		Target: opts.Target, Topics: opts.Topics, Broker: broker, AllowOutOfRange: opts.AllowOutOfRange, Now: now, Planner: opts.planner(),
+		Checkpoint: cp, Target: opts.Target, Topics: opts.Topics, Broker: broker, AllowOutOfRange: opts.AllowOutOfRange, Now: now, Planner: opts.planner(),
 	}
 	if opts.Sink != "" {
 		var err error
@@ -356,7 +357,7 @@ func runReset(ctx context.Context, opts *Options, store storage.Store, broker po
 		return err
 	}
 	if len(p.Actions) > 0 {
-		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now}, &opts.Apply, store)...)
+		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now, Checkpoint: cp}, &opts.Apply, store)...)
 	}
 	if opts.Export != "" && p.Refused == "" {
 		if err := writeCSV(opts.Export, p.Rows); err != nil {

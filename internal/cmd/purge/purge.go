@@ -132,7 +132,8 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if cp, err := checkpoint.LoadAt(ctx, store, loc); err == nil {
+	cp, err := checkpoint.LoadAt(ctx, store, loc)
+	if err == nil {
 		opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	}
 	po := purge.Options{Keep: opts.Keep, MinBatchesToRetain: opts.MinBatchesToRetain,
@@ -147,7 +148,7 @@ func run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if len(p.Actions) > 0 {
-		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now}, &opts.Apply, store)...)
+		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now, Checkpoint: cp}, &opts.Apply, store)...)
 	}
 	jsonOut := opts.Output == render.FormatJSON
 	doc := &purgeDoc{Plan: p, Detected: opts.Detected}

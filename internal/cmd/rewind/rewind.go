@@ -147,7 +147,11 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	ro := position.RewindOptions{Location: loc, ToBatch: opts.ToBatch, ToTime: opts.ToTime, KafkaSink: opts.KafkaSink, AllowDuplicates: opts.AllowDuplicates,
+	cp, err := checkpoint.LoadAt(ctx, store, loc) // the root listed once, the plan and the liveness check share it
+	if err != nil {
+		return err
+	}
+	ro := position.RewindOptions{Checkpoint: cp, ToBatch: opts.ToBatch, ToTime: opts.ToTime, KafkaSink: opts.KafkaSink, AllowDuplicates: opts.AllowDuplicates,
 		Planner: recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}}
 	if opts.Sink != "" {
 		if ro.Sink, err = openSink(ctx, opts); err != nil {
@@ -165,7 +169,7 @@ func run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if len(p.Actions) > 0 {
-		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now}, &opts.Apply, store)...)
+		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now, Checkpoint: cp}, &opts.Apply, store)...)
 	}
 	if detected != "" {
 		p.Warnings = append(p.Warnings, detected)
