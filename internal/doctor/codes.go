@@ -354,7 +354,7 @@ source offsets to match a different query.`,
 			"works but those sinks see a different query and may write duplicates (warning). Spark 4.2 and later " +
 			"refuse to start (error). The file is the oldest in the checkpoint, which makes it the first victim of " +
 			"a storage lifecycle rule that expires old objects.",
-		SparkError: "Spark 4.2 and later:\n\n```\n[MISSING_METADATA_FILE] …\n```\n\nSpark 4.1 and older: nothing; a new id is written.",
+		SparkError: "Spark 4.2 and later:\n\n```\n[STREAMING_CHECKPOINT_MISSING_METADATA_FILE] Checkpoint location <checkpoint> is in an inconsistent state: … SQLSTATE: 42K03\n```\n\nSpark 4.1 and older: nothing; a new id is written.",
 		Fix: "Restore `metadata` from a backup, or write it with the query's **original** id, which appears in the " +
 			"driver log (`Starting [id = <uuid>, runId = …]`), the Spark UI and `StreamingQueryListener` events. " +
 			"Never write a new random id: that is exactly the silent change this code warns about.",

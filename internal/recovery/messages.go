@@ -253,14 +253,13 @@ func offsetConflict(r release, mode Mode, batch int64) sparkFailure {
 	return sparkFailure{exception: excAssertion, message: fmt.Sprintf("assertion failed: Concurrent update to the log. Multiple streaming jobs detected for %d", batch), exact: true}
 }
 
-// missingMetadataFile is SPARK-55058's refusal (master). The template is
-// the one Databricks publishes for MISSING_METADATA_FILE; the open-source
-// template was not available to re-read, so the text is marked inexact.
-func missingMetadataFile(rootPath string) sparkFailure {
-	return sparkFailure{exception: "", message: "[MISSING_METADATA_FILE] Checkpoint location " + rootPath +
-		" is in an inconsistent state: the metadata file is missing but offset and/or commit logs contain data. " +
-		"Please restore the metadata file or create a new checkpoint directory.", exact: false}
-
+// missingMetadataFile is SPARK-55058's refusal: 4.2.0's text and class
+// (golden missing-metadata), STREAMING_CHECKPOINT_MISSING_METADATA_FILE; master
+// is taken to say the same.
+func missingMetadataFile(r release, rootPath string) sparkFailure {
+	return sparkFailure{exception: excSparkRuntime, message: condition(r, "STREAMING_CHECKPOINT_MISSING_METADATA_FILE", "Checkpoint location "+rootPath+
+		" is in an inconsistent state: the metadata file is missing but offset and/or commit logs contain data. "+
+		"Please restore the metadata file or create a new checkpoint directory.", "42K03"), exact: true}
 }
 
 // sourceCountAssertion is OffsetSeq.toStreamProgress's assertion text.

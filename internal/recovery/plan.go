@@ -137,6 +137,9 @@ func (p *planner) run() error {
 		if !p.hasL && p.hasC && p.rel.assertsCommitsNeedOffsets() {
 			return p.fail(ReasonEmptyOffsetsWithCommits, "", sparkFailure{exception: excAssertion, message: "assertion failed", exact: true})
 		}
+		if err := p.checkUnfinishedRepartition(); err != nil {
+			return err
+		}
 	}
 	if !p.hasL {
 		return p.freshStart(usesCommits)

@@ -20,12 +20,12 @@ func (p *planner) checkMetadata() error {
 			return p.orphanMetadataChecksum()
 		}
 		if p.rel.missingMetadataFails() {
-			return p.fail(ReasonMissingMetadata, checkpoint.FileMetadata, missingMetadataFile(p.cp.SparkPath("")))
+			return p.fail(ReasonMissingMetadata, checkpoint.FileMetadata, missingMetadataFile(p.rel, p.cp.SparkPath("")))
 		}
 		if err := p.orphanMetadataChecksum(); err != nil {
 			return err
 		}
-		p.warn("the metadata file is missing: Spark %s silently writes a new one with a new query id, so sinks that deduplicate by query id do not recognise earlier batches (Spark 4.2 and later refuse this checkpoint: MISSING_METADATA_FILE)", p.rel)
+		p.warn("the metadata file is missing: Spark %s silently writes a new one with a new query id, so sinks that deduplicate by query id do not recognise earlier batches (Spark 4.2 and later refuse this checkpoint: STREAMING_CHECKPOINT_MISSING_METADATA_FILE)", p.rel)
 		return nil
 	}
 	md, err := p.cp.ReadMetadata(p.ctx)
@@ -181,6 +181,9 @@ func (p *planner) readCommit() error {
 	}
 	if ve := checkVersion(p.rel, LogCommits, c.Version, p.cfg.commitFmt); ve != nil {
 		return p.fail(ReasonUnsupportedCommitVersion, rel, versionFailure(path, ve).sparkFailure)
+	}
+	if f := commitV3Unreadable(p.rel, c); f != nil {
+		return p.fail(ReasonCorruptLatestCommit, rel, *f)
 	}
 	p.commit = c
 	return nil

@@ -1,6 +1,8 @@
 package recovery
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -146,4 +148,94 @@ func (r release) commitsMaxVersion() int {
 		return logformat.CommitsMaxVersion
 	}
 	return 1
+}
+
+// Rules 4.2.0 showed the oracle (testdata/spark-oracle/4.2.0) where it differs from what was
+// read on master before the release.
+
+// checksUnfinishedRepartition: 4.2's initializeExecution (sync engine only; the async engine
+// overrides it with a no-op) runs checkUnfinishedRepartitionBatch after reading both latest
+// entries, under spark.sql.streaming.checkUnfinishedRepartitionOnRestart (default true): when
+// offsets/L has no commit and a commit exists (L > C ≥ 0, L ≥ 1), isRepartitionBatch(L) requires
+// offsets/L-1, so a missing one fails there with Scala's require ("Previous batch 6 not found in
+// offset log", IllegalArgumentException) before populateStartOffsets would say "batch 6 doesn't
+// exist" (4.2.0's bytecode; goldens missing-previous-offsets, offsets-name-plus-previous,
+// async-behind-0-2 in sync mode).
+func (r release) checksUnfinishedRepartition() bool { return r.atLeast(4, 2) }
+
+// unfinishedRepartitionPrev is isRepartitionBatch's refusal of a missing offsets/L-1.
+func unfinishedRepartitionPrev(prev int64) sparkFailure {
+	return sparkFailure{exception: excIllegalArgument, message: fmt.Sprintf("requirement failed: Previous batch %d not found in offset log", prev), exact: true}
+}
+
+// excSparkRuntime is the class of STREAMING_CHECKPOINT_MISSING_METADATA_FILE (4.2.0).
+const excSparkRuntime = "org.apache.spark.SparkRuntimeException"
+
+// sinkInfoRequired are the fields of 4.2.0's SinkMetadataInfo (a v3 commit's sinkMetadataMap
+// values) that have no default, in constructor order; isActive defaults to true. json4s fails
+// on the first one missing.
+var sinkInfoRequired = []string{"sinkName", "commitOffset", "providerName", "apiVersion"}
+
+// commitV3Unreadable is 4.2.0's json4s refusal of a v3 commit whose sinkMetadataMap lacks a
+// SinkMetadataInfo field (4.2.0 has apiVersion, which master's copy read for ckpt did not:
+// golden commit-v3-latest). CommitLog.deserialize is not wrapped ("Failed to read log file"
+// is only for IllegalStateException), so the query fails with the MappingException chain.
+// nil when the release is not 4.2, or every entry has every field.
+func commitV3Unreadable(r release, c *logformat.Commit) *sparkFailure {
+	if r != mkRelease(4, 2) || c == nil || c.Version != 3 || c.SinkMetadata == nil {
+		return nil
+	}
+	var entries map[string]map[string]json.RawMessage
+	if json.Unmarshal(c.SinkMetadata, &entries) != nil {
+		return nil
+	}
+	// json4s walks the JSON object in file order; Go's map does not keep it.
+	dec := json.NewDecoder(bytes.NewReader(c.SinkMetadata))
+	var names []string
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		name, _ := tok.(string)
+		names = append(names, name)
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return nil
+		}
+	}
+	for _, n := range names {
+		for _, f := range sinkInfoRequired {
+			if _, ok := entries[n][f]; ok {
+				continue
+			}
+			const conv = "Did not find value which can be converted into java.lang.String"
+			root := &sparkFailure{exception: excMapping, message: conv, exact: true}
+			field := &sparkFailure{exception: excMapping, message: "No usable value for " + f + "\n" + conv, exact: true, cause: root}
+			return &sparkFailure{exception: excMapping, message: "No usable value for sinkMetadataMap\n" + field.message, exact: true, cause: field}
+		}
+	}
+	return nil
+}
+
+// excMapping is json4s' extraction failure.
+const excMapping = "org.json4s.MappingException"
+
+// checkUnfinishedRepartition is the part of 4.2's checkUnfinishedRepartitionBatch the oracle
+// showed: a missing offsets/L-1. The rest of it (L or L-1 without metadata, and a batch L whose
+// spark.sql.shuffle.partitions differs from L-1's: STREAMING_UNFINISHED_REPARTITION_DETECTED)
+// is read in 4.2.0's bytecode but not modelled yet.
+func (p *planner) checkUnfinishedRepartition() error {
+	if !p.rel.checksUnfinishedRepartition() || p.cfg.mode != ModeSync || !p.hasL || !p.hasC || p.L <= p.C || p.L == 0 {
+		return nil
+	}
+	prev := p.L - 1
+	// offsetLog.get(L-1) opens offsets/<L-1>: a file listed under another spelling is not found.
+	if !p.cp.Offsets.Has(prev) || p.cp.Offsets.FilePath(prev) != p.cp.Offsets.Path(prev) {
+		return p.fail(ReasonMissingPreviousOffsets, p.cp.Offsets.Path(prev), unfinishedRepartitionPrev(prev))
+	}
+	return nil
 }
