@@ -20,7 +20,7 @@ import (
 )
 
 // Pinned releases (scripts/spark.sh PINNED): the goldens' directory names.
-var pinned = []string{"3.5.7", "4.0.0", "4.1.1"}
+var pinned = []string{"3.5.7", "4.0.0", "4.1.1", "4.2.0"}
 
 const goldenDir = "../../testdata/spark-oracle"
 
