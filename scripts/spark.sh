@@ -12,7 +12,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${CKPT_SPARK_CACHE:-$HOME/.cache/ckpt-spark}
 # The newest patch releases whose whole dependency tree (Kafka connector and its token provider
 # included) the Maven Central mirror of this network serves: 3.5.8+ lack spark-sql-kafka-0-10_2.12,
-# 4.0.1-4.0.4, 4.1.0 and 4.1.2-4.1.3 lack spark-token-provider-kafka-0-10_2.13.
+# 4.0.1-4.0.4, 4.1.0 and 4.1.2-4.1.3 lack spark-token-provider-kafka-0-10_2.13. 4.2.0 resolves
+# whole (spark-token-provider-kafka-0-10_2.13 4.2.0, kafka-clients 3.9.2).
 PINNED="3.5.7 4.0.0 4.1.1 4.2.0"
 
 resolve() { # 3.5 -> 3.5.8; a full pinned version stays

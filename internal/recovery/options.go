@@ -36,7 +36,9 @@ const DefaultSparkVersion = "3.5"
 // development branch as read for ckpt (docs/spark-semantics.md, "Releases").
 // The behaviours the planner models changed last in 4.2 (offsets v2,
 // commit log v1..v3 read across versions, MISSING_METADATA_FILE, both
-// latest entries read up front); master behaves as 4.2 in them.
+// latest entries read up front); master behaves as 4.2 in them, except that
+// 4.2.0 requires apiVersion in a v3 commit's sink entries (checked against
+// 4.2.0 by the oracle; versions.go).
 var SparkVersions = []string{"2.1", "2.2", "2.3", "2.4", "3.0", "3.1", "3.2", "3.3", "3.4", "3.5", "4.0", "4.1", "4.2", "master"}
 
 // Options chooses the engine and release whose restart Plan predicts.
