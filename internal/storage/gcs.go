@@ -238,7 +238,11 @@ func gcsTransient(err error) bool {
 		return re.Response != nil && (re.Response.StatusCode == http.StatusTooManyRequests || re.Response.StatusCode >= 500)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		// A server that drops the connection while the body is still being sent: the
+		// transport's reader sees the close first and the writer then fails on its own
+		// closed socket.
+		errors.Is(err, net.ErrClosed) {
 		return true
 	}
 	var ne net.Error
