@@ -85,6 +85,12 @@ type Options struct {
 	// every issue is a warning, and the first that fails the restart makes the outcome "fail"
 	// with one of BrokerReasons. Result.Broker then says what was checked.
 	Broker *BrokerState
+	// State is what the checkpoint's state stores hold (read by the caller: internal/state's
+	// listing, and the files of Result.State.Loads read for damage); nil means the prediction
+	// does not look at state. With it, Plan predicts the load of the state version the
+	// restart's first batch needs in every partition (state.go), and a load that fails makes
+	// the outcome "fail" with one of StateReasons.
+	State *StateInventory
 	// FailOnDataLossFalse models the Kafka source option failOnDataLoss=false when Broker is
 	// given. Default false: Spark's default, failOnDataLoss=true.
 	FailOnDataLossFalse bool
@@ -192,6 +198,7 @@ type config struct {
 	failOnDataLoss bool
 	sinkKind       string
 	delta          []DeltaTable
+	state          *StateInventory
 }
 
 // version is the release as Result.SparkVersion shows it: the line ("4.1"), or the patch
@@ -231,7 +238,7 @@ func (o Options) normalize() (config, error) {
 
 func (o Options) validate() (config, error) {
 	c := config{mode: o.Mode, commitFmt: o.CommitFormatVersion, sinkLatest: o.SinkLatest, querySources: o.QuerySources,
-		broker: o.Broker, failOnDataLoss: !o.FailOnDataLossFalse, sinkKind: o.SinkKind, delta: o.Delta}
+		broker: o.Broker, failOnDataLoss: !o.FailOnDataLossFalse, sinkKind: o.SinkKind, delta: o.Delta, state: o.State}
 	if c.sinkKind != SinkKindFile && c.sinkKind != SinkKindDelta {
 		return c, fmt.Errorf("invalid sink kind %q: want %q or %q", c.sinkKind, SinkKindFile, SinkKindDelta)
 	}

@@ -101,6 +101,7 @@ func plan(ctx context.Context, cp *checkpoint.Checkpoint, cfg config) (*Result, 
 	if err != nil {
 		return nil, err
 	}
+	p.planState(cfg.state) // state.go: the first batch loads its state version
 	return p.res, nil
 }
 
@@ -184,19 +185,8 @@ func (p *planner) run() error {
 // Reasons; file is the checkpoint-relative file the failure is about, or "".
 func (p *planner) fail(reason, file string, f sparkFailure, log ...string) error {
 	r := p.res
-	r.Outcome = OutcomeFail
-	r.Reason, r.FailedFile = reason, file
-	r.Error = ptr(f.message)
-	r.Exception = f.exception
-	r.ErrorClass = f.chainClass()
-	root := f.root()
-	r.RootCause = &Cause{Exception: root.exception, Error: root.message, ErrorClass: root.class()}
+	r.recordFailure(reason, file, f)
 	r.DriverLog = append(r.DriverLog, log...)
-	if !f.allExact() {
-		r.ErrorInexact = true
-		r.Warnings = append(r.Warnings, "the error text is ckpt's description: Spark's own message for this case could not be reproduced exactly")
-	}
-	r.key = reason
 	if !p.running {
 		r.NextBatch = -1
 	}

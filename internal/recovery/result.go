@@ -100,6 +100,10 @@ type Result struct {
 	// checkpoint differs from SparkVersion's, grouped by behaviour.
 	Releases []ReleaseNote `json:"releases,omitempty"`
 
+	// State is what the restart's first batch loads from the state stores, when Options.State
+	// was given (state.go); nil otherwise, and when the restart fails before its first batch.
+	State *StateLoad `json:"state,omitempty"`
+
 	// Delta is what Plan checked on the Delta tables of Options.Delta, per table; nil without.
 	Delta []DeltaVerdict `json:"delta,omitempty"`
 

@@ -149,9 +149,9 @@ func (z *lz4BlockReader) next() error {
 			if z.ended {
 				return io.EOF
 			}
-			return errf(z.file, start, "an LZ4Block header", "end of file (stream not finished: no end mark)")
+			return truncated(errf(z.file, start, "an LZ4Block header", "end of file (stream not finished: no end mark)"))
 		}
-		return errf(z.file, start, "a 21-byte LZ4Block header", "%d bytes", n)
+		return truncated(errf(z.file, start, "a 21-byte LZ4Block header", "%d bytes", n))
 	}
 	h := z.header[:]
 	if !bytes.Equal(h[:8], lz4BlockMagic) {
@@ -181,7 +181,7 @@ func (z *lz4BlockReader) next() error {
 	n, err = io.ReadFull(z.r, cb)
 	z.off += int64(n)
 	if err != nil {
-		return errf(z.file, start+lz4HeaderLen, fmt.Sprintf("%d compressed bytes", clen), "%d (truncated)", n)
+		return truncated(errf(z.file, start+lz4HeaderLen, fmt.Sprintf("%d compressed bytes", clen), "%d (truncated)", n))
 	}
 	if cap(z.buf) < int(olen) {
 		z.buf = make([]byte, olen)
@@ -260,7 +260,7 @@ func (s *snappyReader) next() error {
 	n, err = io.ReadFull(s.r, cb)
 	s.off += int64(n)
 	if err != nil {
-		return errf(s.file, start+4, fmt.Sprintf("%d compressed bytes", clen), "%d (truncated)", n)
+		return truncated(errf(s.file, start+4, fmt.Sprintf("%d compressed bytes", clen), "%d (truncated)", n))
 	}
 	if bytes.Equal(cb[:min(len(cb), 8)], snappyMagic) && clen >= 16 {
 		// concatenated stream: a new header inside (snappy-java allows it)
@@ -323,7 +323,7 @@ func (z *lzfReader) next() error {
 		n, err = io.ReadFull(z.r, z.buf)
 		z.off += int64(n)
 		if err != nil {
-			return errf(z.file, start+5, fmt.Sprintf("%d raw bytes", l), "%d (truncated)", n)
+			return truncated(errf(z.file, start+5, fmt.Sprintf("%d raw bytes", l), "%d (truncated)", n))
 		}
 		z.pos = 0
 		return nil
@@ -341,7 +341,7 @@ func (z *lzfReader) next() error {
 	n, err = io.ReadFull(z.r, cb)
 	z.off += int64(n)
 	if err != nil {
-		return errf(z.file, start+7, fmt.Sprintf("%d compressed bytes", l), "%d (truncated)", n)
+		return truncated(errf(z.file, start+7, fmt.Sprintf("%d compressed bytes", l), "%d (truncated)", n))
 	}
 	if cap(z.buf) < ol {
 		z.buf = make([]byte, ol)
@@ -443,4 +443,10 @@ func DecompressBlock(codec string, dst, src []byte) ([]byte, error) {
 		return blockZstd.DecodeAll(src, dst[:0])
 	}
 	return nil, fmt.Errorf("no raw block decoder for codec %q", codec)
+}
+
+// truncated marks e as a file that ends inside a codec block.
+func truncated(e *Error) *Error {
+	e.Problem = ProblemCodecTruncated
+	return e
 }

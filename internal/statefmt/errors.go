@@ -39,6 +39,9 @@ const (
 	ProblemValueSize
 	// ProblemTruncated: the stream ends before its end marker (Spark: java.io.EOFException).
 	ProblemTruncated
+	// ProblemCodecTruncated: the file ends inside a codec block or its header (lz4-java:
+	// EOFException "Stream ended prematurely").
+	ProblemCodecTruncated
 )
 
 func (e *Error) Error() string {

@@ -18,6 +18,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
+	"github.com/ckpt-dev/ckpt/internal/state"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -60,6 +61,10 @@ type Options struct {
 	// processingTime ("processingTime=MS" is accepted). Default "": unknown, the rules that
 	// depend on it are left out.
 	Trigger string
+	// State is --state: how the state stores the first batch loads are checked: "read" (the
+	// default: every file of every load is read, as Spark reads it) or "list" (the listing
+	// only: missing files, not damaged ones).
+	State string
 	// Exact is --exact: count the re-run's data records by reading them (CountExact) instead
 	// of subtracting the offsets the broker still has. Default: false.
 	Exact bool
@@ -71,7 +76,10 @@ replay applies Spark's restart rules (MicroBatchExecution.populateStartOffsets a
 override) to the checkpoint's offsets and commit logs: which batch runs first, which batch
 re-runs and over which offsets, per source and Kafka partition, which batches are never
 replayed, and whether Spark refuses to start, with the exception and driver log lines Spark
-prints. It reads the listings and at most a handful of files.
+prints. It reads the listings and at most a handful of files, and the state the first batch
+loads: the version Spark's state store providers load in every partition (batch N loads
+version N), the files they open for it, read as Spark reads them (--state list: the listing
+only), and the failure Spark meets there.
 
   --mode            sync (default; Spark 2.2+ MicroBatchExecution), async (asynchronous progress
                     tracking, Spark 3.4+: gaps in offsets/ are tolerated) or spark-2.1 (no commit
@@ -108,6 +116,12 @@ Exit codes:
   1  ckpt could not read the checkpoint
   2  usage error
   3  the restart fails (Spark refuses to start or aborts on the first batches)`
+
+// --state values.
+const (
+	stateRead = "read"
+	stateList = "list"
+)
 
 // NewCmd builds `ckpt replay`. runF replaces runReplay in tests of the flag
 // wiring.
@@ -151,6 +165,9 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 			if !opts.Broker.Enabled() && (opts.Exact || cmd.Flags().Changed("fail-on-data-loss")) {
 				return exitcode.UsageError(errors.New("--exact and --fail-on-data-loss need the broker: give --bootstrap-server too"))
 			}
+			if opts.State != stateRead && opts.State != stateList {
+				return exitcode.UsageError(fmt.Errorf("invalid --state %q: want %s or %s", opts.State, stateRead, stateList))
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -168,6 +185,7 @@ func NewCmd(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	cli.AddAllowEmptyFlag(cmd.Flags(), &opts.AllowEmpty)
 	opts.Broker.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.FailOnDataLoss, "fail-on-data-loss", true, "with --bootstrap-server: the Kafka source option failOnDataLoss the query runs with (--fail-on-data-loss=false)")
+	cmd.Flags().StringVar(&opts.State, "state", stateRead, "how the state the first batch loads is checked: read (its files, as Spark reads them) or list (missing files only)")
 	cmd.Flags().BoolVar(&opts.Exact, "exact", false, "with --bootstrap-server: count the re-run's data records by reading them (slow on large ranges)")
 	_ = cmd.RegisterFlagCompletionFunc("what-if", cobra.FixedCompletions(recovery.WhatIfPoints, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -237,7 +255,8 @@ func runReplay(ctx context.Context, opts *Options) error {
 	if opts.WhatIf != "" {
 		res, err = recovery.WhatIf(ctx, cp, po, opts.WhatIf, recovery.NextBatch{})
 	} else {
-		res, err = recovery.Plan(ctx, cp, po)
+		// The state the first batch loads: listed, and its files read unless --state list.
+		res, _, err = state.Restart(ctx, cp, po, opts.State != stateList)
 	}
 	if err != nil {
 		var oe *recovery.OptionsError

@@ -1,0 +1,95 @@
+package sparkoracle
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// statePrediction is the part of `ckpt replay -o json` a damaged copy's restart confirms.
+type statePrediction struct {
+	Outcome    string  `json:"outcome"`
+	Reason     string  `json:"reason"`
+	FailedFile string  `json:"failedFile"`
+	Error      *string `json:"error"`
+	Exception  string  `json:"exception"`
+	ErrorClass string  `json:"errorClass"`
+	RootCause  *struct {
+		Exception string `json:"exception"`
+		Error     string `json:"error"`
+	} `json:"rootCause"`
+	NextBatch int64 `json:"nextBatch"`
+	State     *struct {
+		Version int64 `json:"version"`
+	} `json:"state"`
+}
+
+// matches says whether Spark's text equals ckpt's, where ckpt writes <n> for a number it cannot
+// know (a codec's internal offset, a checksum RocksDB computes over its local copy).
+func matches(spark, ckpt string) bool {
+	if !strings.Contains(ckpt, "<n>") {
+		return spark == ckpt
+	}
+	re := "^" + strings.ReplaceAll(regexp.QuoteMeta(ckpt), "<n>", "(?:[0-9]+|<n>)") + "$"
+	return regexp.MustCompile(re).MatchString(spark)
+}
+
+// TestStateDamageGoldens: for every recorded restart of a damaged copy (always on, no Spark
+// needed), the copy is built again from its fixture by the recipe and `ckpt replay
+// --spark-version <release>` must predict what Spark did: the failure, the exception the query
+// failed with and its message, the root cause and its message, and the error class.
+func TestStateDamageGoldens(t *testing.T) {
+	byName := map[string]damageCase{}
+	for _, c := range loadRecipe(t) {
+		byName[c.Name] = c
+	}
+	files, _ := filepath.Glob(filepath.Join(damageDir, "*", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no state damage golden")
+	}
+	for _, path := range files {
+		var g DamageGolden
+		readJSON(t, path, &g)
+		t.Run(g.Release+"/"+g.Case, func(t *testing.T) {
+			c, ok := byName[g.Case]
+			if !ok {
+				t.Fatalf("golden %s: no such case in recipe.json", path)
+			}
+			ck := damagedCopy(t, filepath.Join("../../testdata/spark-state", g.Fixture), c, t.TempDir())
+			code, stdout, stderr := ckpt(t, "replay", ck, "--spark-version", g.Release, "-o", "json")
+			if code != 0 && code != 3 {
+				t.Fatalf("ckpt replay: exit %d: %s", code, stderr)
+			}
+			var p statePrediction
+			if err := json.Unmarshal([]byte(Normalize(stdout, map[string]string{ck: "<checkpoint>"})), &p); err != nil {
+				t.Fatalf("ckpt replay -o json: %v: %s", err, stdout)
+			}
+			s := g.Spark
+			if (s.Outcome == "ok") != (p.Outcome == "resume") {
+				t.Fatalf("Spark: %s %s; ckpt: %s (%s)", s.Outcome, deref(s.Error), p.Outcome, p.Reason)
+			}
+			if s.Outcome == "ok" {
+				return
+			}
+			top, root := s.Top(), s.Chain[len(s.Chain)-1]
+			if top.Exception != p.Exception || !matches(top.Message, deref(p.Error)) {
+				t.Errorf("top exception:\nspark: %s: %s\nckpt:  %s: %s", top.Exception, top.Message, p.Exception, deref(p.Error))
+			}
+			var rx, re string
+			if p.RootCause != nil {
+				rx, re = p.RootCause.Exception, p.RootCause.Error
+			}
+			if root.Exception != rx || !matches(root.Message, re) {
+				t.Errorf("root cause:\nspark: %s: %s\nckpt:  %s: %s", root.Exception, root.Message, rx, re)
+			}
+			if sc := s.ChainErrorClass(); sc != p.ErrorClass {
+				t.Errorf("error class: spark %q, ckpt %q", sc, p.ErrorClass)
+			}
+			if p.State == nil || p.State.Version != p.NextBatch {
+				t.Errorf("ckpt's state load: %+v, want the version of batch %d", p.State, p.NextBatch)
+			}
+		})
+	}
+}

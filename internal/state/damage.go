@@ -1,0 +1,301 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"hash/crc32"
+	"io"
+	"io/fs"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/sstable"
+	"github.com/ckpt-dev/ckpt/internal/statefmt"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// inventory is the listing as the recovery planner takes it (recovery.Options.State): the
+// version files of every partition, without damage.
+func inventory(l *Listing) *recovery.StateInventory {
+	inv := &recovery.StateInventory{}
+	for _, op := range l.Operators {
+		o := recovery.StateOperator{ID: op.ID}
+		for _, st := range op.Stores {
+			s := recovery.StateStore{Name: st.Name, Provider: st.Provider}
+			for _, p := range st.Partitions {
+				sp := recovery.StatePartition{ID: p.ID, Dir: p.Dir}
+				for _, f := range p.Files {
+					sp.Files = append(sp.Files, recovery.StateFile{Path: f.Path, Version: f.Version, Kind: f.Kind})
+				}
+				s.Partitions = append(s.Partitions, sp)
+			}
+			o.Stores = append(o.Stores, s)
+		}
+		inv.Operators = append(inv.Operators, o)
+	}
+	return inv
+}
+
+// checkLoads reads every file of the planner's loads (a Plan with inv) and records in inv what
+// each read found (recovery.StateFile.Damage); inv is then Checked. A file of a load that the
+// listing does not hold is missing, which the planner knows already.
+func checkLoads(ctx context.Context, st storage.Store, l *Listing, inv *recovery.StateInventory, load *recovery.StateLoad) error {
+	want := map[string]bool{}
+	for _, ld := range load.Loads {
+		for _, f := range ld.Files {
+			want[f] = true
+		}
+	}
+	for oi := range inv.Operators {
+		op := &inv.Operators[oi]
+		for si := range op.Stores {
+			s := &op.Stores[si]
+			for pi := range s.Partitions {
+				sp := &s.Partitions[pi]
+				p := partitionOf(l, op.ID, s.Name, sp.ID)
+				for fi := range sp.Files {
+					f := &sp.Files[fi]
+					if !want[f.Path] || p == nil {
+						continue
+					}
+					d, err := FileDamage(ctx, st, p, File{Path: f.Path, Version: f.Version, Kind: f.Kind})
+					if err != nil {
+						return err
+					}
+					f.Damage = d
+				}
+			}
+		}
+	}
+	inv.Checked = true
+	return nil
+}
+
+func partitionOf(l *Listing, op int64, store string, id int) *Partition {
+	if o := l.Operator(op); o != nil {
+		if s := o.Store(store); s != nil {
+			return s.Partition(id)
+		}
+	}
+	return nil
+}
+
+// FileDamage reads f as Spark's provider loads it and says how it fails: nil when it reads
+// whole. A RocksDB zip is read with the SST files it lists (present, of the listed size,
+// footers, then every block). Spark 4.1+'s checksum file <file>.crc, when there is one, is
+// compared too (recovery.StateDamage.Checksum). An error is the store's, not damage.
+func FileDamage(ctx context.Context, st storage.Store, p *Partition, f File) (*recovery.StateDamage, error) {
+	data, err := st.ReadFile(ctx, f.Path)
+	if err != nil {
+		return nil, err
+	}
+	var d *recovery.StateDamage
+	if f.Kind == KindZip {
+		d, err = zipDamage(ctx, st, p, f.Path, data)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		d = streamDamage(f, data)
+	}
+	sum, err := checksumMismatch(ctx, st, f.Path, data)
+	if err != nil {
+		return nil, err
+	}
+	if sum != nil {
+		if d == nil {
+			d = &recovery.StateDamage{}
+		}
+		d.Checksum = sum
+	}
+	return d, nil
+}
+
+// streamDamage decodes a delta, snapshot or changelog to its end.
+func streamDamage(f File, data []byte) *recovery.StateDamage {
+	if len(data) == 0 {
+		return &recovery.StateDamage{Kind: recovery.DamageEmpty}
+	}
+	codec := statefmt.DetectCodec(data)
+	if codec == "" {
+		return &recovery.StateDamage{Kind: recovery.DamageCodecCorrupt, Detail: f.Path + ": no compression codec's framing"}
+	}
+	err := decodeAll(f, codec, data)
+	if err == nil {
+		return nil
+	}
+	d := &recovery.StateDamage{Kind: recovery.DamageCodecCorrupt, Detail: err.Error()}
+	var se *statefmt.Error
+	if errors.As(err, &se) {
+		switch se.Problem {
+		case statefmt.ProblemTruncated:
+			d.Kind = recovery.DamageEndsEarly
+		case statefmt.ProblemCodecTruncated:
+			d.Kind = recovery.DamageCodecTruncated
+		case statefmt.ProblemKeySize:
+			d.Kind, d.Size = recovery.DamageKeySize, int64(se.Size)
+		case statefmt.ProblemValueSize:
+			d.Kind, d.Size = recovery.DamageValueSize, int64(se.Size)
+		}
+	}
+	return d
+}
+
+func decodeAll(f File, codec string, data []byte) error {
+	dr, err := statefmt.Decompress(f.Path, codec, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	defer dr.Close()
+	kind := statefmt.Delta
+	var src io.Reader = &stickyReader{r: dr}
+	switch f.Kind {
+	case KindSnapshot:
+		kind = statefmt.Snapshot
+	case KindChangelog:
+		kind = statefmt.Changelog
+		cb := bufio.NewReader(src)
+		if _, err := statefmt.ReadChangelogHeader(f.Path, cb); err != nil {
+			return err
+		}
+		src = cb
+	}
+	rr := statefmt.NewRecordReader(f.Path, kind, src)
+	for {
+		if _, err := rr.Next(); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// stickyReader keeps returning the first error: bufio hands a read error out once and then
+// reads on, past the damage, as if the stream went on there.
+type stickyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *stickyReader) Read(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.r.Read(p)
+	s.err = err
+	return n, err
+}
+
+// zipLocalHeader starts every zip entry; a zip cut short keeps its entries' headers but loses
+// the central directory at its end, which Go's reader needs and Java's ZipInputStream does not.
+var zipLocalHeader = []byte("PK\x03\x04")
+
+func zipDamage(ctx context.Context, st storage.Store, p *Partition, path string, data []byte) (*recovery.StateDamage, error) {
+	cp, err := statefmt.ParseRocksDBZip(path, data)
+	if err != nil {
+		kind := recovery.DamageZipCorrupt
+		if bytes.HasPrefix(data, zipLocalHeader) && !bytes.Contains(data, []byte("PK\x05\x06")) {
+			kind = recovery.DamageZipTruncated
+		}
+		return &recovery.StateDamage{Kind: kind, Detail: err.Error()}, nil
+	}
+	for _, s := range cp.SSTFiles {
+		sp := p.Dir + "/SSTs/" + s.DFSName()
+		size, ok := p.SSTs[s.DFSName()]
+		if !ok {
+			size = -1
+		}
+		if !ok || size != s.SizeBytes {
+			return &recovery.StateDamage{Kind: recovery.DamageSSTMissing, File: sp, Size: size}, nil
+		}
+	}
+	// RocksDB opens every file's footer before the batch reads any block.
+	var blockErr *recovery.StateDamage
+	for _, s := range cp.SSTFiles {
+		sp := p.Dir + "/SSTs/" + s.DFSName()
+		b, err := st.ReadFile(ctx, sp)
+		if err != nil {
+			return nil, err
+		}
+		err = CheckSST(sp, b)
+		var se *sstable.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &se) && se.Block == "footer":
+			d := &recovery.StateDamage{Kind: recovery.DamageSSTFooter, File: sp, Detail: err.Error()}
+			if len(b) >= 8 {
+				d.Magic = binary.LittleEndian.Uint64(b[len(b)-8:])
+			}
+			return d, nil
+		case blockErr == nil:
+			blockErr = &recovery.StateDamage{Kind: recovery.DamageSSTBlock, File: sp, Detail: err.Error()}
+		}
+	}
+	return blockErr, nil
+}
+
+// sparkChecksum is Spark 4.1's checksum file (ChecksumCheckpointFileManager): JSON next to the
+// file, named <file>.crc.
+type sparkChecksum struct {
+	Algorithm    string `json:"algorithm"`
+	Value        int32  `json:"value"`
+	MainFileSize int64  `json:"mainFileSize"`
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksumMismatch compares data with path's Spark checksum file, nil when there is none or it
+// matches (or is not one ckpt reads).
+func checksumMismatch(ctx context.Context, st storage.Store, path string, data []byte) (*recovery.ChecksumMismatch, error) {
+	raw, err := st.ReadFile(ctx, path+".crc")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c sparkChecksum
+	if json.Unmarshal(raw, &c) != nil || c.Algorithm != "CRC32C" {
+		return nil, nil
+	}
+	got := int32(crc32.Checksum(data, castagnoli))
+	if got == c.Value && int64(len(data)) == c.MainFileSize {
+		return nil, nil
+	}
+	return &recovery.ChecksumMismatch{Expected: c.Value, Computed: got, ExpectedSize: c.MainFileSize, Size: int64(len(data))}, nil
+}
+
+// Restart is recovery.Plan with the state the restart loads: the checkpoint's state/ listed
+// once, and with read the files of every load read for damage (a second Plan then knows what
+// they hold). Without state/ it is Plan alone. The listing is returned for the caller's own
+// findings (nil without state/).
+func Restart(ctx context.Context, cp *checkpoint.Checkpoint, opts recovery.Options, read bool) (*recovery.Result, *Listing, error) {
+	hasState := false
+	for _, e := range cp.Root {
+		hasState = hasState || (e.IsDir && e.Path == "state")
+	}
+	if !hasState || opts.State != nil {
+		res, err := recovery.Plan(ctx, cp, opts)
+		return res, nil, err
+	}
+	l, err := Scan(ctx, cp.Store)
+	if err != nil {
+		return nil, nil, err
+	}
+	inv := inventory(l)
+	opts.State = inv
+	res, err := recovery.Plan(ctx, cp, opts)
+	if err != nil || !read || res.State == nil || len(res.State.Loads) == 0 {
+		return res, l, err
+	}
+	if err := checkLoads(ctx, cp.Store, l, inv, res.State); err != nil {
+		return nil, nil, err
+	}
+	res, err = recovery.Plan(ctx, cp, opts)
+	return res, l, err
+}
