@@ -22,6 +22,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
+	"github.com/ckpt-dev/ckpt/internal/state"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -99,11 +100,13 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 	if b := opts.Broker; b != nil && b.State != nil {
 		popts.Broker, popts.FailOnDataLossFalse = b.State, b.FailOnDataLossFalse
 	}
-	res, err := recovery.Plan(ctx, cp, popts)
+	// The planner predicts the state the first batch loads too; with --deep it knows what the
+	// files of those loads hold.
+	res, listing, err := state.Restart(ctx, cp, popts, opts.Deep)
 	if err != nil {
 		return nil, err
 	}
-	r.res = res
+	r.res, r.listing = res, listing
 	if err := r.restart(); err != nil {
 		return nil, err
 	}
@@ -156,6 +159,8 @@ type runner struct {
 	hasL, hasC bool
 
 	findings []Finding
+	// listing is state/ as listed for the planner, nil without state/.
+	listing *state.Listing
 	// reported holds paths already covered by a finding, so the cheap and deep file checks do
 	// not report the same damaged file twice.
 	reported map[string]bool

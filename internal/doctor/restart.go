@@ -35,8 +35,9 @@ func (r *runner) checkpointFails() bool {
 	if b := r.res.Broker; b != nil {
 		return b.CheckpointOutcome == recovery.OutcomeFail
 	}
-	// A restart that fails only on a Delta table is reported by the Delta findings (delta.go).
-	return r.res.Failed() && !slices.Contains(recovery.DeltaReasons, r.res.Reason)
+	// A restart that fails only on a Delta table is reported by the Delta findings (delta.go),
+	// one that fails loading state by the state findings (state.go).
+	return r.res.Failed() && !slices.Contains(recovery.DeltaReasons, r.res.Reason) && !slices.Contains(recovery.StateReasons, r.res.Reason)
 }
 
 // failure names the planner's failure from its Reason and FailedFile: doctor decides nothing

@@ -1,15 +1,13 @@
 package doctor
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/state"
-	"github.com/ckpt-dev/ckpt/internal/statefmt"
 )
 
 // defaultMinBatchesToRetain is Spark's spark.sql.streaming.minBatchesToRetain default.
@@ -26,9 +24,12 @@ func (r *runner) stateChecks() error {
 	if !hasState {
 		return nil // the root listing shows no state/: no extra listing
 	}
-	l, err := state.Scan(r.ctx, r.cp.Store)
-	if err != nil {
-		return err
+	l := r.listing // listed once, for the planner
+	if l == nil {
+		var err error
+		if l, err = state.Scan(r.ctx, r.cp.Store); err != nil {
+			return err
+		}
 	}
 	if len(l.Operators) == 0 {
 		return nil
@@ -165,23 +166,29 @@ func indexOf(list []string, s string) int {
 	return -1
 }
 
-func (r *runner) spark4() bool {
-	v := r.opts.SparkVersion
-	return v != "" && v[0] >= '4' && v[0] <= '9'
-}
-
-func (r *runner) providerString(op *state.Operator, p *state.Partition) string {
-	return fmt.Sprintf("HDFSStateStoreProvider[id = (op=%d,part=%d),dir = %s]", op.ID, p.ID, r.cp.SparkPath(p.Dir))
-}
-
-// deltaMissingError is Spark's text for a delta the HDFS-backed store cannot open.
-func (r *runner) deltaMissingError(op *state.Operator, p *state.Partition, file string) string {
-	f := r.cp.SparkPath(file)
-	msg := fmt.Sprintf("Error reading delta file %s of %s: %s does not exist", f, r.providerString(op, p), f)
-	if r.spark4() {
-		return "org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS] An error occurred during loading state. " + msg + ". SQLSTATE: 58030"
+// plannedLoad is the planner's load of one partition of one store (recovery.StateLoad), nil
+// when the planner predicted none (the restart fails before its first batch, or starts anew).
+func (r *runner) plannedLoad(op int64, store string, part int) *recovery.StatePartitionLoad {
+	if r.res.State == nil {
+		return nil
 	}
-	return "java.lang.IllegalStateException: " + msg
+	for i, l := range r.res.State.Loads {
+		if l.Operator == op && l.Store == store && l.Partition == part {
+			return &r.res.State.Loads[i]
+		}
+	}
+	return nil
+}
+
+// plannedError is Spark's error for a failure of the planner's load, with the path Spark
+// fails on; ok false when the planner has none for this partition.
+func (r *runner) plannedError(op int64, store string, part int) (path string, spark *string, ok bool) {
+	l := r.plannedLoad(op, store, part)
+	if l == nil || l.Failure == nil {
+		return "", nil, false
+	}
+	e := l.Failure.SparkError
+	return l.Failure.File, &e, true
 }
 
 func (r *runner) stateMissing(op *state.Operator, st *state.Store, p *state.Partition, me *state.MissingError, ids state.IDs) {
@@ -197,13 +204,18 @@ func (r *runner) stateMissing(op *state.Operator, st *state.Store, p *state.Part
 			break
 		}
 	}
-	spark := "java.io.FileNotFoundException: File " + r.cp.SparkPath(me.Path) + " does not exist"
-	if st.Provider != state.ProviderRocksDB {
-		spark = r.deltaMissingError(op, p, me.Path)
+	// The file Spark looks for first and its error are the planner's (its walk from the newest
+	// snapshot up names the lowest missing delta).
+	path := me.Path
+	planned, spark, ok := r.plannedError(op.ID, st.Name, p.ID)
+	if ok {
+		path = planned
 	}
-	f := r.stateFinding(CodeStateVersionMissing, Error, me.Path, nil,
-		fmt.Sprintf("operator %d store %s partition %d: the restart loads state version %d, and %s is missing with no snapshot above it", op.ID, st.Name, p.ID, me.Version, me.Path))
-	f.SparkError = &spark
+	f := r.stateFinding(CodeStateVersionMissing, Error, path, nil,
+		fmt.Sprintf("operator %d store %s partition %d: the restart loads state version %d, and %s is missing with no snapshot above it", op.ID, st.Name, p.ID, me.Version, path))
+	if ok {
+		f.SparkError = spark
+	}
 	if whole >= 0 {
 		f.Message += fmt.Sprintf("; the newest whole version of this partition is %d (after batch %d)", whole, whole-1)
 	}
@@ -336,168 +348,55 @@ func (r *runner) stateReclaimable(op *state.Operator) {
 		fmt.Sprintf("operator %d: %d state files (%d bytes) are older than the last %d versions and will be deleted by Spark's maintenance", op.ID, files, bytes, defaultMinBatchesToRetain)))
 }
 
-// stateDeep reads the files of one partition's restart chain.
+// stateDeep reports the damaged files of one partition's restart chain: state.FileDamage reads
+// them as Spark's provider does; Spark's error is the planner's, which had the same reading
+// (doctor --deep plans with the files read).
 func (r *runner) stateDeep(op *state.Operator, st *state.Store, p *state.Partition, chain *state.Chain) error {
 	files := append([]state.File{}, chain.Steps...)
 	if chain.Base != nil {
-		if chain.Base.Kind == state.KindZip {
-			if err := r.stateSSTs(op, st, p, *chain.Base); err != nil {
-				return err
-			}
-		} else {
-			files = append([]state.File{*chain.Base}, files...)
-		}
+		files = append([]state.File{*chain.Base}, files...)
 	}
 	for _, f := range files {
-		if err := r.stateFile(op, p, f); err != nil {
+		d, err := state.FileDamage(r.ctx, r.cp.Store, p, f)
+		if err != nil {
 			return err
 		}
+		if d == nil || (d.Kind == "" && !r.plannedFails(op, st, p, f.Path)) {
+			continue
+		}
+		r.stateDamaged(op, st, p, f, d)
+		return nil
 	}
 	return nil
 }
 
-func (r *runner) stateFile(op *state.Operator, p *state.Partition, f state.File) error {
-	rc, err := r.cp.Store.Open(r.ctx, f.Path)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	br := bufio.NewReaderSize(rc, 64<<10)
-	head, _ := br.Peek(8)
-	bad := func(e error) {
-		spark := r.corruptSparkError(op, p, f, e)
-		ff := r.stateFinding(CodeStateFileCorrupt, Error, f.Path, nil, fmt.Sprintf("%s does not decode: %v", f.Path, e))
-		ff.SparkError = &spark
-		b := f.Version - 1
-		ff.Batch = &b
-		r.add(ff)
-	}
-	codec := statefmt.DetectCodec(head)
-	if codec == "" {
-		bad(&statefmt.Error{File: f.Path, Offset: 0, Expected: "the framing of a compression codec (lz4, zstd, snappy, lzf)", Got: fmt.Sprintf("%q", head)})
-		return nil
-	}
-	dr, err := statefmt.Decompress(f.Path, codec, br)
-	if err != nil {
-		bad(err)
-		return nil
-	}
-	defer dr.Close()
-	kind := statefmt.Delta
-	var src io.Reader = dr
-	switch f.Kind {
-	case state.KindSnapshot:
-		kind = statefmt.Snapshot
-	case state.KindChangelog:
-		kind = statefmt.Changelog
-		cb := bufio.NewReader(dr)
-		if _, err := statefmt.ReadChangelogHeader(f.Path, cb); err != nil {
-			bad(err)
-			return nil
-		}
-		src = cb
-	}
-	rr := statefmt.NewRecordReader(f.Path, kind, src)
-	for {
-		_, err := rr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			var se *statefmt.Error
-			if !errors.As(err, &se) {
-				return err // an I/O error of the store, not damage
-			}
-			bad(err)
-			return nil
-		}
-	}
+// plannedFails says whether the planner's load of p fails on path.
+func (r *runner) plannedFails(op *state.Operator, st *state.Store, p *state.Partition, path string) bool {
+	planned, _, ok := r.plannedError(op.ID, st.Name, p.ID)
+	return ok && planned == path
 }
 
-// corruptSparkError is what Spark throws for the damage err describes.
-func (r *runner) corruptSparkError(op *state.Operator, p *state.Partition, f state.File, err error) string {
-	var se *statefmt.Error
-	errors.As(err, &se)
-	file := r.cp.SparkPath(f.Path)
-	what := "delta"
-	cond := "CANNOT_READ_DELTA_FILE_KEY_SIZE"
-	if f.Kind == state.KindSnapshot {
-		what, cond = "snapshot", "CANNOT_READ_SNAPSHOT_FILE_KEY_SIZE"
+func (r *runner) stateDamaged(op *state.Operator, st *state.Store, p *state.Partition, f state.File, d *recovery.StateDamage) {
+	code, path := CodeStateFileCorrupt, f.Path
+	what := fmt.Sprintf("%s does not decode: %s", f.Path, d.Detail)
+	switch d.Kind {
+	case "":
+		c := d.Checksum
+		what = fmt.Sprintf("%s does not match its checksum file %s.crc (%d bytes, CRC32C %d; the checksum file says %d bytes, %d)", f.Path, f.Path, c.Size, c.Computed, c.ExpectedSize, c.Expected)
+	case recovery.DamageEmpty:
+		what = f.Path + " is empty"
+	case recovery.DamageSSTMissing:
+		code, path = CodeRocksDBSSTMissing, d.File
+		what = fmt.Sprintf("operator %d store %s partition %d: %s lists %s, which is missing or of another size (%d bytes)", op.ID, st.Name, p.ID, f.Path, d.File, d.Size)
+	case recovery.DamageSSTFooter, recovery.DamageSSTBlock:
+		path = d.File
+		what = fmt.Sprintf("operator %d store %s partition %d: %s (listed by %s) does not decode: %s", op.ID, st.Name, p.ID, d.File, f.Path, d.Detail)
 	}
-	switch {
-	case se != nil && se.Problem == statefmt.ProblemKeySize && f.Kind != state.KindChangelog:
-		msg := fmt.Sprintf("Error reading %s file %s of %s: key size cannot be %d", what, file, r.providerString(op, p), se.Size)
-		if r.spark4() {
-			return "org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE." + cond + "] An error occurred during loading state. " + msg + ". SQLSTATE: 58030"
-		}
-		return "java.io.IOException: " + msg
-	case se != nil && se.Problem == statefmt.ProblemValueSize && f.Kind == state.KindSnapshot:
-		msg := fmt.Sprintf("Error reading snapshot file %s of %s: value size cannot be %d", file, r.providerString(op, p), se.Size)
-		if r.spark4() {
-			return "org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE.CANNOT_READ_SNAPSHOT_FILE_VALUE_SIZE] An error occurred during loading state. " + msg + ". SQLSTATE: 58030"
-		}
-		return "java.io.IOException: " + msg
-	case se != nil && se.Problem == statefmt.ProblemTruncated:
-		return "java.io.EOFException"
+	ff := r.stateFinding(code, Error, path, nil, what)
+	if planned, spark, ok := r.plannedError(op.ID, st.Name, p.ID); ok && (planned == path || planned == f.Path) {
+		ff.SparkError = spark
 	}
-	return "java.io.IOException: Stream is corrupted (the codec rejects " + file + ")"
-}
-
-// stateSSTs reads a RocksDB zip and checks that every SST it lists is in SSTs/ with its size.
-func (r *runner) stateSSTs(op *state.Operator, st *state.Store, p *state.Partition, zip state.File) error {
-	data, err := r.cp.Store.ReadFile(r.ctx, zip.Path)
-	if err != nil {
-		return err
-	}
-	cp, err := statefmt.ParseRocksDBZip(zip.Path, data)
-	if err != nil {
-		spark := "java.util.zip.ZipException (Spark cannot unzip " + r.cp.SparkPath(zip.Path) + ")"
-		f := r.stateFinding(CodeStateFileCorrupt, Error, zip.Path, nil, fmt.Sprintf("%s does not decode: %v", zip.Path, err))
-		f.SparkError = &spark
-		r.add(f)
-		return nil
-	}
-	var missing []string
-	var detail []string
-	for _, s := range cp.SSTFiles {
-		size, ok := p.SSTs[s.DFSName()]
-		switch {
-		case !ok:
-			missing = append(missing, p.Dir+"/SSTs/"+s.DFSName())
-			detail = append(detail, s.DFSName()+" missing")
-		case size != s.SizeBytes:
-			missing = append(missing, p.Dir+"/SSTs/"+s.DFSName())
-			detail = append(detail, fmt.Sprintf("%s has %d bytes, the zip says %d", s.DFSName(), size, s.SizeBytes))
-		}
-	}
-	if len(missing) == 0 {
-		// Every SST is there: read them as RocksDB opens them (footer and magic, index,
-		// block checksums).
-		for _, s := range cp.SSTFiles {
-			path := p.Dir + "/SSTs/" + s.DFSName()
-			b, err := r.cp.Store.ReadFile(r.ctx, path)
-			if err != nil {
-				return err
-			}
-			if err := state.CheckSST(path, b); err != nil {
-				spark := "org.rocksdb.RocksDBException: Corruption: ... (RocksDB rejects " + r.cp.SparkPath(path) + ": bad table magic number or block checksum mismatch)"
-				f := r.stateFinding(CodeStateFileCorrupt, Error, path, nil, fmt.Sprintf("operator %d store %s partition %d: %s (listed by %s) does not decode: %v", op.ID, st.Name, p.ID, path, zip.Path, err))
-				f.SparkError = &spark
-				b := zip.Version - 1
-				f.Batch = &b
-				r.add(f)
-				return nil
-			}
-		}
-		return nil
-	}
-	list, more := capList(missing)
-	f := r.stateFinding(CodeRocksDBSSTMissing, Error, missing[0], list,
-		fmt.Sprintf("operator %d store %s partition %d: %s lists %d SST files missing or of another size: %s%s", op.ID, st.Name, p.ID, zip.Path, len(missing), strings.Join(detail[:min(len(detail), 3)], "; "), more))
-	spark := "java.io.FileNotFoundException: File " + r.cp.SparkPath(missing[0]) + " does not exist"
-	f.SparkError = &spark
-	b := zip.Version - 1
-	f.Batch = &b
-	r.add(f)
-	return nil
+	b := f.Version - 1
+	ff.Batch = &b
+	r.add(ff)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -112,10 +113,31 @@ func TestStateVersionMissing(t *testing.T) {
 		!strings.Contains(*f.SparkError, "HDFSStateStoreProvider[id = (op=0,part=1),dir = file:") {
 		t.Errorf("Spark error: %v", f.SparkError)
 	}
-	// Spark 3.5's text.
+	// Spark 3.5's text: the task's exception inside "Job aborted" (golden
+	// testdata/spark-state-damage/3.5.7/delta-missing.json).
 	rep = runDoctor(t, dir, Options{SparkVersion: "3.5"})
-	if f := findCode(rep, CodeStateVersionMissing); f == nil || !strings.HasPrefix(*f.SparkError, "java.lang.IllegalStateException: Error reading delta file file:") {
+	if f := findCode(rep, CodeStateVersionMissing); f == nil || !strings.HasPrefix(*f.SparkError, "org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage") ||
+		!strings.Contains(*f.SparkError, "java.lang.IllegalStateException: Error reading delta file file:") {
 		t.Errorf("3.5 Spark error: %+v", f)
+	}
+	// The restart line is the planner's: batch 5 fails loading version 5, not "resumes".
+	if !rep.Restart.Failed() || rep.Restart.Reason != recovery.ReasonStateFileMissing || rep.Restart.NextBatch != 5 {
+		t.Errorf("restart: %s (%s)", rep.Restart.Verdict(), rep.Restart.Reason)
+	}
+}
+
+// The missing snapshot whose older deltas were cleaned up: Spark reads the deltas from version 1
+// up and names 1.delta (golden snapshot-missing-deltas-cleaned).
+func TestStateVersionMissingNamesTheFirstDeltaSparkReads(t *testing.T) {
+	dir := copyFixture(t, "4.0.2/agg-hdfs")
+	for _, f := range []string{"3.snapshot", "1.delta", "2.delta"} {
+		if err := os.Remove(filepath.Join(dir, "state/0/1", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := runDoctor(t, dir, Options{SparkVersion: "4.0"})
+	if f := findCode(rep, CodeStateVersionMissing); f == nil || f.Path != "state/0/1/1.delta" || !strings.Contains(*f.SparkError, "state/0/1/1.delta does not exist") {
+		t.Errorf("finding: %+v", f)
 	}
 }
 

@@ -156,6 +156,9 @@ type StatePartitionLoad struct {
 	// Files are the files Spark opens, in order: the base (snapshot or zip) and the deltas or
 	// changelogs after it; a file that is missing is listed where Spark looks for it.
 	Files []string `json:"files"`
+	// Failure is where this load fails, nil when it succeeds as far as ckpt read. Spark stops
+	// at the first (StateLoad.Failure); doctor reports each.
+	Failure *StateFailure `json:"failure,omitempty"`
 }
 
 // StateFailure is the first load that fails and why.
@@ -174,6 +177,10 @@ type StateFailure struct {
 	// TaskErrorInexact is set when TaskError is ckpt's rendering (a path local to the
 	// executor, a codec's internal offset).
 	TaskErrorInexact bool `json:"taskErrorInexact,omitempty"`
+	// SparkError is the query's failure as Spark prints it, Java's way: "<exception>:
+	// <message>", then "Caused by: <exception>: <message>" for its root cause when that is
+	// another exception.
+	SparkError string `json:"sparkError"`
 }
 
 // DamageMissing is StateFailure.Damage of a file that is not there.
@@ -247,12 +254,18 @@ func (p *planner) planState(inv *StateInventory) {
 				for _, s := range steps {
 					load.Files = append(load.Files, s.path)
 				}
-				sl.Loads = append(sl.Loads, load)
-				if sl.Failure == nil {
-					if f := p.firstStateFailure(op, st, part, steps); f != nil {
+				if f := p.firstStateFailure(op, st, part, steps); f != nil {
+					chain := p.taskFailure(f)
+					f.SparkError = chain.exception + ": " + chain.message
+					if root := chain.root(); chain.cause != nil {
+						f.SparkError += "\nCaused by: " + root.exception + ": " + root.message
+					}
+					load.Failure = f
+					if sl.Failure == nil {
 						sl.Failure = f
 					}
 				}
+				sl.Loads = append(sl.Loads, load)
 			}
 		}
 	}

@@ -58,6 +58,9 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result, b *outp
 	if res.ErrorClass != "" {
 		kv = append(kv, [2]string{"error class", res.ErrorClass})
 	}
+	if st := res.State; st != nil {
+		kv = append(kv, [2]string{"state", stateLine(st)})
+	}
 	if b != nil {
 		kv = append(kv, [2]string{"broker", brokerLine(b.Broker)})
 	}
@@ -290,6 +293,19 @@ func versions(vs []string) string {
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i]
+	}
+	return s
+}
+
+// stateLine says what the first batch loads from the state stores and where it fails.
+func stateLine(st *recovery.StateLoad) string {
+	how := "files listed, not read (--state list)"
+	if st.Checked {
+		how = "files read"
+	}
+	s := fmt.Sprintf("version %d in %s (%s)", st.Version, render.Count(int64(len(st.Loads)), "partition"), how)
+	if f := st.Failure; f != nil {
+		s += fmt.Sprintf("; operator %d store %s partition %d fails on %s (%s)", f.Operator, f.Store, f.Partition, f.File, f.Damage)
 	}
 	return s
 }
