@@ -47,11 +47,15 @@ it and replays every changelog above it. One missing delta or changelog in that 
 missing partition directory, fails the task, and the query, on every retry. The files were
 deleted by hand, by a lifecycle rule, by a partial copy, or by two queries sharing the
 checkpoint.`,
-		SparkError: "HDFS-backed store, Spark 3.5:\n\n```\n" +
-			"java.lang.IllegalStateException: Error reading delta file file:/ckpt/state/0/1/5.delta of HDFSStateStoreProvider[id = (op=0,part=1),dir = file:/ckpt/state/0/1]: file:/ckpt/state/0/1/5.delta does not exist\n" +
-			"```\n\nSpark 4.0 and later:\n\n```\n" +
-			"org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS] An error occurred during loading state. Error reading delta file file:/ckpt/state/0/1/5.delta of HDFSStateStoreProvider[id = (op=0,part=1),dir = file:/ckpt/state/0/1]: file:/ckpt/state/0/1/5.delta does not exist. SQLSTATE: 58030\n" +
-			"```\n\nRocksDB store: `java.io.FileNotFoundException: File file:/ckpt/state/0/1/5.changelog does not exist` (4.0 wraps it in `CANNOT_LOAD_STATE_STORE`).",
+		SparkError: "As real restarts of damaged copies showed it (testdata/spark-state-damage); the finding's own text is the planner's for the release. " +
+			"HDFS-backed store, Spark 3.5: the task's exception inside the driver's report\n\n```\n" +
+			"org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage 1.0 failed 1 times, most recent failure: Lost task 1.0 in stage 1.0 (TID 2) (host executor driver): java.lang.IllegalStateException: Error reading delta file file:/ckpt/state/0/1/4.delta of HDFSStateStoreProvider[id = (op=0,part=1),dir = file:/ckpt/state/0/1]: file:/ckpt/state/0/1/4.delta does not exist\n" +
+			"```\n\nSpark 4.0:\n\n```\n" +
+			"org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS] An error occurred during loading state. Error reading delta file file:/ckpt/state/0/1/4.delta of HDFSStateStoreProvider[id = (op=0,part=1),dir = file:/ckpt/state/0/1]: file:/ckpt/state/0/1/4.delta does not exist. SQLSTATE: 58030\n" +
+			"```\n\nSpark 4.1 and later name the provider by its id, with the run id of the restart: " +
+			"`HDFSStateStoreProvider[stateStoreProviderId=StateStoreProviderId[ storeId=StateStoreId[ operatorId=0, partitionId=1, storeName=default ], queryRunId=<uuid> ]]`. " +
+			"The file named is the first delta Spark reads after the newest snapshot: with the snapshot gone, `1.delta`. " +
+			"RocksDB store: `java.io.FileNotFoundException: File file:/ckpt/state/0/1/5.changelog does not exist` (4.x wraps it in `CANNOT_LOAD_STATE_STORE`; not yet checked against Spark).",
 		Fix: `Restore the missing file from a backup if there is one: nothing else holds that state. Otherwise
 the query can only restart from a batch whose state is whole in every partition: the finding
 names the newest such version V; rewinding the checkpoint to batch V-1 (removing the offsets and
@@ -68,11 +72,18 @@ UnsafeRow pairs ending with -1. A file truncated by a full disk or a partial cop
 bytes, fails the load of that partition on every retry. A RocksDB version's SST files are checked
 as RocksDB opens them: the footer's magic number, the index, and every block's checksum (crc32c or
 XXH3). Only ` + "`--deep`" + ` reads the files; the default run stays within the listing.`,
-		SparkError: "Depends on the damage, for example (Spark 4.0):\n\n```\n" +
-			"org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_KEY_SIZE] An error occurred during loading state. Error reading delta file file:/ckpt/state/0/1/5.delta of HDFSStateStoreProvider[id = (op=0,part=1),dir = file:/ckpt/state/0/1]: key size cannot be -7. SQLSTATE: 58030\n" +
-			"java.io.EOFException\n" +
-			"java.io.IOException: Stream is corrupted\n" +
-			"```",
+		SparkError: "Depends on the damage; as real restarts of damaged copies showed it (testdata/spark-state-damage, lz4), the task's exception:\n\n```\n" +
+			"java.io.EOFException: Stream ended prematurely                 (a delta or changelog cut short)\n" +
+			"java.io.EOFException                                          (an empty delta)\n" +
+			"java.io.IOException: Stream is corrupted                       (flipped bytes; caused by net.jpountz.lz4.LZ4Exception)\n" +
+			"java.io.EOFException: Unexpected end of ZLIB input stream      (a RocksDB zip cut short)\n" +
+			"org.rocksdb.RocksDBException: Bad table magic number: expected 9863518390377041911, found ...   (an SST footer)\n" +
+			"org.rocksdb.RocksDBException: block checksum mismatch: stored = ..., computed = ..., type = 1 ...  (an SST block, read by the batch)\n" +
+			"```\n\nSpark 3.5 reports it inside `Job aborted due to stage failure`; 4.x wraps a failed load in " +
+			"`[CANNOT_LOAD_STATE_STORE.UNCATEGORIZED] An error occurred during loading state.  SQLSTATE: 58030`. " +
+			"Spark 4.1 and later first compare the file with its checksum file `<file>.crc` when the read reaches its end " +
+			"(a file cut short, an empty one), before the codec's error: `[CHECKPOINT_FILE_CHECKSUM_VERIFICATION_FAILED] Checksum verification failed, " +
+			"the file may be corrupted. File: ... Expected (file size: 302, checksum: 2081543771), Computed (file size: 151, checksum: 1734715718). SQLSTATE: XX000`.",
 		Fix: `Restore the file from a backup. Otherwise an HDFS-backed partition can skip a damaged delta only
 through a newer snapshot (none exists, or doctor would not report it), so rewind the checkpoint to
 the batch before the damaged version, as for ` + "`state-version-missing`" + `.`,

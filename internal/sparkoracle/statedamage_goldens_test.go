@@ -23,6 +23,9 @@ type statePrediction struct {
 	NextBatch int64 `json:"nextBatch"`
 	State     *struct {
 		Version int64 `json:"version"`
+		Failure *struct {
+			SparkError string `json:"sparkError"`
+		} `json:"failure"`
 	} `json:"state"`
 }
 
@@ -87,8 +90,34 @@ func TestStateDamageGoldens(t *testing.T) {
 			if sc := s.ChainErrorClass(); sc != p.ErrorClass {
 				t.Errorf("error class: spark %q, ckpt %q", sc, p.ErrorClass)
 			}
-			if p.State == nil || p.State.Version != p.NextBatch {
-				t.Errorf("ckpt's state load: %+v, want the version of batch %d", p.State, p.NextBatch)
+			if p.State == nil || p.State.Version != p.NextBatch || p.State.Failure == nil {
+				t.Fatalf("ckpt's state load: %+v, want the version of batch %d and its failure", p.State, p.NextBatch)
+			}
+			// doctor --deep says the same: its restart line fails as replay does, and the
+			// finding on the file Spark fails on carries the planner's text.
+			_, dout, _ := ckpt(t, "doctor", ck, "--deep", "--spark-version", g.Release, "-o", "json")
+			var rep struct {
+				Restart  statePrediction `json:"restart"`
+				Findings []struct {
+					Code       string  `json:"code"`
+					Path       string  `json:"path"`
+					SparkError *string `json:"sparkError"`
+				} `json:"findings"`
+			}
+			if err := json.Unmarshal([]byte(Normalize(dout, map[string]string{ck: "<checkpoint>"})), &rep); err != nil {
+				t.Fatalf("ckpt doctor -o json: %v: %s", err, dout)
+			}
+			if rep.Restart.Outcome != p.Outcome || deref(rep.Restart.Error) != deref(p.Error) {
+				t.Errorf("doctor's restart: %s %s; replay's: %s %s", rep.Restart.Outcome, deref(rep.Restart.Error), p.Outcome, deref(p.Error))
+			}
+			found := false
+			for _, f := range rep.Findings {
+				if f.Path == p.FailedFile && f.SparkError != nil && *f.SparkError == p.State.Failure.SparkError {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("doctor --deep has no finding on %s with the planner's text %q: %+v", p.FailedFile, p.State.Failure.SparkError, rep.Findings)
 			}
 		})
 	}
