@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"hash"
 	"hash/crc32"
 	"io"
 	"io/fs"
@@ -89,44 +90,86 @@ func partitionOf(l *Listing, op int64, store string, id int) *Partition {
 // footers, then every block). Spark 4.1+'s checksum file <file>.crc, when there is one, is
 // compared too (recovery.StateDamage.Checksum). An error is the store's, not damage.
 func FileDamage(ctx context.Context, st storage.Store, p *Partition, f File) (*recovery.StateDamage, error) {
-	data, err := st.ReadFile(ctx, f.Path)
-	if err != nil {
-		return nil, err
-	}
-	var d *recovery.StateDamage
 	if f.Kind == KindZip {
-		d, err = zipDamage(ctx, st, p, f.Path, data)
+		data, err := st.ReadFile(ctx, f.Path) // a zip holds metadata and small files, not rows
 		if err != nil {
 			return nil, err
 		}
-	} else {
-		d = streamDamage(f, data)
+		d, err := zipDamage(ctx, st, p, f.Path, data)
+		if err != nil {
+			return nil, err
+		}
+		return withChecksum(ctx, st, f.Path, d, crc32.Checksum(data, castagnoli), int64(len(data)))
 	}
-	sum, err := checksumMismatch(ctx, st, f.Path, data)
+	// Deltas, snapshots and changelogs stream: they can be as large as the state.
+	rc, err := st.Open(ctx, f.Path)
 	if err != nil {
 		return nil, err
 	}
-	if sum != nil {
-		if d == nil {
-			d = &recovery.StateDamage{}
-		}
-		d.Checksum = sum
+	defer rc.Close()
+	cr := &damageReader{r: rc, crc: crc32.New(castagnoli)}
+	d, err := streamDamage(f, cr)
+	if err != nil {
+		return nil, err
 	}
+	// The checksum covers the whole file, also past the damage.
+	if _, err := io.Copy(io.Discard, cr); err != nil {
+		return nil, err
+	}
+	return withChecksum(ctx, st, f.Path, d, cr.crc.Sum32(), cr.n)
+}
+
+// damageReader counts and checksums what is read through it, and keeps the store's errors
+// apart from the decoders' (ioErr).
+type damageReader struct {
+	r     io.Reader
+	crc   hash.Hash32
+	n     int64
+	ioErr error
+}
+
+func (c *damageReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	c.crc.Write(p[:n])
+	if err != nil && err != io.EOF {
+		c.ioErr = err
+	}
+	return n, err
+}
+
+func withChecksum(ctx context.Context, st storage.Store, path string, d *recovery.StateDamage, sum uint32, size int64) (*recovery.StateDamage, error) {
+	m, err := checksumMismatch(ctx, st, path, sum, size)
+	if err != nil || m == nil {
+		return d, err
+	}
+	if d == nil {
+		d = &recovery.StateDamage{}
+	}
+	d.Checksum = m
 	return d, nil
 }
 
-// streamDamage decodes a delta, snapshot or changelog to its end.
-func streamDamage(f File, data []byte) *recovery.StateDamage {
-	if len(data) == 0 {
-		return &recovery.StateDamage{Kind: recovery.DamageEmpty}
+// streamDamage decodes a delta, snapshot or changelog to its end; an error is the store's.
+func streamDamage(f File, cr *damageReader) (*recovery.StateDamage, error) {
+	br := bufio.NewReaderSize(cr, 64<<10)
+	head, _ := br.Peek(8)
+	if cr.ioErr != nil {
+		return nil, cr.ioErr
 	}
-	codec := statefmt.DetectCodec(data)
+	if len(head) == 0 {
+		return &recovery.StateDamage{Kind: recovery.DamageEmpty}, nil
+	}
+	codec := statefmt.DetectCodec(head)
 	if codec == "" {
-		return &recovery.StateDamage{Kind: recovery.DamageCodecCorrupt, Detail: f.Path + ": no compression codec's framing"}
+		return &recovery.StateDamage{Kind: recovery.DamageCodecCorrupt, Detail: f.Path + ": no compression codec's framing"}, nil
 	}
-	err := decodeAll(f, codec, data)
+	err := decodeAll(f, codec, br)
+	if cr.ioErr != nil {
+		return nil, cr.ioErr
+	}
 	if err == nil {
-		return nil
+		return nil, nil
 	}
 	d := &recovery.StateDamage{Kind: recovery.DamageCodecCorrupt, Detail: err.Error()}
 	var se *statefmt.Error
@@ -142,11 +185,11 @@ func streamDamage(f File, data []byte) *recovery.StateDamage {
 			d.Kind, d.Size = recovery.DamageValueSize, int64(se.Size)
 		}
 	}
-	return d
+	return d, nil
 }
 
-func decodeAll(f File, codec string, data []byte) error {
-	dr, err := statefmt.Decompress(f.Path, codec, bytes.NewReader(data))
+func decodeAll(f File, codec string, r io.Reader) error {
+	dr, err := statefmt.Decompress(f.Path, codec, r)
 	if err != nil {
 		return err
 	}
@@ -249,9 +292,9 @@ type sparkChecksum struct {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// checksumMismatch compares data with path's Spark checksum file, nil when there is none or it
-// matches (or is not one ckpt reads).
-func checksumMismatch(ctx context.Context, st storage.Store, path string, data []byte) (*recovery.ChecksumMismatch, error) {
+// checksumMismatch compares a file's CRC32C and size with path's Spark checksum file, nil when
+// there is none or it matches (or is not one ckpt reads).
+func checksumMismatch(ctx context.Context, st storage.Store, path string, sum uint32, size int64) (*recovery.ChecksumMismatch, error) {
 	raw, err := st.ReadFile(ctx, path+".crc")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -263,11 +306,11 @@ func checksumMismatch(ctx context.Context, st storage.Store, path string, data [
 	if json.Unmarshal(raw, &c) != nil || c.Algorithm != "CRC32C" {
 		return nil, nil
 	}
-	got := int32(crc32.Checksum(data, castagnoli))
-	if got == c.Value && int64(len(data)) == c.MainFileSize {
+	got := int32(sum)
+	if got == c.Value && size == c.MainFileSize {
 		return nil, nil
 	}
-	return &recovery.ChecksumMismatch{Expected: c.Value, Computed: got, ExpectedSize: c.MainFileSize, Size: int64(len(data))}, nil
+	return &recovery.ChecksumMismatch{Expected: c.Value, Computed: got, ExpectedSize: c.MainFileSize, Size: size}, nil
 }
 
 // Restart is recovery.Plan with the state the restart loads: the checkpoint's state/ listed
