@@ -3,6 +3,7 @@ package sparkoracle
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -17,7 +18,7 @@ var dateLine = regexp.MustCompile(`(?m)^Produced on \d{4}-\d{2}-\d{2}`)
 // compatibility renders docs/spark-compatibility.md from the goldens: what each release did with
 // each scenario case, how many of the cases ckpt predicts differently (divergences.json), and a
 // summary of the generated cases.
-func compatibility(goldens []Golden, divergences []Divergence, date string) string {
+func compatibility(goldens []Golden, divergences []Divergence, damage []DamageGolden, date string) string {
 	releases := map[string]bool{}
 	byCase := map[string]map[string]Golden{}
 	var names []string
@@ -104,7 +105,54 @@ func compatibility(goldens []Golden, divergences []Divergence, date string) stri
 			fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", r, n[0]+n[1], n[0], n[1])
 		}
 	}
+	if len(damage) > 0 {
+		b.WriteString("\n## Damaged state\n\nRestarts of damaged copies of the Spark-written state fixtures (`testdata/spark-state-damage/<release>/`,\n" +
+			"derived by its `recipe.json`; the query's batch 5 loads state version 5, damaged in partition 1). ckpt's\n" +
+			"predictions against these goldens: TestStateDamageGoldens ([replay.md](replay.md#state-the-first-batch-loads)).\n\n| case |")
+		byDamage := map[string]map[string]DamageGolden{}
+		var cases []string
+		for _, g := range damage {
+			if byDamage[g.Case] == nil {
+				byDamage[g.Case] = map[string]DamageGolden{}
+				cases = append(cases, g.Case)
+			}
+			byDamage[g.Case][g.Release] = g
+		}
+		sort.Strings(cases)
+		for _, r := range rels {
+			fmt.Fprintf(&b, " Spark %s |", r)
+		}
+		b.WriteString("\n|---|")
+		for range rels {
+			b.WriteString("---|")
+		}
+		b.WriteString("\n")
+		for _, n := range cases {
+			fmt.Fprintf(&b, "| `%s` |", n)
+			for _, r := range rels {
+				if g, ok := byDamage[n][r]; ok {
+					fmt.Fprintf(&b, " %s |", cell(g.Spark))
+				} else {
+					b.WriteString(" (no fixture) |")
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
 	return b.String()
+}
+
+// loadDamageGoldens reads testdata/spark-state-damage/<release>/*.json.
+func loadDamageGoldens(t testing.TB) []DamageGolden {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(damageDir, "*", "*.json"))
+	out := make([]DamageGolden, 0, len(files))
+	for _, f := range files {
+		var g DamageGolden
+		readJSON(t, f, &g)
+		out = append(out, g)
+	}
+	return out
 }
 
 func cell(r Result) string {
@@ -138,7 +186,7 @@ func TestCompatibilityDoc(t *testing.T) {
 	readJSON(t, divergencesFile, &divergences)
 	old, err := os.ReadFile(compatDoc)
 	if os.Getenv("UPDATE_COMPAT_DOC") == "1" {
-		doc := compatibility(goldens, divergences, time.Now().UTC().Format("2006-01-02"))
+		doc := compatibility(goldens, divergences, loadDamageGoldens(t), time.Now().UTC().Format("2006-01-02"))
 		if err := os.WriteFile(compatDoc, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +199,7 @@ func TestCompatibilityDoc(t *testing.T) {
 	if m := dateLine.Find(old); m != nil {
 		date = strings.TrimPrefix(string(m), "Produced on ")
 	}
-	if want := compatibility(goldens, divergences, date); string(old) != want {
+	if want := compatibility(goldens, divergences, loadDamageGoldens(t), date); string(old) != want {
 		t.Errorf("%s is stale (the goldens changed): UPDATE_COMPAT_DOC=1 go test ./internal/sparkoracle -run TestCompatibilityDoc", compatDoc)
 	}
 }
