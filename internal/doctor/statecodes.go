@@ -55,7 +55,8 @@ checkpoint.`,
 			"```\n\nSpark 4.1 and later name the provider by its id, with the run id of the restart: " +
 			"`HDFSStateStoreProvider[stateStoreProviderId=StateStoreProviderId[ storeId=StateStoreId[ operatorId=0, partitionId=1, storeName=default ], queryRunId=<uuid> ]]`. " +
 			"The file named is the first delta Spark reads after the newest snapshot: with the snapshot gone, `1.delta`. " +
-			"RocksDB store: `java.io.FileNotFoundException: File file:/ckpt/state/0/1/5.changelog does not exist` (4.x wraps it in `CANNOT_LOAD_STATE_STORE`; not yet checked against Spark).",
+			"RocksDB store, a missing changelog: `java.lang.IllegalStateException: Error reading streaming state file of file:/ckpt/state/0/1/5.changelog does not exist. If the stream job is restarted with a new or updated state operation, please create a new checkpoint location or clear the existing checkpoint location.` " +
+			"(4.x: `[CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE]` with the same text), caused by `java.io.FileNotFoundException: File file:/ckpt/state/0/1/5.changelog does not exist`.",
 		Fix: `Restore the missing file from a backup if there is one: nothing else holds that state. Otherwise
 the query can only restart from a batch whose state is whole in every partition: the finding
 names the newest such version V; rewinding the checkpoint to batch V-1 (removing the offsets and
@@ -98,7 +99,7 @@ versions under ` + "`SSTs/`" + `. Spark copies each listed file to the executor 
 missing one fails the load. SST files go missing when a cleanup or lifecycle rule deletes them, or
 when a checkpoint is copied without ` + "`SSTs/`" + `.`,
 		SparkError: "```\njava.io.FileNotFoundException: File file:/ckpt/state/0/1/SSTs/000008-<uuid>.sst does not exist\n```\n\n" +
-			"or, for a size mismatch: `[CANNOT_LOAD_STATE_STORE.UNEXPECTED_FILE_SIZE] Copied <dfsFile> to <localFile>, expected <expectedSize> bytes, found <localFileSize> bytes.`",
+			"(seen on 3.5.7 to 4.2.0: 3.5 in `Job aborted`, 4.x in `[CANNOT_LOAD_STATE_STORE.UNCATEGORIZED]`), or, for a size mismatch (not checked against Spark): `[CANNOT_LOAD_STATE_STORE.UNEXPECTED_FILE_SIZE] Copied <dfsFile> to <localFile>, expected <expectedSize> bytes, found <localFileSize> bytes.`",
 		Fix: `Restore the SST file from a backup. Otherwise rewind to a version whose zip lists only present
 files (or, with changelog checkpointing, whose changelog chain from an older whole zip exists).`,
 	},

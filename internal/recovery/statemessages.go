@@ -55,8 +55,8 @@ func (p *planner) taskFailure(f *StateFailure) sparkFailure {
 func (p *planner) stateCause(f *StateFailure) sparkFailure {
 	c := sparkFailure{exception: f.TaskException, message: f.TaskError, exact: !f.TaskErrorInexact}
 	switch {
-	case f.Damage == DamageMissing && (f.TaskException == excIllegalState || strings.HasPrefix(f.TaskError, "[CANNOT_LOAD_STATE_STORE.")):
-		// HDFSBackedStateStoreProvider.updateFromDeltaFile wraps the FileNotFoundException.
+	case f.Damage == DamageMissing:
+		// Both providers wrap the FileNotFoundException of the missing file.
 		c.cause = &sparkFailure{exception: excFileNotFound, message: "File " + p.cp.SparkPath(f.File) + " does not exist", exact: true}
 	case f.Damage == DamageCodecCorrupt && f.TaskError == "Stream is corrupted":
 		// lz4-java's decoder fails first; its message names an offset of its own.
@@ -95,7 +95,14 @@ func (p *planner) stateTaskError(f *StateFailure, st StateStore, part StateParti
 			set(excIllegalState, msg, !exact)
 			return
 		}
-		set(excFileNotFound, "File "+file+" does not exist", true)
+		// RocksDB's changelog reader (StateStoreChangelogReader) wraps the
+		// FileNotFoundException: QueryExecutionErrors.failedToReadStreamingStateFileError.
+		msg := "Error reading streaming state file of " + file + " does not exist. If the stream job is restarted with a new or updated state operation, please create a new checkpoint location or clear the existing checkpoint location."
+		if p.rel.errorConditions() {
+			set(excSpark, condition(p.rel, "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE", "An error occurred during loading state. "+msg, "58030"), false)
+			return
+		}
+		set(excIllegalState, msg, false)
 		return
 	}
 	if f.Damage == DamageChecksum {
@@ -136,7 +143,12 @@ func (p *planner) stateTaskError(f *StateFailure, st StateStore, part StateParti
 	case DamageZipCorrupt:
 		set(excZip, d.Detail, true)
 	case DamageSSTMissing:
-		set(excFileNotFound, "File "+file+" does not exist", true)
+		// RocksDBFileManager copies the listed file: Hadoop's FileNotFoundException, unwrapped.
+		if d.Size < 0 {
+			set(excFileNotFound, "File "+file+" does not exist", false)
+			break
+		}
+		set(excIO, d.Detail, true) // a size mismatch: not yet checked against Spark
 	case DamageSSTFooter:
 		// RocksDB opens the local copy of the file in the executor's working directory.
 		found := "<n>"
