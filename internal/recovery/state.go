@@ -274,7 +274,13 @@ func (p *planner) planState(inv *StateInventory) {
 		if f.Damage == DamageMissing || f.Damage == DamageSSTMissing {
 			reason = ReasonStateFileMissing
 		}
-		res.recordFailure(reason, f.File, p.taskFailure(f))
+		chain := p.taskFailure(f)
+		res.recordFailure(reason, f.File, chain)
+		if !chain.allExact() {
+			// Say which part of the text ckpt cannot know, instead of recordFailure's words.
+			res.Warnings[len(res.Warnings)-1] = "the error text has placeholders where Spark writes what only the run knows: stage and task ids and the executor host (<stage>, <tid>, <host>), the run id (<uuid>), RocksDB's local files (<workdir>), numbers of a codec or of RocksDB (<n>)"
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the restart's first batch %d loads state version %d; Spark loads it only when that batch runs (a restart that finds no new data runs none)", res.NextBatch, v))
 	}
 }
 
