@@ -1,7 +1,9 @@
 package state
 
 import (
+	"bytes"
 	"context"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -76,4 +78,31 @@ func TestFileDamage(t *testing.T) {
 			t.Errorf("%s %s: %+v; want kind %q, checksum mismatch %v", c.fixture, c.file, d, c.kind, c.checksum)
 		}
 	}
+}
+
+// FuzzStreamDamage: any bytes as a delta or changelog give a damage or none, never a panic or a
+// store error.
+func FuzzStreamDamage(f *testing.F) {
+	for _, p := range []string{"3.5.8/agg-hdfs/checkpoint/state/0/1/5.delta", "4.1.4/agg-rocksdb-changelog/checkpoint/state/0/1/5.changelog", "3.5.8/agg-hdfs-zstd/checkpoint/state/0/1/5.delta"} {
+		b, err := os.ReadFile(filepath.Join("../../testdata/spark-state", p))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, true)
+		f.Add(b[:len(b)/2], false)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, changelog bool) {
+		file := File{Path: "state/0/1/5.delta", Version: 5, Kind: KindDelta}
+		if changelog {
+			file = File{Path: "state/0/1/5.changelog", Version: 5, Kind: KindChangelog}
+		}
+		cr := &damageReader{r: bytes.NewReader(data), crc: crc32.New(castagnoli)}
+		d, err := streamDamage(file, cr)
+		if err != nil {
+			t.Fatalf("a store error from bytes in memory: %v", err)
+		}
+		if d != nil && d.Kind == "" {
+			t.Fatalf("a damage without a kind: %+v", d)
+		}
+	})
 }
