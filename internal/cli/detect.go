@@ -64,19 +64,11 @@ func PrintDetected(r *render.Renderer, d *detect.Result) {
 	}
 }
 
-// syncFailsAlone asks the planner whether the sync restart fails where the async one does not.
-// A restart that fails only on a bug of the Spark release (SPARK-55271 on 4.1.0-4.1.1) counts
-// as not failing (Result.Blocked): the checkpoint is sound for it, and the sync failure is the
-// one a repair must answer.
+// syncFailsAlone asks the planner whether the checkpoint is in the switch-off trap: the sync
+// restart is blocked where the async one is not (recovery.Assessment.Trap).
 func syncFailsAlone(ctx context.Context, cp *checkpoint.Checkpoint, sparkVersion string, commitFormatVersion int) bool {
-	o := recovery.Options{Mode: recovery.ModeSync, SparkVersion: sparkVersion, CommitFormatVersion: commitFormatVersion}
-	s, err := recovery.Plan(ctx, cp, o)
-	if err != nil || !s.Blocked() {
-		return false
-	}
-	o.Mode = recovery.ModeAsync
-	a, err := recovery.Plan(ctx, cp, o)
-	return err != nil || !a.Blocked()
+	a, err := recovery.Assess(ctx, cp, recovery.Options{Mode: recovery.ModeSync, SparkVersion: sparkVersion, CommitFormatVersion: commitFormatVersion})
+	return err == nil && a.Trap != nil
 }
 
 func less(a, b string) bool {

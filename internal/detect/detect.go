@@ -73,7 +73,7 @@ func (r *Result) Lines() []string {
 // nothing; it is the planner's and doctor's business to report it.
 func Run(ctx context.Context, cp *checkpoint.Checkpoint) *Result {
 	r := &Result{}
-	r.Mode, r.ModeReason = AsyncFromGaps(cp.Offsets.IDs(), cp.Commits.IDs())
+	r.Mode, r.ModeReason = asyncFromGaps(cp.Offsets.IDs(), cp.Commits.IDs())
 	if l, ok := cp.Offsets.Latest(); ok {
 		if seq, err := cp.ReadOffsets(ctx, l); err == nil {
 			r.spark(seq, l)
@@ -90,31 +90,14 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint) *Result {
 	return r
 }
 
-// AsyncFromGaps recognises async progress tracking's pattern (spark-semantics.md §6.2): it
-// persists offsets only every asyncProgressTrackingCheckpointIntervalMs and commits only for
-// batches whose offsets it persisted, so both logs have gaps, with the commits on the offsets'
-// sparse ids. The synchronous engine writes every batch and purges only from the oldest end, so
-// it never leaves a gap between two retained batches. A single orphan (gaps in offsets/ only)
-// is damage, not this pattern.
-func AsyncFromGaps(offsets, commits []int64) (recovery.Mode, string) {
-	if len(commits) < 2 {
+// asyncFromGaps takes the async engine when the planner's gap classification shows async
+// progress tracking's pattern with the commits' evidence (recovery.Gaps.WrittenByAsync,
+// spark-semantics.md §6.2), and says why.
+func asyncFromGaps(offsets, commits []int64) (recovery.Mode, string) {
+	if !recovery.ClassifyGaps(offsets, commits).WrittenByAsync() {
 		return "", ""
 	}
-	inOffsets := make(map[int64]bool, len(offsets))
-	for _, id := range offsets {
-		inOffsets[id] = true
-	}
-	for _, id := range commits {
-		if !inOffsets[id] {
-			return "", ""
-		}
-	}
-	offGap := firstGap(offsets)
-	comGap := firstGap(commits)
-	if offGap == "" || comGap == "" {
-		return "", ""
-	}
-	return recovery.ModeAsync, fmt.Sprintf("offsets/ and commits/ share gaps (offsets %s, commits %s), the pattern of async progress tracking", offGap, comGap)
+	return recovery.ModeAsync, fmt.Sprintf("offsets/ and commits/ share gaps (offsets %s, commits %s), the pattern of async progress tracking", firstGap(offsets), firstGap(commits))
 }
 
 // firstGap describes the first gap of ascending ids ("3 → 7"), or "".

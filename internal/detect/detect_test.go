@@ -56,31 +56,6 @@ func TestSparkReleaseOfRealCheckpoints(t *testing.T) {
 	}
 }
 
-func TestAsyncFromGaps(t *testing.T) {
-	cases := []struct {
-		name             string
-		offsets, commits []int64
-		async            bool
-	}{
-		{"async run, Spark's suite", []int64{0, 3, 4, 7}, []int64{0, 3, 4, 7}, true},
-		{"async, last batch in flight", []int64{0, 2, 5}, []int64{0, 2}, true},
-		{"sync", []int64{0, 1, 2, 3}, []int64{0, 1, 2}, false},
-		{"sync after a purge", []int64{100, 101, 102}, []int64{100, 101, 102}, false},
-		{"an orphan offsets file", []int64{0, 1, 2, 3, 9}, []int64{0, 1, 2, 3}, false},
-		{"a commit without offsets", []int64{0, 3, 7}, []int64{0, 3, 5}, false},
-		{"one commit", []int64{0, 3}, []int64{3}, false},
-	}
-	for _, c := range cases {
-		m, why := AsyncFromGaps(c.offsets, c.commits)
-		if (m == recovery.ModeAsync) != c.async {
-			t.Errorf("%s: got %q (%s)", c.name, m, why)
-		}
-		if c.async && !strings.Contains(why, "async progress tracking") {
-			t.Errorf("%s: reason %q", c.name, why)
-		}
-	}
-}
-
 // TestAsyncScenario detects async progress tracking on the corpus' async checkpoint.
 func TestAsyncScenario(t *testing.T) {
 	s, ok := scenario.Get("doctor-async-gaps-behind")

@@ -4,7 +4,6 @@ package doctor
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -12,92 +11,35 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
-// Gap shapes in offsets/.
-type gapKind int
-
-const (
-	gapsNone      gapKind = iota
-	gapsAsync             // sparse, or commits on the same sparse ids: async progress tracking
-	gapsOrphan            // one lone latest file after a gap, commits contiguous
-	gapsAmbiguous         // one gap below the latest file, no commits to tell
-	gapsHoles             // isolated holes in an otherwise contiguous log
-)
-
+// gapInfo is the planner's gap classification with the listings to describe it by.
 type gapInfo struct {
-	kind    gapKind
-	missing []recovery.Span // missing ids between the first and the latest offsets file, as spans (capped)
-	gaps    int             // number of gaps
-	cp      *checkpoint.Checkpoint
+	recovery.Gaps
+	cp *checkpoint.Checkpoint
 }
 
-// maxMissing bounds the ids collected from commit holes and the gaps listed: enough to print.
-const maxMissing = 1000
-
-// analyzeGaps classifies the gaps in offsets/ from the listings alone.
-func analyzeGaps(cp *checkpoint.Checkpoint) gapInfo {
-	g := gapInfo{cp: cp}
-	off := cp.Offsets.IDs()
-	for i := 1; i < len(off); i++ {
-		if off[i] > off[i-1]+1 {
-			g.gaps++
-			if len(g.missing) < maxMissing {
-				g.missing = append(g.missing, recovery.Span{From: off[i-1] + 1, To: off[i] - 1})
-			}
-		}
-	}
-	if g.gaps == 0 {
-		return g
-	}
-	L := off[len(off)-1]
-	// Commits on the same sparse ids: two consecutive commits, both on offsets ids, with an
-	// offsets gap between them. The normal engine never leaves that.
-	straddle := false
-	cs := cp.Commits.IDs()
-	index := func(id int64) int { return sort.Search(len(off), func(i int) bool { return off[i] >= id }) }
-	for i := 1; i < len(cs) && !straddle; i++ {
-		a, b := cs[i-1], cs[i]
-		if b > a+1 && cp.Offsets.Has(a) && cp.Offsets.Has(b) && int64(index(b)-index(a)) < b-a {
-			straddle = true
-		}
-	}
-	sparse := g.gaps >= 2 && 2*g.gaps >= len(off)-1
-	belowLatest := !cp.Offsets.Has(L - 1)
-	// An orphan needs evidence of a contiguous log below it: at least two consecutive files.
-	contiguousBelow := len(off) >= 3 && off[len(off)-2] == off[len(off)-3]+1
-	switch {
-	case straddle || sparse:
-		g.kind = gapsAsync
-	case g.gaps == 1 && belowLatest && len(cs) > 0 && contiguousBelow:
-		g.kind = gapsOrphan
-	case g.gaps == 1 && belowLatest:
-		g.kind = gapsAmbiguous
-	default:
-		g.kind = gapsHoles
-	}
-	return g
-}
+func (r *runner) gapInfo() gapInfo { return gapInfo{Gaps: r.assess.Gaps, cp: r.cp} }
 
 // shape describes the gap pattern in one clause.
 func (g gapInfo) shape() string {
 	off, cs := g.cp.Offsets.IDs(), g.cp.Commits.IDs()
-	switch g.kind {
-	case gapsAsync:
+	switch g.Kind {
+	case recovery.GapsAsync:
 		c := "no commits"
 		if len(cs) > 0 {
 			c = "commits " + ids(cs)
 		}
 		return fmt.Sprintf("the gaps look like async progress tracking (offsets %s, %s)", ids(off), c)
-	case gapsOrphan:
+	case recovery.GapsOrphan:
 		L := off[len(off)-1]
 		return fmt.Sprintf("offsets/%d looks like a single orphan after a gap (offsets %s, commits %s)", L, ids(off), ids(cs))
-	case gapsAmbiguous:
+	case recovery.GapsAmbiguous:
 		c := "no commits"
 		if len(cs) > 0 {
 			c = "commits " + ids(cs)
 		}
-		return fmt.Sprintf("offsets skip %s; too few files to tell async progress tracking from an orphan file (offsets %s, %s)", spans(g.missing, g.gaps), ids(off), c)
-	case gapsHoles:
-		return fmt.Sprintf("offsets skip %s", spans(g.missing, g.gaps))
+		return fmt.Sprintf("offsets skip %s; too few files to tell async progress tracking from an orphan file (offsets %s, %s)", spans(g.Missing, g.Count), ids(off), c)
+	case recovery.GapsHoles:
+		return fmt.Sprintf("offsets skip %s", spans(g.Missing, g.Count))
 	}
 	if len(off) > 0 {
 		return fmt.Sprintf("offsets/%d is the oldest offsets file on disk (offsets %s): the files before it were purged or deleted", off[0], ids(off))
@@ -107,28 +49,28 @@ func (g gapInfo) shape() string {
 
 // gaps reports gap patterns the planner does not fail on.
 func (r *runner) gaps() {
-	g := analyzeGaps(r.cp)
-	if g.kind == gapsNone || r.res.Reason == recovery.ReasonBatchSpanTooLarge {
+	g := r.gapInfo()
+	if g.Kind == recovery.GapsNone || r.res.Reason == recovery.ReasonBatchSpanTooLarge {
 		return // batch-span-too-large names the outlier
 	}
 	L := r.L
-	prevMissing := r.syncMissesPrevious()
+	prevMissing := r.assess.SyncMissesPrevious()
 	async := r.res.Mode == recovery.ModeAsync
 	if prevMissing && r.reported[r.cp.Offsets.Path(L-1)] {
 		return // missing-previous-offsets says it all
 	}
-	if g.kind == gapsHoles && !async {
+	if g.Kind == recovery.GapsHoles && !async {
 		r.add(Finding{
 			Code: CodeRetentionAnomaly, Severity: Warning, Path: checkpoint.DirOffsets,
-			Message: fmt.Sprintf("offsets/ skips %s in the middle of the log: files were deleted by hand or by a lifecycle rule", spans(g.missing, g.gaps)),
+			Message: fmt.Sprintf("offsets/ skips %s in the middle of the log: files were deleted by hand or by a lifecycle rule", spans(g.Missing, g.Count)),
 			Explanation: "Spark deletes offsets only from the oldest end (purge), so holes in the middle were made by something else. A restart " +
 				"reads only the latest two files, but a rollback or replay across a hole fails.",
 			Fix: "Nothing blocks the restart. Find what deletes files (a lifecycle rule, a cleanup script).",
 		})
 		return
 	}
-	f := Finding{Code: CodeAsyncProgressGaps, Path: checkpoint.DirOffsets, Fix: "Before switching async progress tracking off, run the query with asyncProgressTrackingCheckpointIntervalMs=0 " +
-		"for at least two micro-batches (Spark's documented procedure), then disable it."}
+	f := Finding{Code: CodeAsyncProgressGaps, Path: checkpoint.DirOffsets, Fix: "Before switching async progress tracking off, follow Spark's documented procedure: " +
+		recovery.AsyncSwitchOffProcedure + "."}
 	if prevMissing {
 		f.Severity = Warning
 		f.Batch = ptr(L - 1)
@@ -137,7 +79,7 @@ func (r *runner) gaps() {
 		f.Message = fmt.Sprintf("%s; offsets/%d is missing, so a restart without async progress tracking fails with \"batch %d doesn't exist\"", g.shape(), L-1, L-1)
 		f.Explanation = "The async engine restarts from the nearest lower offsets file and is fine with gaps. The normal engine requires offsets/L-1, " +
 			"so switching async progress tracking off now makes the next restart fail (missing-previous-offsets)."
-		f.SparkError = ptr(fmt.Sprintf("java.lang.IllegalStateException: batch %d doesn't exist", L-1))
+		f.SparkError = sparkError(r.assess.Sync, false) // the normal engine's "batch L-1 doesn't exist"
 		f.Commands = []string{r.cmd("doctor", "--mode", "sync")}
 	} else {
 		f.Severity = Info
@@ -148,22 +90,6 @@ func (r *runner) gaps() {
 		f.Explanation += " " + cost
 	}
 	r.add(f)
-}
-
-// syncMissesPrevious asks the planner whether the normal (sync) engine's restart fails because
-// offsets/L-1 is missing: doctor's own prediction when it predicts that engine, else a sync
-// prediction for the same release.
-func (r *runner) syncMissesPrevious() bool {
-	res := r.res
-	if res.Mode != recovery.ModeSync {
-		p, err := recovery.Plan(r.ctx, r.cp, recovery.Options{Mode: recovery.ModeSync, SparkVersion: r.opts.SparkVersion,
-			CommitFormatVersion: r.opts.CommitFormatVersion})
-		if err != nil {
-			return false // no sync engine in this release (Spark 2.1)
-		}
-		res = p
-	}
-	return res.Reason == recovery.ReasonMissingPreviousOffsets
 }
 
 // asyncRecoveryCost explains what a failure replays under async progress tracking: the async

@@ -194,10 +194,10 @@ func (r *runner) orphanChecksums(lg *checkpoint.Log) {
 // retention compares what the logs keep with what Spark's purge leaves.
 func (r *runner) retention() {
 	async := r.res.Mode == recovery.ModeAsync
-	g := analyzeGaps(r.cp)
+	g := r.gapInfo()
 	o0, hasO := r.cp.Offsets.Earliest()
 	c0, hasC0 := r.cp.Commits.Earliest()
-	if hasO && hasC0 && !async && g.kind != gapsAsync && o0 != c0 && r.hasL && r.C <= r.L {
+	if hasO && hasC0 && !async && g.Kind != recovery.GapsAsync && o0 != c0 && r.hasL && r.C <= r.L {
 		which := fmt.Sprintf("commits start at %d but offsets at %d: commits were purged further than offsets", c0, o0)
 		if c0 < o0 {
 			which = fmt.Sprintf("offsets start at %d but commits at %d: offsets were purged further than commits", o0, c0)
@@ -212,13 +212,13 @@ func (r *runner) retention() {
 			Fix: "Nothing blocks the restart. Find what deletes files and stop it.",
 		})
 	}
-	if !async && g.kind != gapsAsync && hasC0 && r.hasC {
+	if !async && g.Kind != recovery.GapsAsync && hasC0 && r.hasC {
 		var holes []int64
 		cs := r.cp.Commits.IDs()
-		for i := 1; i < len(cs) && len(holes) < maxMissing; i++ {
+		for i := 1; i < len(cs) && len(holes) < recovery.MaxGapSpans; i++ {
 			// The offsets ids inside the commit gap: walk the listing, never the id range, which
 			// can span 2^63 ids.
-			for id, ok := r.cp.Offsets.Next(cs[i-1] + 1); ok && id < cs[i] && id < r.L && len(holes) < maxMissing; id, ok = r.cp.Offsets.Next(id + 1) {
+			for id, ok := r.cp.Offsets.Next(cs[i-1] + 1); ok && id < cs[i] && id < r.L && len(holes) < recovery.MaxGapSpans; id, ok = r.cp.Offsets.Next(id + 1) {
 				holes = append(holes, id)
 			}
 		}
@@ -241,7 +241,7 @@ func (r *runner) retention() {
 			Fix: "Check spark.sql.streaming.minBatchesToRetain and the driver log for purge errors.",
 		})
 	}
-	if hasO && !async && g.kind == gapsNone && r.hasL && r.L >= longRunningBatch && o0 > 0 && n < minBatchesToRetain {
+	if hasO && !async && g.Kind == recovery.GapsNone && r.hasL && r.L >= longRunningBatch && o0 > 0 && n < minBatchesToRetain {
 		r.add(Finding{
 			Code: CodeRetentionAnomaly, Severity: Info, Path: checkpoint.DirOffsets,
 			Message: fmt.Sprintf("offsets/ keeps only %s (%s) of a query at batch %d; Spark's default keeps %d", batchesSpan(o0, r.L), plural(n, "file"), r.L, minBatchesToRetain+1),

@@ -102,11 +102,15 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 	}
 	// The planner predicts the state the first batch loads too; with --deep it knows what the
 	// files of those loads hold.
-	res, listing, err := state.Restart(ctx, cp, popts, opts.Deep)
+	popts, listing, err := state.WithState(ctx, cp, popts, opts.Deep)
 	if err != nil {
 		return nil, err
 	}
-	r.res, r.listing = res, listing
+	a, err := recovery.Assess(ctx, cp, popts)
+	if err != nil {
+		return nil, err
+	}
+	r.res, r.listing, r.assess = a.Plan, listing, a
 	if err := r.restart(); err != nil {
 		return nil, err
 	}
@@ -145,7 +149,7 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 	if err != nil {
 		return nil, err
 	}
-	return &Report{Findings: r.findings, Restart: res, NotChecked: nc}, nil
+	return &Report{Findings: r.findings, Restart: r.res, NotChecked: nc}, nil
 }
 
 type runner struct {
@@ -153,7 +157,9 @@ type runner struct {
 	cp   *checkpoint.Checkpoint
 	opts Options
 	res  *recovery.Result
-	loc  string
+	// assess is res with the gaps and the other engine's restart (the switch-off trap).
+	assess *recovery.Assessment
+	loc    string
 
 	L, C       int64
 	hasL, hasC bool

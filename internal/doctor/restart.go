@@ -323,7 +323,7 @@ func (r *runner) readableBy() string {
 // missingPrevious reports the sync engine's "batch L-1 doesn't exist", with the shape of the gap.
 func (r *runner) missingPrevious() {
 	L := r.L
-	g := analyzeGaps(r.cp)
+	g := r.gapInfo()
 	files := []string{r.cp.Offsets.Path(L)}
 	if r.cp.Commits.Has(L) {
 		files = append(files, r.cp.Commits.Path(L))
@@ -344,18 +344,16 @@ func (r *runner) missingPrevious() {
 		return
 	}
 	repair := "Or let ckpt make the latest two offsets files consecutive (and drop commits that would then be ahead): `ckpt repair` without --execute shows the plan and the replay it causes, with --execute it applies it after a backup."
-	if g.kind == gapsAsync {
+	if g.Kind == recovery.GapsAsync {
 		f.Explanation = "Async progress tracking persists offsets and commits only every asyncProgressTrackingCheckpointIntervalMs, " +
 			"so both logs are sparse; the async engine restarts from the nearest lower offsets file, but the normal engine requires offsets/L-1. " +
 			"This is what switching async progress tracking off without Spark's procedure leads to."
-		f.Fix = "Spark's documented procedure: restart with asyncProgressTrackingEnabled=true and asyncProgressTrackingCheckpointIntervalMs=0, " +
-			"let it process at least two micro-batches, stop it, then disable async progress tracking. " + repair
+		f.Fix = "Spark's documented procedure: " + recovery.AsyncSwitchOffProcedure + ". " + repair
 	} else {
 		f.Explanation = "The normal engine reads offsets/L-1 to find where batch L starts, before it looks at the commit log, " +
 			"so the restart fails even if batch L committed. A lone offsets file after a gap is usually copied in by hand, " +
 			"written by a second query sharing the checkpoint, or left by a partial restore; async progress tracking leaves gaps too."
-		f.Fix = "If the query ran with async progress tracking: restart it with asyncProgressTrackingEnabled=true and asyncProgressTrackingCheckpointIntervalMs=0 " +
-			"for at least two micro-batches, then disable it (Spark's procedure). " + repair
+		f.Fix = "If the query ran with async progress tracking, Spark's documented procedure: " + recovery.AsyncSwitchOffProcedure + ". " + repair
 	}
 	r.add(f)
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -80,8 +81,9 @@ func TestAsyncSwitchOffRunbook(t *testing.T) {
 				t.Fatalf("doctor --mode async:\n%s", out)
 			}
 			// A run without async refuses, touching nothing.
-			if _, err := runQuery(t, context.Background(), mkQuery(false, ""), store, runOpts{}); err == nil || !strings.Contains(err.Error(), "--async-switch-off") {
-				t.Fatalf("sync run: %v", err)
+			var refused *RefusedError
+			if _, err := runQuery(t, context.Background(), mkQuery(false, ""), store, runOpts{}); !errors.As(err, &refused) || refused.Trap == nil {
+				t.Fatalf("sync run: %v, want the switch-off trap's refusal", err)
 			}
 
 			// 3. The way out, and ckpt replay's prediction of the restart that follows it.

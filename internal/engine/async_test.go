@@ -277,15 +277,15 @@ func TestAsyncSwitchOff(t *testing.T) {
 			sync := func() *query.Query { return kafkaQuery(s.b.Addr(), "subscribe=a") }
 			_, _, err := s.run(sync(), []time.Duration{100 * ms})
 			var refused *RefusedError
-			if !errors.As(err, &refused) || refused.AsyncGaps == nil {
-				t.Fatalf("sync restart: %v, want the async-gaps refusal", err)
+			if !errors.As(err, &refused) || refused.Trap == nil {
+				t.Fatalf("sync restart: %v, want the switch-off trap's refusal", err)
 			}
-			for _, want := range []string{"async progress tracking (offsets 0, 3, commits 0, 3)", "needs offsets/2 to restart from batch 3",
-				"java.lang.IllegalStateException: batch 2 doesn't exist", "--async-switch-off",
-				"ckpt repair " + s.store.URI() + " (it shows the plan it recommends", "resumes at batch 4"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("refusal lacks %q:\n%s", want, err)
-				}
+			if !strings.Contains(err.Error(), "java.lang.IllegalStateException: batch 2 doesn't exist") ||
+				refused.Trap.Sync.Reason != recovery.ReasonMissingPreviousOffsets || refused.Trap.Async.NextBatch != 4 ||
+				!slices.Equal(refused.Offsets, []int64{0, 3}) || !slices.Equal(refused.Commits, []int64{0, 3}) || refused.NoSwitchOff != "" ||
+				refused.Checkpoint != s.store.URI() {
+				t.Errorf("refusal: %v, trap sync %s, async %s, offsets %v, commits %v, no switch-off %q",
+					err, refused.Trap.Sync.Verdict(), refused.Trap.Async.Verdict(), refused.Offsets, refused.Commits, refused.NoSwitchOff)
 			}
 			after, _ := s.store.Walk(context.Background(), "")
 			if len(after) != len(before) {

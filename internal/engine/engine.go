@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,25 +24,29 @@ const SparkVersion = "3.5"
 // initialOffsetsPath is the Kafka source's initial offsets file (source 0).
 var initialOffsetsPath = checkpoint.InitialOffsetsPath(0)
 
-// RefusedError is a start Spark would refuse: Spark's error plus the commands that help.
+// RefusedError is a start Spark would refuse, as data: the plan with Spark's error and, for the
+// switch-off trap, both engines' restarts. Nothing has been written. The command renders the
+// advice (internal/cmd/run); Error is Spark's error alone.
 type RefusedError struct {
 	Plan       *recovery.Result
 	Checkpoint string
-	// AsyncGaps is set when the cause is async progress tracking switched off without Spark's
-	// procedure: the error then names the ways out.
-	AsyncGaps *AsyncGapsError
+	// Trap is set when the checkpoint only restarts with async progress tracking on (the sync
+	// engine's restart is blocked, the async one's is not: recovery.Assessment.Trap), as after
+	// it was switched off without Spark's procedure.
+	Trap *recovery.Trap
+	// Offsets and Commits are the ids of the two logs when Trap is set.
+	Offsets, Commits []int64
+	// NoSwitchOff is Spark's refusal of async progress tracking for this query's trigger, ""
+	// when --async-switch-off can be used.
+	NoSwitchOff string
 }
 
 func (e *RefusedError) Error() string {
-	if e.AsyncGaps != nil {
-		return e.AsyncGaps.Error()
-	}
 	msg := e.Plan.ErrorText()
 	if e.Plan.Exception != "" {
 		msg = e.Plan.Exception + ": " + msg
 	}
-	return fmt.Sprintf("Spark would refuse to restart this checkpoint, so ckpt does too:\n  %s\n"+
-		"Diagnose with:  ckpt doctor %s\nRepair with:    ckpt repair %s", strings.ReplaceAll(msg, "\n", "\n  "), e.Checkpoint, e.Checkpoint)
+	return "Spark would refuse to restart this checkpoint, so ckpt does too: " + msg
 }
 
 // Stats summarises a run.
@@ -191,8 +194,8 @@ func (e *Engine) Run(ctx context.Context) (Stats, error) {
 		e.lw = w
 		e.async = newAsyncTracker(ctx, w, interval)
 		if e.opts.AsyncSwitchOff {
-			e.async.switchOff = asyncSwitchOffBatches
-			e.logf("Async switch-off: running with asyncProgressTrackingEnabled=true and asyncProgressTrackingCheckpointIntervalMs=0 until %d batches have persisted their offsets and commits, then without async progress tracking", asyncSwitchOffBatches)
+			e.async.switchOff = recovery.AsyncSwitchOffBatches
+			e.logf("Async switch-off: running with asyncProgressTrackingEnabled=true and asyncProgressTrackingCheckpointIntervalMs=0 until %d batches have persisted their offsets and commits, then without async progress tracking", recovery.AsyncSwitchOffBatches)
 		} else {
 			e.logf("Async progress tracking: offsets and commits are persisted every %d ms (the first batch of the run always)", interval)
 		}

@@ -52,10 +52,11 @@ func (e *Engine) start(ctx context.Context) error {
 			ropts.SinkLatest = &id
 		}
 	}
-	plan, err := recovery.Plan(ctx, cp, ropts)
+	assessed, err := recovery.Assess(ctx, cp, ropts)
 	if err != nil {
 		return err
 	}
+	plan := assessed.Plan
 	if plan.LatestCommit != nil {
 		e.stats.LastDurableCommit = *plan.LatestCommit
 	}
@@ -66,18 +67,14 @@ func (e *Engine) start(ctx context.Context) error {
 		e.logf("WARN %s", w)
 	}
 	if plan.Failed() {
-		if mode == recovery.ModeSync && e.q.Sink != query.SinkFile {
+		refused := &RefusedError{Plan: plan, Checkpoint: store.URI()}
+		if mode == recovery.ModeSync && e.q.Sink != query.SinkFile && assessed.Trap != nil {
 			// The switch-off trap: gaps only the async engine tolerates. Stop before touching
-			// anything and name the ways out.
-			gaps, err := asyncGaps(ctx, cp, plan, store.URI(), ropts, e.q.Trigger.Kind)
-			if err != nil {
-				return err
-			}
-			if gaps != nil {
-				return &RefusedError{Plan: plan, Checkpoint: store.URI(), AsyncGaps: gaps}
-			}
+			// anything; the command names the ways out.
+			refused.Trap, refused.Offsets, refused.Commits = assessed.Trap, cp.Offsets.IDs(), cp.Commits.IDs()
+			refused.NoSwitchOff = query.AsyncTriggerRefusal(e.q.Trigger.Kind)
 		}
-		return &RefusedError{Plan: plan, Checkpoint: store.URI()}
+		return refused
 	}
 
 	if !cp.HasMetadata() {

@@ -313,32 +313,44 @@ func checksumMismatch(ctx context.Context, st storage.Store, path string, sum ui
 	return &recovery.ChecksumMismatch{Expected: c.Value, Computed: got, ExpectedSize: c.MainFileSize, Size: size}, nil
 }
 
-// Restart is recovery.Plan with the state the restart loads: the checkpoint's state/ listed
-// once, and with read the files of every load read for damage (a second Plan then knows what
-// they hold). Without state/ it is Plan alone. The listing is returned for the caller's own
-// findings (nil without state/).
+// Restart is recovery.Plan with the state the restart loads (see WithState).
 func Restart(ctx context.Context, cp *checkpoint.Checkpoint, opts recovery.Options, read bool) (*recovery.Result, *Listing, error) {
+	opts, l, err := WithState(ctx, cp, opts, read)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := recovery.Plan(ctx, cp, opts)
+	return res, l, err
+}
+
+// WithState gives opts the state the restart loads, for recovery.Plan or recovery.Assess: the
+// checkpoint's state/ listed once and, with read, the files of every load read for damage (a
+// first Plan says which files those are). Without state/, or with opts.State already set, opts
+// is returned as it is. The listing is returned for the caller's own findings (nil without
+// state/).
+func WithState(ctx context.Context, cp *checkpoint.Checkpoint, opts recovery.Options, read bool) (recovery.Options, *Listing, error) {
 	hasState := false
 	for _, e := range cp.Root {
 		hasState = hasState || (e.IsDir && e.Path == "state")
 	}
 	if !hasState || opts.State != nil {
-		res, err := recovery.Plan(ctx, cp, opts)
-		return res, nil, err
+		return opts, nil, nil
 	}
 	l, err := Scan(ctx, cp.Store)
 	if err != nil {
-		return nil, nil, err
+		return opts, nil, err
 	}
 	inv := inventory(l)
 	opts.State = inv
+	if !read {
+		return opts, l, nil
+	}
 	res, err := recovery.Plan(ctx, cp, opts)
-	if err != nil || !read || res.State == nil || len(res.State.Loads) == 0 {
-		return res, l, err
+	if err != nil || res.State == nil || len(res.State.Loads) == 0 {
+		return opts, l, err
 	}
 	if err := checkLoads(ctx, cp.Store, l, inv, res.State); err != nil {
-		return nil, nil, err
+		return opts, nil, err
 	}
-	res, err = recovery.Plan(ctx, cp, opts)
-	return res, l, err
+	return opts, l, nil
 }

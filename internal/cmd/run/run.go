@@ -298,7 +298,7 @@ func run(ctx context.Context, o *Options) error {
 	if err != nil {
 		var refused *engine.RefusedError
 		if errors.As(err, &refused) {
-			return exitcode.New(exitcode.Failure, err)
+			return exitcode.New(exitcode.Failure, errors.New(refusalText(refused)))
 		}
 		return err
 	}
