@@ -17,14 +17,11 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
-// Spark's default spark.sql.streaming.minBatchesToRetain (§5.5).
-const minBatchesToRetain = 100
-
 // Retention thresholds: far more files than the default keeps (10×) makes listings slow; a
 // long-running query keeping fewer than the default limits rollback and replay.
 const (
-	manyFiles        = 10 * minBatchesToRetain
-	longRunningBatch = 2 * minBatchesToRetain
+	manyFiles        = 10 * logformat.DefaultMinBatchesToRetain
+	longRunningBatch = 2 * logformat.DefaultMinBatchesToRetain
 )
 
 // repairLockPath is repair.LockPath (repair imports doctor, not the reverse).
@@ -235,16 +232,16 @@ func (r *runner) retention() {
 	if n > manyFiles {
 		r.add(Finding{
 			Code: CodeRetentionAnomaly, Severity: Info, Path: checkpoint.DirOffsets,
-			Message: fmt.Sprintf("offsets/ keeps %d files (Spark's default keeps about %d): minBatchesToRetain was raised or purging fails", n, minBatchesToRetain+1),
+			Message: fmt.Sprintf("offsets/ keeps %d files (Spark's default keeps about %d): minBatchesToRetain was raised or purging fails", n, logformat.DefaultMinBatchesToRetain+1),
 			Explanation: "Every start lists these directories, and on object stores a listing of many thousands of files is slow. If purging fails " +
 				"(async log purge reports its errors at the next batch), the logs grow without bound.",
 			Fix: "Check spark.sql.streaming.minBatchesToRetain and the driver log for purge errors.",
 		})
 	}
-	if hasO && !async && g.Kind == recovery.GapsNone && r.hasL && r.L >= longRunningBatch && o0 > 0 && n < minBatchesToRetain {
+	if hasO && !async && g.Kind == recovery.GapsNone && r.hasL && r.L >= longRunningBatch && o0 > 0 && n < logformat.DefaultMinBatchesToRetain {
 		r.add(Finding{
 			Code: CodeRetentionAnomaly, Severity: Info, Path: checkpoint.DirOffsets,
-			Message: fmt.Sprintf("offsets/ keeps only %s (%s) of a query at batch %d; Spark's default keeps %d", batchesSpan(o0, r.L), plural(n, "file"), r.L, minBatchesToRetain+1),
+			Message: fmt.Sprintf("offsets/ keeps only %s (%s) of a query at batch %d; Spark's default keeps %d", batchesSpan(o0, r.L), plural(n, "file"), r.L, logformat.DefaultMinBatchesToRetain+1),
 			Explanation: "minBatchesToRetain was lowered or older files were deleted. The restart is unaffected, but a rollback or a replay reaches back " +
 				"only to the oldest file kept.",
 			Fix: "Nothing blocks the restart.",

@@ -6,12 +6,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/state"
 )
-
-// defaultMinBatchesToRetain is Spark's spark.sql.streaming.minBatchesToRetain default.
-const defaultMinBatchesToRetain = 100
 
 // stateChecks are the state store findings. The default run uses one walk of state/ plus the
 // latest offsets and commit files the planner has read already; Deep also reads the files of
@@ -316,7 +314,7 @@ func (r *runner) stateReclaimable(op *state.Operator) {
 				continue
 			}
 			latest := p.Files[len(p.Files)-1].Version
-			keep := latest - defaultMinBatchesToRetain
+			keep := latest - logformat.DefaultMinBatchesToRetain
 			if keep <= 0 {
 				continue
 			}
@@ -345,7 +343,7 @@ func (r *runner) stateReclaimable(op *state.Operator) {
 		return
 	}
 	r.add(r.stateFinding(CodeStateReclaimable, Info, op.Dir, []string{first},
-		fmt.Sprintf("operator %d: %d state files (%d bytes) are older than the last %d versions and will be deleted by Spark's maintenance", op.ID, files, bytes, defaultMinBatchesToRetain)))
+		fmt.Sprintf("operator %d: %d state files (%d bytes) are older than the last %d versions and will be deleted by Spark's maintenance", op.ID, files, bytes, logformat.DefaultMinBatchesToRetain)))
 }
 
 // stateDeep reports the damaged files of one partition's restart chain: state.FileDamage reads

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -50,9 +50,7 @@ type ConcurrentUpdateError struct {
 }
 
 func (e *ConcurrentUpdateError) Error() string {
-	// Spark 3.5 (QueryExecutionErrors.concurrentStreamLogUpdate; 3.5 prints no SQLSTATE).
-	return fmt.Sprintf("org.apache.spark.SparkException: [CONCURRENT_STREAM_LOG_UPDATE] Concurrent update to the log. "+
-		"Multiple streaming jobs detected for %d.\nPlease make sure only one streaming job runs on a specific checkpoint location at a time.", e.Batch)
+	return recovery.ConcurrentLogUpdate(SparkVersion, e.Batch)
 }
 
 type logOp struct {

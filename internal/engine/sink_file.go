@@ -76,7 +76,7 @@ func NewFileSink(store storage.Store, format string, log func(string, ...any)) *
 		log = func(string, ...any) {}
 	}
 	return &FileSink{store: store, format: format, log: log, Now: time.Now,
-		LogDeletion: true, CleanupDelay: DefaultFileSinkCleanupDelay, MinBatchesToRetain: query.DefaultMinBatchesToRetain,
+		LogDeletion: true, CleanupDelay: DefaultFileSinkCleanupDelay, MinBatchesToRetain: logformat.DefaultMinBatchesToRetain,
 		CompactInterval: sinklog.DefaultCompactInterval}
 }
 

@@ -4,7 +4,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -131,7 +130,7 @@ func (e *Engine) start(ctx context.Context) error {
 			return fmt.Errorf("engine: offsets/%d has no offset for the Kafka source", l)
 		}
 		b.end, b.latest = *end, *end
-		if plan.RerunRange != nil && len(plan.RerunRange.Start) > 0 && !isNull(plan.RerunRange.Start[0]) {
+		if plan.RerunRange != nil && len(plan.RerunRange.Start) > 0 && !recovery.NullOffset(plan.RerunRange.Start[0]) {
 			s, err := logformat.ParseKafkaOffsets(cp.SparkPath(fmt.Sprintf("offsets/%d", l-1)), string(plan.RerunRange.Start[0]))
 			if err != nil {
 				return err
@@ -180,11 +179,6 @@ func (e *Engine) noteTemps(ctx context.Context, cp *checkpoint.Checkpoint) error
 	e.logf("Left %d temporary file(s) of interrupted writes in place, as Spark does (never read): %s%s; `ckpt repair` removes them with a backup",
 		len(temps), strings.Join(shown, ", "), more)
 	return nil
-}
-
-func isNull(m json.RawMessage) bool {
-	s := strings.TrimSpace(string(m))
-	return s == "" || s == "null"
 }
 
 func sourceOffsets(cp *checkpoint.Checkpoint, id int64, seq *logformat.OffsetSeq) (*logformat.KafkaOffsets, error) {

@@ -60,18 +60,6 @@ func (e *UnknownTopicError) Error() string {
 // sparkTP is Kafka's TopicPartition.toString: "topic-partition".
 func sparkTP(tp logformat.TopicPartition) string { return dataloss.TP(tp.Topic, tp.Partition) }
 
-// sparkSet renders a set of partitions the way a Scala Set prints: "Set(t-0, t-1)". ckpt sorts;
-// Spark's order (insertion order for small Scala sets, hash order for larger ones) can differ when
-// a set holds several partitions.
-func sparkSet(tps []logformat.TopicPartition) string {
-	tps = sortedTPs(tps)
-	parts := make([]string, len(tps))
-	for i, tp := range tps {
-		parts[i] = sparkTP(tp)
-	}
-	return dataloss.Set(parts)
-}
-
 func sortedTPs(tps []logformat.TopicPartition) []logformat.TopicPartition {
 	out := slices.Clone(tps)
 	slices.SortFunc(out, compareTP)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ckpt-dev/ckpt/internal/kafka/dataloss"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
@@ -155,7 +156,7 @@ func (s *Source) InitialOffsets(ctx context.Context) (logformat.KafkaOffsets, er
 		if !sameKeys(tps, spec) {
 			return nil, &AssertionError{Message: "If startingOffsets contains specific offsets, you must specify all TopicPartitions.\n" +
 				"Use -1 for latest, -2 for earliest, if you don't care.\n" +
-				"Specified: " + sparkSet(keysOf(spec)) + " Assigned: " + sparkSet(setKeys(tps))}
+				"Specified: " + dataloss.PartitionSet(keysOf(spec)) + " Assigned: " + dataloss.PartitionSet(setKeys(tps))}
 		}
 		var early, late map[logformat.TopicPartition]bool
 		for tp, off := range spec {

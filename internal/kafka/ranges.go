@@ -48,7 +48,7 @@ func (s *Source) Ranges(ctx context.Context, start, end logformat.KafkaOffsets) 
 		}
 	}
 	if len(vanished) > 0 {
-		if err := rep.driver(LossCannotFindEarliest, dataloss.CannotFindEarliest(sparkSet(vanished)), vanished...); err != nil {
+		if err := rep.driver(LossCannotFindEarliest, dataloss.CannotFindEarliest(dataloss.PartitionSet(vanished)), vanished...); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -66,7 +66,7 @@ func (s *Source) Ranges(ctx context.Context, start, end logformat.KafkaOffsets) 
 		}
 	}
 	if len(gone) > 0 {
-		msg := dataloss.Gone(sparkSet(gone), s.o.GroupID != "")
+		msg := dataloss.Gone(dataloss.PartitionSet(gone), s.o.GroupID != "")
 		// reportDataLoss appends ". " + instruction to this message too.
 		if err := rep.driver(LossPartitionsGone, msg, gone...); err != nil {
 			return nil, nil, err

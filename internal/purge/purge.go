@@ -23,9 +23,6 @@ import (
 // Strategy names a purge in its journal.
 const Strategy = repair.StrategyPurge
 
-// DefaultMinBatchesToRetain is spark.sql.streaming.minBatchesToRetain's default.
-const DefaultMinBatchesToRetain = 100
-
 // Options configure Plan.
 type Options struct {
 	// Keep is how many of the newest batches keep their offsets and commits files (at least
@@ -75,7 +72,7 @@ func (p *Plan) RepairPlan() *repair.Plan {
 // NewPlan plans the purge of the checkpoint in s.
 func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	if o.MinBatchesToRetain <= 0 {
-		o.MinBatchesToRetain = DefaultMinBatchesToRetain
+		o.MinBatchesToRetain = logformat.DefaultMinBatchesToRetain
 	}
 	if o.Keep < o.MinBatchesToRetain {
 		return nil, fmt.Errorf("--keep %d is below minBatchesToRetain %d: Spark keeps that many itself (--min-batches-to-retain if the query sets it lower)", o.Keep, o.MinBatchesToRetain)

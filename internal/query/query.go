@@ -23,6 +23,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ckpt-dev/ckpt/internal/flagfile"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/transform"
 )
 
@@ -89,11 +90,10 @@ func ParseSparkTime(v string, unit time.Duration) (time.Duration, error) {
 
 // Defaults.
 const (
-	DefaultMinBatchesToRetain = 100 // spark.sql.streaming.minBatchesToRetain
-	DefaultShufflePartitions  = 200 // spark.sql.shuffle.partitions
-	DefaultParallelism        = 0   // 0: one reader per partition, up to GOMAXPROCS (as Spark runs a task per core)
-	DefaultStopTimeout        = 30 * time.Second
-	DefaultConsoleNumRows     = 20
+	DefaultShufflePartitions = 200 // spark.sql.shuffle.partitions
+	DefaultParallelism       = 0   // 0: one reader per partition, up to GOMAXPROCS (as Spark runs a task per core)
+	DefaultStopTimeout       = 30 * time.Second
+	DefaultConsoleNumRows    = 20
 	// DefaultAsyncCheckpointIntervalMs is asyncProgressTrackingCheckpointIntervalMs's default.
 	DefaultAsyncCheckpointIntervalMs = 1000
 )
@@ -337,7 +337,7 @@ var sinkKeys = map[string][]string{
 
 // Validate checks q and returns the parsed form. Every problem found is reported, one per line.
 func (q *Query) Validate() (*Resolved, error) {
-	r := &Resolved{Query: q, MinBatchesToRetain: DefaultMinBatchesToRetain, ShufflePartitions: DefaultShufflePartitions, ConsoleNumRows: DefaultConsoleNumRows, ConsoleTruncate: true,
+	r := &Resolved{Query: q, MinBatchesToRetain: logformat.DefaultMinBatchesToRetain, ShufflePartitions: DefaultShufflePartitions, ConsoleNumRows: DefaultConsoleNumRows, ConsoleTruncate: true,
 		AsyncCheckpointIntervalMs: DefaultAsyncCheckpointIntervalMs,
 		FileSinkLogDeletion:       true, FileSinkCompactInterval: DefaultFileSinkCompactInterval, FileSinkCleanupDelay: DefaultFileSinkCleanupDelay}
 	var errs []string

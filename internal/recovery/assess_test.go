@@ -119,3 +119,55 @@ func TestAssessNoTrapWhenAsyncFails(t *testing.T) {
 		t.Errorf("trap %v, sync misses previous %v (%s)", a.Trap, a.SyncMissesPrevious(), a.Sync.Verdict())
 	}
 }
+
+// TestConcurrentLogUpdate: the engine's text for a log file already there is the planner's
+// (Spark 3.5: the error condition without SQLSTATE; 4.0: with it).
+func TestConcurrentLogUpdate(t *testing.T) {
+	want := "org.apache.spark.SparkException: [CONCURRENT_STREAM_LOG_UPDATE] Concurrent update to the log. Multiple streaming jobs detected for 8.\n" +
+		"Please make sure only one streaming job runs on a specific checkpoint location at a time."
+	if got := recovery.ConcurrentLogUpdate("3.5", 8); got != want {
+		t.Errorf("3.5:\n%s\nwant\n%s", got, want)
+	}
+	if got := recovery.ConcurrentLogUpdate("4.0", 8); got != want+" SQLSTATE: 40000" {
+		t.Errorf("4.0:\n%s", got)
+	}
+}
+
+// TestPlanKafkaRestartFresh: without offsets, a restart reads each Kafka source from
+// sources/<i>/0 (repair's replay cost counts from there); a missing one is startingOffsets
+// resolved again, an unreadable one is left out.
+func TestPlanKafkaRestartFresh(t *testing.T) {
+	ctx := context.Background()
+	st, _ := scenarioCheckpoint(t, "fresh-metadata-only")
+	if err := st.WriteFile(ctx, "sources/0/0", []byte("\x00v1\n{\"t\":{\"0\":7}}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.WriteFile(ctx, "sources/2/0", []byte("garbage")); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.Load(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := recovery.Plan(ctx, cp, recovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := recovery.PlanKafkaRestart(ctx, cp, res); err != nil || len(rs.Sources) != 0 {
+		t.Fatalf("PlanKafkaRestart: %v, %+v", err, rs)
+	}
+	rs, err := recovery.PlanKafkaRestartFresh(ctx, cp, res, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs.Sources) != 2 {
+		t.Fatalf("sources %+v", rs.Sources)
+	}
+	s0, s1 := rs.Sources[0], rs.Sources[1]
+	if s0.Index != 0 || s0.Start == nil || s0.Start.JSON() != `{"t":{"0":7}}` || s0.StartFile != "sources/0/0" || s0.ResolvesStartingOffsets() || s0.Batch != 0 {
+		t.Errorf("source 0: %+v", s0)
+	}
+	if s1.Index != 1 || s1.Start != nil || !s1.ResolvesStartingOffsets() {
+		t.Errorf("source 1: %+v", s1)
+	}
+}

@@ -114,7 +114,7 @@ func CheckBroker(offsets logformat.KafkaOffsets, st *BrokerState, failOnDataLoss
 	}
 	goneMsg := ""
 	if len(gone) > 0 {
-		goneMsg = report(dataloss.Gone(sparkSet(gone), false))
+		goneMsg = report(dataloss.Gone(dataloss.PartitionSet(gone), false))
 	}
 
 	for _, topic := range KafkaTopics(offsets) {
@@ -130,7 +130,7 @@ func CheckBroker(offsets logformat.KafkaOffsets, st *BrokerState, failOnDataLoss
 				Message:      fmt.Sprintf("topic %s is in the checkpoint (%d partitions) but not on the broker", topic, len(tps)),
 				SparkMessage: dataloss.UnknownTopic + ": " + dataloss.UnknownTopicMessage([]string{topic}),
 				FailOnDataLossFalse: "failOnDataLoss does not apply: with subscribe or assign the query fails the same way until the topic exists. " +
-					"With subscribePattern the topic's partitions are dropped instead, reported as \"" + dataloss.Gone(sparkSet(tps), false) +
+					"With subscribePattern the topic's partitions are dropped instead, reported as \"" + dataloss.Gone(dataloss.PartitionSet(tps), false) +
 					"\" (an error with failOnDataLoss=true, a warning with false), and the query goes on without them.",
 			})
 			continue
@@ -232,16 +232,6 @@ func sortTPs(tps []logformat.TopicPartition) {
 	slices.SortFunc(tps, func(a, b logformat.TopicPartition) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
-}
-
-// sparkSet prints partitions as a Scala Set does: "Set(t-0, t-1)". Sorted; Spark's order is a
-// hash order when the set holds more than four partitions.
-func sparkSet(tps []logformat.TopicPartition) string {
-	parts := make([]string, len(tps))
-	for i, tp := range tps {
-		parts[i] = sparkTP(tp.Topic, tp.Partition)
-	}
-	return dataloss.Set(parts)
 }
 
 // sparkTP is Kafka's TopicPartition.toString, which Spark's messages use: "topic-partition".

@@ -63,7 +63,7 @@ func CheckBrokerRerun(start, end logformat.KafkaOffsets, st *BrokerState, failOn
 	}
 	var issues []BrokerIssue
 	if len(missingNew) > 0 {
-		msg := report(dataloss.CannotFindEarliest(sparkSet(missingNew)))
+		msg := report(dataloss.CannotFindEarliest(dataloss.PartitionSet(missingNew)))
 		for _, tp := range missingNew {
 			t := st.Topic(tp.Topic)
 			issues = append(issues, BrokerIssue{

@@ -70,7 +70,7 @@ func PlanKafkaRestart(ctx context.Context, cp *checkpoint.Checkpoint, res *Resul
 			if end != nil {
 				s.End, s.EndFile = end, cp.Offsets.Path(L)
 			}
-			if isNull(startRaw) {
+			if NullOffset(startRaw) {
 				rel := checkpoint.InitialOffsetsPath(i)
 				ini, err := cp.ReadKafkaInitialOffsets(ctx, i)
 				var le *logformat.Error
@@ -79,7 +79,7 @@ func PlanKafkaRestart(ctx context.Context, cp *checkpoint.Checkpoint, res *Resul
 					if !endKafka {
 						continue
 					}
-					s.StartFile = "startingOffsets (" + rel + " is missing)"
+					s.StartFile = startingOffsetsPrefix + rel + " is missing)"
 				case errors.As(err, &le):
 					if !endKafka {
 						continue // not a Kafka source, or unreadable: the planner reports it
@@ -126,7 +126,7 @@ func PlanKafkaRestart(ctx context.Context, cp *checkpoint.Checkpoint, res *Resul
 // kafkaRaw parses a raw offset of Range as Kafka offsets. ok is true when it is one;
 // null, a JSON string (an offset line that is not JSON) or another source's offset give false.
 func kafkaRaw(raw json.RawMessage) (*logformat.KafkaOffsets, bool) {
-	if isNull(raw) || raw[0] != '{' {
+	if NullOffset(raw) || raw[0] != '{' {
 		return nil, false
 	}
 	k, err := logformat.ParseKafkaOffsets("", string(raw))
@@ -135,8 +135,6 @@ func kafkaRaw(raw json.RawMessage) (*logformat.KafkaOffsets, bool) {
 	}
 	return &k, true
 }
-
-func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
 
 // Topics returns every topic the restart reads: the topics to read from the broker.
 func (r *KafkaRestart) Topics() []string {

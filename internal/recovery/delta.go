@@ -96,7 +96,7 @@ func DeltaVersionsBehind(o logformat.DeltaSourceOffset, latest int64) int64 {
 func DeltaStart(ctx context.Context, cp *checkpoint.Checkpoint, res *Result, source int) (raw json.RawMessage, file string, err error) {
 	if res.RerunBatch != nil && res.RerunRange != nil {
 		L := *res.RerunBatch
-		if source < len(res.RerunRange.Start) && !isNull(res.RerunRange.Start[source]) {
+		if source < len(res.RerunRange.Start) && !NullOffset(res.RerunRange.Start[source]) {
 			prev, _ := cp.Offsets.Prev(L)
 			return res.RerunRange.Start[source], cp.Offsets.Path(prev), nil
 		}
@@ -115,7 +115,7 @@ func DeltaStart(ctx context.Context, cp *checkpoint.Checkpoint, res *Result, sou
 	}
 	for _, id := range ids {
 		raw, file, err := offsetLine(ctx, cp, id, source)
-		if err != nil || !isNull(raw) {
+		if err != nil || !NullOffset(raw) {
 			return raw, file, err
 		}
 	}
@@ -161,7 +161,7 @@ func assessDelta(ctx context.Context, cp *checkpoint.Checkpoint, tables []DeltaT
 		}
 		v.OffsetFile = file
 		switch {
-		case isNull(raw):
+		case NullOffset(raw):
 			v.Status, v.Message = DeltaNoOffset, "the restart has no offset for this source: a new query reads the table from its latest snapshot"
 		case !logformat.IsDeltaSourceOffset(string(raw)):
 			v.Status, v.Message = DeltaNotADelta, fmt.Sprintf("source %d's offset in %s is not a Delta source offset", dt.Source, file)
@@ -176,7 +176,7 @@ func assessDelta(ctx context.Context, cp *checkpoint.Checkpoint, tables []DeltaT
 			v.VersionsBehind = DeltaVersionsBehind(o, t.Latest)
 			if end, _, err := DeltaEnd(ctx, cp, dt.Source); err != nil {
 				return err
-			} else if e, err := logformat.ParseDeltaSourceOffset("", string(end)); err == nil && !isNull(end) {
+			} else if e, err := logformat.ParseDeltaSourceOffset("", string(end)); err == nil && !NullOffset(end) {
 				v.VersionsBehind = DeltaVersionsBehind(e, t.Latest)
 			}
 			judgeDelta(&v, o, t)

@@ -242,6 +242,18 @@ func commitConflict(r release, mode Mode, batch int64) sparkFailure {
 	return sparkFailure{exception: excAssertion, message: fmt.Sprintf("assertion failed: Concurrent update to the commit log. Multiple streaming jobs detected for %d", batch), exact: true}
 }
 
+// ConcurrentLogUpdate is what the sync engine of sparkVersion (a SparkVersions line) raises when
+// a log write finds its file already there, exception and message: CONCURRENT_STREAM_LOG_UPDATE
+// from 3.5. The one home of the text (the engine raises it too).
+func ConcurrentLogUpdate(sparkVersion string, batch int64) string {
+	rel, err := parseRelease(sparkVersion)
+	if err != nil {
+		rel, _ = parseRelease(DefaultSparkVersion)
+	}
+	f := commitConflict(rel, ModeSync, batch)
+	return f.exception + ": " + f.message
+}
+
 // offsetConflict is what Spark raises when offsetLog.add(batch) finds the path taken
 // (constructNextBatch): CONCURRENT_STREAM_LOG_UPDATE from 3.5, as for the commit log; before,
 // an assertion in the sync engine and AsyncOffsetSeqLog's IllegalStateException in 3.4's async

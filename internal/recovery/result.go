@@ -235,6 +235,10 @@ type Range struct {
 	End   []json.RawMessage `json:"end"`
 }
 
+// NullOffset reports whether a raw offset (of a Range, or an offsets file's source line read
+// as JSON) is null or empty: the source has no offset there. The one test of it.
+func NullOffset(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
 // PartitionRange is the re-run of one Kafka topic-partition. Offsets are
 // Kafka's "next offset to read", so Records = End - Start. Start is null when
 // Spark starts the partition from its earliest offset (a partition new since

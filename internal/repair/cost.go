@@ -2,9 +2,6 @@ package repair
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"io/fs"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
@@ -145,67 +142,27 @@ func kafkaOf(cp *checkpoint.Checkpoint, id int64, srcs []logformat.SourceOffset)
 	return p
 }
 
-// restartPositions is where the restart starts reading each Kafka partition: the start of the
-// re-run batch, else the end of the latest offsets file, else (a fresh start) the initial offsets
-// in sources/<i>/0.
+// restartPositions is where the restart starts reading each Kafka partition: the planner's
+// (recovery.PlanKafkaRestartFresh: the start of the re-run batch, else the end of the latest
+// offsets file, else, a fresh start, the initial offsets in sources/<i>/0). A source whose
+// start Spark resolves again from startingOffsets makes the positions unknown.
 func restartPositions(ctx context.Context, cp *checkpoint.Checkpoint, after *recovery.Result, nSources int) (positions, error) {
 	p := positions{m: map[sourcePartition]int64{}, known: true}
-	add := func(i int, raw string) {
-		ko, err := logformat.ParseKafkaOffsets("restart", raw)
-		if err != nil {
-			return
+	rs, err := recovery.PlanKafkaRestartFresh(ctx, cp, after, nSources)
+	if err != nil {
+		return p, err
+	}
+	for _, s := range rs.Sources {
+		if s.ResolvesStartingOffsets() {
+			p.known = false
+		}
+		if s.Start == nil {
+			continue
 		}
 		p.kafka = true
-		for tp, off := range ko.Map() {
-			p.m[sourcePartition{i, tp}] = off
-		}
-	}
-	initial := func(i int) error {
-		ini, err := cp.ReadKafkaInitialOffsets(ctx, i)
-		var le *logformat.Error
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			p.known = false // startingOffsets again: unknown
-			return nil
-		case errors.As(err, &le):
-			return nil // not a Kafka source, or unreadable: the planner reports it
-		case err != nil:
-			return err
-		}
-		add(i, ini.Offsets.JSON())
-		return nil
-	}
-	switch {
-	case after.RerunBatch != nil && after.RerunRange != nil:
-		for i, raw := range after.RerunRange.Start {
-			if isNull(raw) {
-				if err := initial(i); err != nil {
-					return p, err
-				}
-				continue
-			}
-			var s string
-			if json.Unmarshal(raw, &s) == nil {
-				add(i, s) // a JSON string: the offset text itself
-			} else {
-				add(i, string(raw))
-			}
-		}
-	case after.LatestOffsets != nil:
-		seq, err := cp.ReadOffsets(ctx, *after.LatestOffsets)
-		if err != nil {
-			return p, nil
-		}
-		q := kafkaOf(cp, *after.LatestOffsets, seq.Sources)
-		return q, nil
-	default:
-		for i := range nSources {
-			if err := initial(i); err != nil {
-				return p, err
-			}
+		for tp, off := range s.Start.Map() {
+			p.m[sourcePartition{s.Index, tp}] = off
 		}
 	}
 	return p, nil
 }
-
-func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }

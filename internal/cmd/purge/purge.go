@@ -17,6 +17,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/purge"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
@@ -114,7 +115,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	cli.AddOutputFlag(cmd, &output)
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Keep, "keep", 0, "keep the files of the newest `N` batches (at least --min-batches-to-retain)")
-	fl.IntVar(&opts.MinBatchesToRetain, "min-batches-to-retain", purge.DefaultMinBatchesToRetain, "the query's spark.sql.streaming.minBatchesToRetain")
+	fl.IntVar(&opts.MinBatchesToRetain, "min-batches-to-retain", logformat.DefaultMinBatchesToRetain, "the query's spark.sql.streaming.minBatchesToRetain")
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): delete the log files Spark would expire too")
 	opts.Apply.AddFlags(fl)
 	restart.AddFlags(cmd)

@@ -2,14 +2,18 @@
 // KafkaMicroBatchStream (driver) and KafkaDataConsumer (executors) report when offsets a query
 // needs are gone, and the instruction Spark appends to them. The engine's Kafka source
 // (internal/kafka) raises them; the recovery planner (internal/recovery) predicts them from the
-// broker's offsets. It is pure text, standard library only, so that the planner stays free of a
-// Kafka client. Texts are Spark 3.5's, byte for byte.
+// broker's offsets. It is pure text (standard library and logformat's TopicPartition), so that the
+// planner stays free of a Kafka client. Texts are Spark 3.5's, byte for byte.
 package dataloss
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
 // The instruction texts Spark 3.x appends to data-loss messages (KafkaSourceProvider
@@ -80,6 +84,21 @@ func TP(topic string, partition int32) string {
 // Set prints partition names (TP) as a Scala Set does: "Set(t-0, t-1)". Callers sort; Spark's
 // order is a hash order when the set holds more than four partitions.
 func Set(tps []string) string { return "Set(" + strings.Join(tps, ", ") + ")" }
+
+// PartitionSet prints partitions as a Scala Set[TopicPartition] does: "Set(t-0, t-1)", sorted
+// by topic and partition (Spark's order, insertion order for small sets and hash order for
+// larger ones, can differ when a set holds several partitions).
+func PartitionSet(tps []logformat.TopicPartition) string {
+	tps = slices.Clone(tps)
+	slices.SortFunc(tps, func(a, b logformat.TopicPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	parts := make([]string, len(tps))
+	for i, tp := range tps {
+		parts[i] = TP(tp.Topic, tp.Partition)
+	}
+	return Set(parts)
+}
 
 // CannotFindEarliest: partitions new since the last batch vanished before their earliest offsets
 // could be listed (before Driver's suffix).
