@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -31,10 +32,6 @@ const (
 	KindSinkOutput LocationKind = "sink-output"
 	KindSinkLog    LocationKind = "sink-log" // a file sink's _spark_metadata directory (or a copy)
 )
-
-// SinkLogDir is the name of a file sink's log directory (sinklog.Dir; checkpoint may not import
-// sinklog).
-const SinkLogDir = "_spark_metadata"
 
 // Location is the result of Detect.
 type Location struct {
@@ -99,7 +96,7 @@ func Detect(ctx context.Context, s storage.Store) (*Location, error) {
 	case DirOffsets, DirCommits, DirSources, DirState:
 		loc.Kind, loc.LogDir, loc.Parent = KindLogDir, base, uriParent(loc.URI)
 		return loc, nil
-	case SinkLogDir:
+	case sinklog.Dir:
 		loc.Kind = KindSinkLog
 		return loc, nil
 	}
@@ -109,7 +106,7 @@ func Detect(ctx context.Context, s storage.Store) (*Location, error) {
 	for _, e := range entries {
 		name := path.Base(e.Path)
 		switch {
-		case e.IsDir && name == SinkLogDir:
+		case e.IsDir && name == sinklog.Dir:
 			loc.Kind = KindSinkOutput
 			return loc, nil
 		case e.IsDir:
@@ -298,9 +295,9 @@ func (e *NotCheckpointError) Error() string {
 	case KindLogDir:
 		return fmt.Sprintf("%sthis is the %s/ directory of a checkpoint; pass the directory above it:\n  %s %s", head, l.LogDir, cmd, l.Parent)
 	case KindSinkOutput:
-		return head + "this is a file sink's output directory (it holds " + SinkLogDir + "/); pass it with --sink next to the query's checkpoint, or run ckpt inspect on it"
+		return head + "this is a file sink's output directory (it holds " + sinklog.Dir + "/); pass it with --sink next to the query's checkpoint, or run ckpt inspect on it"
 	case KindSinkLog:
-		return head + "this is a file sink's log (" + SinkLogDir + "), not a checkpoint; run ckpt inspect on it"
+		return head + "this is a file sink's log (" + sinklog.Dir + "), not a checkpoint; run ckpt inspect on it"
 	case KindParent:
 		var b strings.Builder
 		more := ""

@@ -17,6 +17,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/flagfile"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
@@ -209,7 +210,7 @@ func parseProperties(data []byte) (map[string]string, error) {
 
 // ReadTopics connects with the flags, reads the topics' offsets (Read) within Timeout and
 // closes the connection: what doctor, inspect and repair need from the broker.
-func (f *BrokerFlags) ReadTopics(ctx context.Context, topics []string) (*topicstate.State, error) {
+func (f *BrokerFlags) ReadTopics(ctx context.Context, topics []string) (*recovery.BrokerState, error) {
 	adm, err := f.Client(ctx)
 	if err != nil {
 		return nil, err

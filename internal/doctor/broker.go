@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/shell"
 )
 
 // Broker is what doctor compares the checkpoint with on the Kafka broker (Options.Broker, from
@@ -81,7 +82,7 @@ func (r *runner) brokerFinding(is recovery.RestartIssue, b *Broker) Finding {
 	if sev == Error && is.Code != CodeTopicMissing {
 		args := make([]string, 0, len(b.CommandArgs)+1)
 		for _, a := range b.CommandArgs {
-			args = append(args, ShellQuote(a))
+			args = append(args, shell.Quote(a))
 		}
 		f.Commands = []string{r.cmd("replay", append(args, "--fail-on-data-loss=false")...)}
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/kafka"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 	"github.com/ckpt-dev/ckpt/internal/topicstate/brokertest"
 )
 
@@ -206,7 +205,7 @@ func TestBrokerPartitionsRemoved(t *testing.T) {
 	if want := "java.lang.IllegalStateException: Set(" + topic + "-2) are gone. Some data may have been missed.. " + kafka.InstructionFailOnDataLossTrue; *fs[0].SparkError != want {
 		t.Fatalf("spark error %q", *fs[0].SparkError)
 	}
-	if fs[0].Kafka.Records != topicstate.Unknown || !strings.HasSuffix(fs[0].Message, "(records affected: unknown)") {
+	if fs[0].Kafka.Records != recovery.Unknown || !strings.HasSuffix(fs[0].Message, "(records affected: unknown)") {
 		t.Fatalf("finding %+v", fs[0])
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/deltalog"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
 )
 
 // sourceCountFailure reports the offsets file that fails Spark's source-count assertion
@@ -95,9 +96,9 @@ func (r *runner) sink() {
 	if s == nil {
 		return
 	}
-	sinkPath := "sink:" + SinkLogDir
+	sinkPath := "sink:" + sinklog.Dir
 	if s.Latest >= 0 {
-		sinkPath = fmt.Sprintf("sink:%s/%d", SinkLogDir, s.Latest)
+		sinkPath = fmt.Sprintf("sink:%s/%d", sinklog.Dir, s.Latest)
 	}
 	kind, skipped := "file sink", fmt.Sprintf("INFO FileStreamSink: Skipping already committed batch %d", nextOrRerun(r.res))
 	where := "right directory"

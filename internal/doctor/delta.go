@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/shell"
 )
 
 // delta reports what the planner found on the query's Delta source tables (Options.Delta):
@@ -35,7 +36,7 @@ func (r *runner) delta() {
 				"Start the query on a new checkpoint with startingVersion %d (the earliest version the log holds) to read on from there, or restart once "+
 				"with the source option failOnDataLoss=false and accept the skipped versions. Keep delta.logRetentionDuration above the longest time the query "+
 				"can be stopped or behind (the command below shows how far behind it is).", v.EarliestCommit)
-			f.Commands = []string{r.cmd("lag", "--delta-table", ShellQuote(fmt.Sprintf("%d=%s", v.Source, v.Location)))}
+			f.Commands = []string{r.cmd("lag", "--delta-table", shell.Quote(fmt.Sprintf("%d=%s", v.Source, v.Location)))}
 		}
 		r.add(f)
 	}

@@ -72,18 +72,3 @@ func TestParseSeverity(t *testing.T) {
 		t.Error("accepted fatal")
 	}
 }
-
-func TestShellQuote(t *testing.T) {
-	for in, want := range map[string]string{
-		"/data/ckpt":   "/data/ckpt",
-		"s3://b/p":     "s3://b/p",
-		"my ckpt":      "'my ckpt'",
-		"it's":         `'it'\''s'`,
-		"":             "''",
-		"/a/$HOME/`x`": "'/a/$HOME/`x`'",
-	} {
-		if got := doctor.ShellQuote(in); got != want {
-			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
-		}
-	}
-}

@@ -21,6 +21,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/deltalog"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/state"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -63,9 +64,6 @@ type Options struct {
 	// stands for the sink as SinkLatest does, with the Delta sink's words. nil: none.
 	DeltaSink *deltalog.SinkTxn
 }
-
-// SinkLogDir is where a file sink keeps its log below the output directory (sinklog.Dir).
-const SinkLogDir = sinklog.Dir
 
 // maxListed bounds file lists in findings so that 100k leftovers do not make a 100k-line report.
 const maxListed = 20
@@ -194,7 +192,7 @@ func (r *runner) add(f Finding) {
 
 // cmd renders a ckpt command line for this checkpoint.
 func (r *runner) cmd(sub string, extra ...string) string {
-	parts := []string{"ckpt", sub, ShellQuote(r.loc)}
+	parts := []string{"ckpt", sub, shell.Quote(r.loc)}
 	parts = append(parts, extra...)
 	return strings.Join(parts, " ")
 }
@@ -202,14 +200,14 @@ func (r *runner) cmd(sub string, extra ...string) string {
 // repairCmd passes --sink on, so that repair refuses to delete offsets the sink already has.
 func (r *runner) repairCmd() string {
 	if r.opts.SinkLocation != "" {
-		return r.cmd("repair", r.sinkFlag(), ShellQuote(r.opts.SinkLocation), "--execute")
+		return r.cmd("repair", r.sinkFlag(), shell.Quote(r.opts.SinkLocation), "--execute")
 	}
 	return r.cmd("repair", "--execute")
 }
 
 func (r *runner) replayCmd() string {
 	if r.opts.SinkLocation != "" {
-		return r.cmd("replay", r.sinkFlag(), ShellQuote(r.opts.SinkLocation))
+		return r.cmd("replay", r.sinkFlag(), shell.Quote(r.opts.SinkLocation))
 	}
 	return r.cmd("replay")
 }

@@ -112,23 +112,4 @@ func sortFindings(fs []Finding) {
 	})
 }
 
-// ShellQuote quotes s for a POSIX shell when it needs it, so that printed commands can be pasted
-// as they are.
-func ShellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	safe := true
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 func ptr[T any](v T) *T { return &v }

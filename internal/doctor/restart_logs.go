@@ -11,6 +11,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/shell"
 )
 
 // latestNotReadable reports the planner's unreadable newest entry of a log.
@@ -54,7 +55,7 @@ func (r *runner) batchSpanTooLarge() {
 			SparkError: sparkError(r.res, false),
 			Fix: "Start a new checkpoint where this one stands: the command below prints the startingOffsets of the latest committed batch for the new query " +
 				"(a stateless query; state cannot move). Keep this checkpoint until the new query runs.",
-			Commands: []string{"ckpt offsets export " + ShellQuote(r.loc)},
+			Commands: []string{"ckpt offsets export " + shell.Quote(r.loc)},
 		})
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -20,7 +21,7 @@ func TestSinkOutputDirRemoteStores(t *testing.T) {
 		want   string
 	}{
 		{storage.NewGCSAt(storage.GCSEndpoint, nil, "bucket", "out/_spark_metadata"), "", "gs://bucket/out"},
-		{storage.NewGCSAt(storage.GCSEndpoint, nil, "bucket", "out"), SinkLogDir, "gs://bucket/out"},
+		{storage.NewGCSAt(storage.GCSEndpoint, nil, "bucket", "out"), sinklog.Dir, "gs://bucket/out"},
 		{hd, "", "hdfs://nn:8020/data/out"},
 	} {
 		got, ok := sinkOutputDir(c.st, c.logDir)

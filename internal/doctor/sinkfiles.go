@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 )
 
@@ -12,7 +13,7 @@ import (
 // its output directory (sinklog.Verify, the check behind `ckpt sink verify`). It needs the output
 // directory: a --sink that names _spark_metadata itself is skipped.
 func (r *runner) sinkFiles() error {
-	if r.opts.Sink == nil || path.Base(strings.TrimRight(r.opts.Sink.URI(), "/")) == SinkLogDir {
+	if r.opts.Sink == nil || path.Base(strings.TrimRight(r.opts.Sink.URI(), "/")) == sinklog.Dir {
 		return nil
 	}
 	v, err := sinklog.Verify(r.ctx, r.opts.Sink, sinklog.VerifyOptions{MaxProblems: maxListed})
@@ -65,11 +66,11 @@ func SinkFindings(v *sinklog.Verification, sinkLocation string) []Finding {
 			Explanation: firstParagraph(c.Explanation), Fix: firstParagraph(c.Fix), Commands: []string{}}
 		switch code {
 		case CodeSinkLogBatchMissing:
-			f.Commands = []string{"ckpt sink repair " + ShellQuote(sinkLocation)}
+			f.Commands = []string{"ckpt sink repair " + shell.Quote(sinkLocation)}
 		case CodeSinkFileMissing:
-			f.Commands = []string{"ckpt sink repair " + ShellQuote(sinkLocation) + " --drop-missing"}
+			f.Commands = []string{"ckpt sink repair " + shell.Quote(sinkLocation) + " --drop-missing"}
 		case CodeSinkFileExtra:
-			f.Commands = []string{"ckpt sink verify " + ShellQuote(sinkLocation) + " -o json"}
+			f.Commands = []string{"ckpt sink verify " + shell.Quote(sinkLocation) + " -o json"}
 		}
 		out = append(out, f)
 	}

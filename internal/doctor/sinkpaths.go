@@ -152,11 +152,11 @@ func (r *runner) sinkEntries() error {
 	seenFile := map[string]bool{}
 	for _, e := range outside {
 		if len(shown) < 5 {
-			shown = append(shown, fmt.Sprintf("%q (in %s)", e.path, path.Join(SinkLogDir, path.Base(e.file))))
+			shown = append(shown, fmt.Sprintf("%q (in %s)", e.path, path.Join(sinklog.Dir, path.Base(e.file))))
 		}
 		if !seenFile[e.file] {
 			seenFile[e.file] = true
-			files = append(files, "sink:"+path.Join(SinkLogDir, path.Base(e.file)))
+			files = append(files, "sink:"+path.Join(sinklog.Dir, path.Base(e.file)))
 		}
 	}
 	more := ""

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/state"
 )
 
@@ -233,7 +234,7 @@ func (r *runner) stateFinding(code string, sev Severity, path string, files []st
 		files = []string{}
 	}
 	return Finding{Code: code, Severity: sev, Path: path, Files: files, Message: msg, Explanation: c.Explanation,
-		SparkError: spark, Fix: c.Fix, Commands: []string{"ckpt state ls " + ShellQuote(r.loc)}}
+		SparkError: spark, Fix: c.Fix, Commands: []string{"ckpt state ls " + shell.Quote(r.loc)}}
 }
 
 func (r *runner) statePartitions(op *state.Operator, st *state.Store, shuffle int, need int64) {

@@ -110,7 +110,7 @@ const (
 
 // TimestampPositions are the records whose timestamps lag in time needs: the first unread
 // record of each partition with lag, and the last record of each non-empty partition.
-func (p *Position) TimestampPositions(st *topicstate.State) []topicstate.At {
+func (p *Position) TimestampPositions(st *recovery.BrokerState) []topicstate.At {
 	var out []topicstate.At
 	for _, s := range p.Sources {
 		for _, tp := range partitionsFor(s, st) {
@@ -135,7 +135,7 @@ func (p *Position) TimestampPositions(st *topicstate.State) []topicstate.At {
 
 // partitionsFor lists a source's partitions: those in its offsets and, for the topics it
 // reads, those the broker has (new partitions).
-func partitionsFor(s SourcePosition, st *topicstate.State) []logformat.TopicPartition {
+func partitionsFor(s SourcePosition, st *recovery.BrokerState) []logformat.TopicPartition {
 	seen := map[logformat.TopicPartition]bool{}
 	var out []logformat.TopicPartition
 	add := func(tp logformat.TopicPartition) {
@@ -152,7 +152,7 @@ func partitionsFor(s SourcePosition, st *topicstate.State) []logformat.TopicPart
 		for tp := range o.Map() {
 			add(tp)
 		}
-		topics = append(topics, topicstate.Topics(*o)...)
+		topics = append(topics, recovery.KafkaTopics(*o)...)
 	}
 	for _, name := range topics {
 		if t := st.Topic(name); t != nil {
@@ -169,7 +169,7 @@ func partitionsFor(s SourcePosition, st *topicstate.State) []logformat.TopicPart
 
 // Compute puts a checkpoint's position next to the broker's offsets. ts holds the record
 // timestamps fetched for TimestampPositions (nil: no lag in time); now dates the commit age.
-func Compute(p *Position, st *topicstate.State, ts map[topicstate.At]time.Time, now time.Time) CheckpointLag {
+func Compute(p *Position, st *recovery.BrokerState, ts map[topicstate.At]time.Time, now time.Time) CheckpointLag {
 	cl := CheckpointLag{Checkpoint: p.Location, LastCommitBatch: p.LastCommit, CorruptCommits: p.CorruptCommits, InFlightBatch: p.InFlight,
 		Partitions: []PartitionLag{}, Issues: []recovery.BrokerIssue{}}
 	fails := false
@@ -240,7 +240,7 @@ func Compute(p *Position, st *topicstate.State, ts map[topicstate.At]time.Time, 
 }
 
 // timeLag is the record time between the first unread record and the last record.
-func timeLag(tp logformat.TopicPartition, bp topicstate.Partition, from, lag int64, ts map[topicstate.At]time.Time) (*float64, *time.Time, *time.Time) {
+func timeLag(tp logformat.TopicPartition, bp recovery.BrokerPartition, from, lag int64, ts map[topicstate.At]time.Time) (*float64, *time.Time, *time.Time) {
 	var first, last *time.Time
 	if bp.End > bp.Start {
 		if t, ok := ts[topicstate.At{Topic: tp.Topic, Partition: tp.Partition, Offset: bp.End - 1}]; ok {

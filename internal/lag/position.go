@@ -15,7 +15,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Position is where one checkpoint stands: its latest commit and, per Kafka source, the
@@ -45,7 +44,7 @@ type Position struct {
 
 // Replan predicts the restart again with the broker's offsets (recovery.Options.Broker), so
 // that Restart says what the broker makes of it (records gone, partitions removed).
-func (p *Position) Replan(ctx context.Context, st *topicstate.State) error {
+func (p *Position) Replan(ctx context.Context, st *recovery.BrokerState) error {
 	if p.cp == nil {
 		return nil
 	}
@@ -106,7 +105,7 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range topicstate.KafkaSources(seq) {
+		for _, s := range recovery.KafkaSources(seq) {
 			sp := get(s.Index)
 			sp.Committed, sp.CommittedFile = &s.Offsets, cp.Offsets.Path(C)
 		}
@@ -117,7 +116,7 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range topicstate.KafkaSources(seq) {
+		for _, s := range recovery.KafkaSources(seq) {
 			sp := get(s.Index)
 			sp.InFlight = &s.Offsets
 			if !hasC {
@@ -167,7 +166,7 @@ func (p *Position) Topics() []string {
 			offs = append(offs, *s.InFlight)
 		}
 	}
-	return topicstate.Topics(offs...)
+	return recovery.KafkaTopics(offs...)
 }
 
 // CommitProblem is a commit file that cannot be parsed.

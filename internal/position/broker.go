@@ -9,7 +9,6 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Partition is one Kafka partition's log as the broker has it: offsets Start (the log start,
@@ -32,7 +31,7 @@ type Broker interface {
 // Access is how NewBroker reaches the cluster: the command's broker flags (cli.BrokerFlags), kept
 // as an interface so this logic package does not import the CLI layer.
 type Access interface {
-	ReadTopics(ctx context.Context, topics []string) (*topicstate.State, error)
+	ReadTopics(ctx context.Context, topics []string) (*recovery.BrokerState, error)
 	Client(ctx context.Context) (*kadm.Client, error)
 	Context(ctx context.Context) (context.Context, context.CancelFunc)
 }
@@ -49,7 +48,7 @@ func NewBroker(ctx context.Context, f Access, topics []string) (Broker, error) {
 
 type kafkaBroker struct {
 	flags Access
-	st    *topicstate.State
+	st    *recovery.BrokerState
 }
 
 func (b *kafkaBroker) Partitions(topic string) ([]Partition, bool) {

@@ -40,7 +40,7 @@ func (p *SinkReset) RepairPlan() *repair.Plan {
 // must end at batch next-1 as the checkpoint does. A compaction batch would need the entries of
 // every earlier batch in one file: refused.
 func planSinkReset(ctx context.Context, sink storage.Store, next int64) (*SinkReset, string, error) {
-	es, err := sink.List(ctx, repair.SinkLogDir)
+	es, err := sink.List(ctx, sinklog.Dir)
 	if err != nil {
 		return nil, "", err
 	}
@@ -68,7 +68,7 @@ func planSinkReset(ctx context.Context, sink storage.Store, next int64) (*SinkRe
 	if sinklog.IsCompactionBatch(next, interval) {
 		return nil, fmt.Sprintf("batch %d is a compaction batch of the file sink's log (interval %d): its entry would have to hold every file of the output, which ckpt offsets reset does not write. Let the query run one more batch first", next, interval), nil
 	}
-	p := &SinkReset{Sink: sink.URI(), Actions: []repair.Action{{Op: repair.OpWrite, Path: fmt.Sprintf("%s/%d", repair.SinkLogDir, next), Data: []byte("v1"),
+	p := &SinkReset{Sink: sink.URI(), Actions: []repair.Action{{Op: repair.OpWrite, Path: fmt.Sprintf("%s/%d", sinklog.Dir, next), Data: []byte("v1"),
 		Reason: fmt.Sprintf("file sink log entry of batch %d, with no file: the batch never runs, and a log without it fails every reader of the output", next)}}}
 	for i := range p.Actions {
 		if err := repair.Fill(ctx, sink, &p.Actions[i]); err != nil {

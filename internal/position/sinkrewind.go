@@ -8,6 +8,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -36,7 +37,7 @@ func (p *SinkRewind) RepairPlan() *repair.Plan {
 // compaction file above n holds the entries of every batch up to it, so it cannot simply move:
 // refused.
 func planSinkRewind(ctx context.Context, sink storage.Store, n int64) (*SinkRewind, string, error) {
-	es, err := sink.List(ctx, repair.SinkLogDir)
+	es, err := sink.List(ctx, sinklog.Dir)
 	if err != nil {
 		return nil, "", err
 	}

@@ -3,7 +3,6 @@ package repair
 import (
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // counter counts the Kafka records between two offsets of a partition: their difference, or,
@@ -11,10 +10,10 @@ import (
 // log start and end): what a restart really reads again, or never reads. A partition of a topic
 // the state was not read for is counted by difference.
 type counter struct {
-	st *topicstate.State
+	st *recovery.BrokerState
 }
 
-func newCounter(st *topicstate.State) counter { return counter{st: st} }
+func newCounter(st *recovery.BrokerState) counter { return counter{st: st} }
 
 // records counts [from, until) of tp.
 func (c counter) records(tp logformat.TopicPartition, from, until int64) int64 {

@@ -6,7 +6,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // sourcePartition keys a Kafka position by source index and topic-partition.
@@ -28,7 +27,7 @@ type positions struct {
 // file and a commit), or, with --sink, present in the file sink's log. The restart's start and the
 // re-run come from the planner's result on the repaired checkpoint; ckpt only subtracts Kafka
 // offsets, or, with the broker's state, counts the offsets between them that still exist there.
-func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *recovery.Result, sinkLatest *int64, broker *topicstate.State) (Replay, error) {
+func replayCost(ctx context.Context, orig, cur *checkpoint.Checkpoint, after *recovery.Result, sinkLatest *int64, broker *recovery.BrokerState) (Replay, error) {
 	r := Replay{ReplayedBatches: Batches{}, LostBatches: Batches{}, SkippedBatches: Batches{}, NextBatch: after.NextBatch, RerunBatch: after.RerunBatch}
 	if after.Skipped != nil {
 		r.SkippedBatches = Batches{after.Skipped.Span}

@@ -9,7 +9,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
-	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
 // Strategy is a way out of `missing-previous-offsets` (batch L-1's offsets file is missing). Other
@@ -75,7 +74,7 @@ type Options struct {
 	// topicstate.Read of recovery.CheckpointTopics); with it the Kafka records of Replay
 	// count what really exists on the broker instead of subtracting offsets (broker.go).
 	// nil: offsets are subtracted.
-	Broker *topicstate.State
+	Broker *recovery.BrokerState
 }
 
 // Plan is what a repair would do and what it would cost. It is a pure function of the checkpoint

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -13,11 +14,11 @@ import (
 // bytes and Resume into the rebuilt ones, including the state between the delete and the write.
 func TestReplaceFaults(t *testing.T) {
 	ctx := context.Background()
-	const p = SinkLogDir + "/19.compact"
+	const p = sinklog.Dir + "/19.compact"
 	damaged, rebuilt := []byte("v1\n{\"path\":"), []byte("v1\n{\"path\":\"file:/out/part-0\",\"size\":1,\"isDir\":false,\"modificationTime\":1,\"blockReplication\":1,\"blockSize\":1,\"action\":\"add\"}")
 	newStore := func(*testing.T) storage.Store { return storage.NewMem() }
 	base := newStore(t)
-	for path, data := range map[string][]byte{p: damaged, SinkLogDir + "/20": []byte("v1"), "part-0": []byte("x")} {
+	for path, data := range map[string][]byte{p: damaged, sinklog.Dir + "/20": []byte("v1"), "part-0": []byte("x")} {
 		if err := base.WriteFile(ctx, path, data); err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func TestReplaceFaults(t *testing.T) {
 		}
 	}
 	// Replace is confined to a sink log's compaction files.
-	for _, bad := range []string{"offsets/3", "metadata", SinkLogDir + "/3"} {
+	for _, bad := range []string{"offsets/3", "metadata", sinklog.Dir + "/3"} {
 		if err := checkAction(stores{cp: base}, Action{Op: OpReplace, Path: bad}); err == nil {
 			t.Errorf("replace of %s accepted", bad)
 		}

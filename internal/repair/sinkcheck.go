@@ -8,6 +8,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
 )
 
 // verifySink checks, for a journal that changed a file sink's log with the checkpoint, that the
@@ -23,7 +24,7 @@ func verifySink(ctx context.Context, st stores, j *Journal) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	es, err := st.sink.List(ctx, SinkLogDir)
+	es, err := st.sink.List(ctx, sinklog.Dir)
 	if err != nil {
 		return "", err
 	}
@@ -46,7 +47,7 @@ func verifySink(ctx context.Context, st stores, j *Journal) (string, error) {
 	}
 	if c, ok := cp.Commits.Latest(); ok && latest < c {
 		return fmt.Sprintf("the file sink's log %s ends at batch %d, but the checkpoint commits batch %d: every read of the output would fail on %s/%d",
-			j.Sink, latest, c, SinkLogDir, latest+1), nil
+			j.Sink, latest, c, sinklog.Dir, latest+1), nil
 	}
 	if l, ok := cp.Offsets.Latest(); ok && latest > l {
 		return fmt.Sprintf("the file sink's log %s has batch %d, beyond the checkpoint's latest offsets %d: Spark would skip that batch's output", j.Sink, latest, l), nil

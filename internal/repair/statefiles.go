@@ -2,12 +2,12 @@ package repair
 
 import (
 	"fmt"
-
-	"github.com/ckpt-dev/ckpt/internal/doctor"
-	"github.com/ckpt-dev/ckpt/internal/storage"
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
+	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // stateSuffixes are the versioned files of the state stores: HDFSBackedStateStoreProvider's
@@ -84,9 +84,6 @@ func confineState(s storage.Store, p string, c *confinedDirs) error {
 	return nil
 }
 
-// SinkLogDir is a file sink's log directory in its output directory (sinklog.Dir).
-const SinkLogDir = doctor.SinkLogDir
-
 // IsSinkLogFile reports whether p is a batch file of a file sink's log, _spark_metadata/<n> or
 // _spark_metadata/<n>.compact, or the Hadoop checksum of one: the files `ckpt rewind --sink`
 // moves into the backup of the sink's own journal.
@@ -95,7 +92,7 @@ func IsSinkLogFile(p string) bool {
 		return false
 	}
 	dir, name := path.Split(p)
-	if dir != SinkLogDir+"/" {
+	if dir != sinklog.Dir+"/" {
 		return false
 	}
 	if n, isCRC := strings.CutSuffix(name, ".crc"); isCRC {

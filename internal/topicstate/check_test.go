@@ -29,7 +29,7 @@ func TestReadOffsets(t *testing.T) {
 	if len(st.Topics) != 1 || st.Topics[0].Topic != topic || !slices.Equal(st.Missing, []string{missing}) || !st.IsMissing(missing) {
 		t.Fatalf("state %+v", st)
 	}
-	want := []Partition{{Partition: 0, Start: 6, End: 10}, {Partition: 1, Start: 0, End: 0}, {Partition: 2, Start: 0, End: 4}}
+	want := []recovery.BrokerPartition{{Partition: 0, Start: 6, End: 10}, {Partition: 1, Start: 0, End: 0}, {Partition: 2, Start: 0, End: 4}}
 	if !slices.Equal(st.Topics[0].Partitions, want) {
 		t.Fatalf("partitions %+v, want %+v", st.Topics[0].Partitions, want)
 	}
@@ -114,7 +114,7 @@ func TestCheckTopicRecreated(t *testing.T) {
 		t.Fatalf("issues %v", got)
 	}
 	rm, rc := issues[0], issues[1]
-	if rm.CheckpointOffset != 10 || rm.LogStart != Unknown || rm.Records != Unknown || !rm.Fails ||
+	if rm.CheckpointOffset != 10 || rm.LogStart != recovery.Unknown || rm.Records != recovery.Unknown || !rm.Fails ||
 		rm.SparkMessage != "Set("+topic+"-2) are gone. Some data may have been missed.. "+dataloss.InstructionTrue {
 		t.Fatalf("partitions-removed %+v", rm)
 	}
@@ -146,7 +146,7 @@ func TestCheckPartitionsAdded(t *testing.T) {
 		t.Fatalf("issues %v", got)
 	}
 	atZero, notZero := issues[0], issues[1]
-	if atZero.DataLoss || atZero.Fails || atZero.Records != 0 || atZero.SparkMessage != "" || atZero.CheckpointOffset != Unknown || atZero.LogEnd != 4 {
+	if atZero.DataLoss || atZero.Fails || atZero.Records != 0 || atZero.SparkMessage != "" || atZero.CheckpointOffset != recovery.Unknown || atZero.LogEnd != 4 {
 		t.Fatalf("partition starting at 0: %+v", atZero)
 	}
 	if want := "Added partition " + topic + "-2 starts from 3 instead of 0. Some data may have been missed. " + dataloss.InstructionTrue; notZero.SparkMessage != want {
@@ -179,7 +179,7 @@ func TestCheckTopicMissing(t *testing.T) {
 			t.Fatalf("issues %v", codes(issues))
 		}
 		is := issues[0]
-		if is.Code != recovery.ReasonTopicMissing || is.Topic != topic || is.Partition != -1 || is.Records != Unknown || !is.Fails || !is.DataLoss {
+		if is.Code != recovery.ReasonTopicMissing || is.Topic != topic || is.Partition != -1 || is.Records != recovery.Unknown || !is.Fails || !is.DataLoss {
 			t.Fatalf("issue %+v", is)
 		}
 		if want := "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic " + topic + " not found."; is.SparkMessage != want {
@@ -193,10 +193,10 @@ func TestCheckTopicMissing(t *testing.T) {
 
 // Issues come in the order Spark meets them; offline state (no broker) exercises every code.
 func TestCheckOrder(t *testing.T) {
-	st := &State{
-		Topics: []Topic{
-			{Topic: "a", Partitions: []Partition{{Partition: 0, Start: 10, End: 20}, {Partition: 1, Start: 0, End: 5}, {Partition: 2, Start: 7, End: 9}}},
-			{Topic: "b", Partitions: []Partition{{Partition: 0, Start: 0, End: 3}}},
+	st := &recovery.BrokerState{
+		Topics: []recovery.BrokerTopic{
+			{Topic: "a", Partitions: []recovery.BrokerPartition{{Partition: 0, Start: 10, End: 20}, {Partition: 1, Start: 0, End: 5}, {Partition: 2, Start: 7, End: 9}}},
+			{Topic: "b", Partitions: []recovery.BrokerPartition{{Partition: 0, Start: 0, End: 3}}},
 		},
 		Missing: []string{"c"},
 	}
@@ -220,7 +220,7 @@ func TestCheckOrder(t *testing.T) {
 
 // A topic the state was not read for is not reported missing.
 func TestCheckUnreadTopic(t *testing.T) {
-	st := &State{Topics: []Topic{{Topic: "a", Partitions: []Partition{{Partition: 0, Start: 0, End: 5}}}}}
+	st := &recovery.BrokerState{Topics: []recovery.BrokerTopic{{Topic: "a", Partitions: []recovery.BrokerPartition{{Partition: 0, Start: 0, End: 5}}}}}
 	if issues := recovery.CheckBroker(offsets("a:0=5", "b:0=1"), st, true); len(issues) != 0 {
 		t.Fatalf("issues %v", codes(issues))
 	}

@@ -51,12 +51,12 @@ type PartitionCount struct {
 // still exist on the broker: the range [start, end) clamped to [logStart, logEnd). It reads
 // nothing from the broker (st holds the offsets); CountExact refines the counts by reading.
 // Partitions of start that end lacks are not read by the batch and are left out, as Spark does.
-func CountRange(st *State, start, end logformat.KafkaOffsets) []PartitionCount {
+func CountRange(st *recovery.BrokerState, start, end logformat.KafkaOffsets) []PartitionCount {
 	from, until := start.Map(), end.Map()
 	var out []PartitionCount
 	for _, tp := range sortedKeys(until) {
 		u := until[tp]
-		c := PartitionCount{Topic: tp.Topic, Partition: tp.Partition, Until: u, LogStart: Unknown, LogEnd: Unknown}
+		c := PartitionCount{Topic: tp.Topic, Partition: tp.Partition, Until: u, LogStart: recovery.Unknown, LogEnd: recovery.Unknown}
 		p, onBroker := st.Lookup(tp.Topic, tp.Partition)
 		if onBroker {
 			c.LogStart, c.LogEnd = p.Start, p.End
@@ -69,7 +69,7 @@ func CountRange(st *State, start, end logformat.KafkaOffsets) []PartitionCount {
 			c.From = p.Start
 			c.Note = "not in the start offsets: read from the earliest offset"
 		default:
-			c.From = Unknown
+			c.From = recovery.Unknown
 			c.Note = "not in the start offsets and not on the broker"
 			out = append(out, c)
 			continue
@@ -213,7 +213,7 @@ func partitionLists(m map[string]map[int32]kgo.Offset) map[string][]int32 {
 // CountRestart counts, per re-running source of r with a known start and end, the records its
 // recorded range holds on the broker (CountRange), by source index. Sources that start a new
 // batch have no recorded range and no counts.
-func CountRestart(r *recovery.KafkaRestart, st *State) map[int][]PartitionCount {
+func CountRestart(r *recovery.KafkaRestart, st *recovery.BrokerState) map[int][]PartitionCount {
 	out := map[int][]PartitionCount{}
 	if r == nil {
 		return out

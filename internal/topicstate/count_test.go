@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
 // CountRange clamps the re-run range to what the broker still holds.
@@ -48,8 +50,8 @@ func TestCountRange(t *testing.T) {
 	// Offsets that went backwards and partitions the broker lacks read nothing.
 	back := CountRange(st, offsets(topic+":1=15", topic+":7=1"), offsets(topic+":1=3", topic+":7=4", topic+":8=2"))
 	if back[0].Records != 0 || back[0].Offsets != 0 || back[0].Note == "" ||
-		back[1].LogStart != Unknown || back[1].Offsets != 3 || back[1].Records != 0 ||
-		back[2].From != Unknown || back[2].Note != "not in the start offsets and not on the broker" {
+		back[1].LogStart != recovery.Unknown || back[1].Offsets != 3 || back[1].Records != 0 ||
+		back[2].From != recovery.Unknown || back[2].Note != "not in the start offsets and not on the broker" {
 		t.Fatalf("counts %+v", back)
 	}
 }

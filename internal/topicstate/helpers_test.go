@@ -13,6 +13,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/embedkafka/kafkatest"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
 // testBroker is an embedded kfake broker on a free port with an admin client for arranging
@@ -43,7 +44,7 @@ func (tb *testBroker) reader() (*kadm.Client, *kgo.Client) {
 	return kadm.NewClient(cl), cl
 }
 
-func (tb *testBroker) read(topics ...string) *State {
+func (tb *testBroker) read(topics ...string) *recovery.BrokerState {
 	tb.t.Helper()
 	adm, _ := tb.reader()
 	st, err := Read(tb.ctx, adm, topics)

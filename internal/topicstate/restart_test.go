@@ -65,7 +65,7 @@ func (m *memCheckpoint) plan() (*checkpoint.Checkpoint, *recovery.Result) {
 }
 
 // planWith plans the restart with the broker's state (Options.Broker).
-func (m *memCheckpoint) planWith(st *State, failOnDataLossFalse bool) *recovery.Result {
+func (m *memCheckpoint) planWith(st *recovery.BrokerState, failOnDataLossFalse bool) *recovery.Result {
 	m.t.Helper()
 	cp, err := checkpoint.Load(context.Background(), m.s)
 	if err != nil {
@@ -94,7 +94,7 @@ func (m *memCheckpoint) restart() (*checkpoint.Checkpoint, *recovery.Result, *re
 // CheckBrokerRerun models the re-run of a recorded range: new partitions on the driver, then the
 // executors' reads.
 func TestCheckRerunOffline(t *testing.T) {
-	st := &State{Topics: []Topic{{Topic: "a", Partitions: []Partition{{Partition: 0, Start: 10, End: 20}, {Partition: 1, Start: 0, End: 5}, {Partition: 2, Start: 3, End: 9}, {Partition: 4, Start: 0, End: 2}}}}}
+	st := &recovery.BrokerState{Topics: []recovery.BrokerTopic{{Topic: "a", Partitions: []recovery.BrokerPartition{{Partition: 0, Start: 10, End: 20}, {Partition: 1, Start: 0, End: 5}, {Partition: 2, Start: 3, End: 9}, {Partition: 4, Start: 0, End: 2}}}}}
 	start := offsets("a:0=4", "a:1=2", "a:4=0", "a:5=1")
 	end := offsets("a:0=15", "a:1=8", "a:2=6", "a:3=4", "a:4=2", "a:6=0")
 	got := recovery.CheckBrokerRerun(start, end, st, true)
@@ -107,7 +107,7 @@ func TestCheckRerunOffline(t *testing.T) {
 	if want := "Cannot find earliest offsets of Set(a-3, a-6). Some data may have been missed. " + dataloss.InstructionTrue; gone.SparkMessage != want || got[1].SparkMessage != want {
 		t.Errorf("cannot find earliest: %q", gone.SparkMessage)
 	}
-	if gone.CheckpointOffset != 4 || gone.Records != Unknown || !gone.Fails || !gone.DataLoss {
+	if gone.CheckpointOffset != 4 || gone.Records != recovery.Unknown || !gone.Fails || !gone.DataLoss {
 		t.Errorf("gone %+v", gone)
 	}
 	if want := "Added partition a-2 starts from 3 instead of 0. Some data may have been missed. " + dataloss.InstructionTrue; added.SparkMessage != want || added.Records != 3 {
@@ -195,7 +195,7 @@ func TestPlanRestart(t *testing.T) {
 	if s := r.Sources[0]; s.Start != nil || s.StartFile != "startingOffsets (sources/0/0 is missing)" || s.End == nil {
 		t.Fatalf("no initial offsets %+v", s)
 	}
-	st := &State{Topics: []Topic{{Topic: "u", Partitions: []Partition{{Partition: 0, Start: 3, End: 9}}}}}
+	st := &recovery.BrokerState{Topics: []recovery.BrokerTopic{{Topic: "u", Partitions: []recovery.BrokerPartition{{Partition: 0, Start: 3, End: 9}}}}}
 	if issues := r.Check(st, true); len(issues) != 0 {
 		t.Fatalf("unknown start: only the end is checked, and 7 is in [3, 9): %+v", issues)
 	}

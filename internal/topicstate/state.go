@@ -18,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
@@ -26,36 +25,14 @@ import (
 // --broker-timeout, lag's refreshes).
 const DefaultTimeout = 30 * time.Second
 
-// The broker facts are the planner's types (recovery.BrokerState): these names stay for callers
-// that read the broker.
-type (
-	// State is recovery.BrokerState.
-	State = recovery.BrokerState
-	// Topic is recovery.BrokerTopic.
-	Topic = recovery.BrokerTopic
-	// Partition is recovery.BrokerPartition.
-	Partition = recovery.BrokerPartition
-	// Source is recovery.KafkaSource.
-	Source = recovery.KafkaSource
-)
-
-// Unknown is recovery.Unknown: an offset or count ckpt cannot know.
-const Unknown = recovery.Unknown
-
-// KafkaSources is recovery.KafkaSources.
-func KafkaSources(seq *logformat.OffsetSeq) []Source { return recovery.KafkaSources(seq) }
-
-// Topics is recovery.KafkaTopics: the topics to Read.
-func Topics(offsets ...logformat.KafkaOffsets) []string { return recovery.KafkaTopics(offsets...) }
-
 // Read lists the topics' partitions (metadata), then their log start and end offsets: three
 // requests however many partitions there are. A topic that does not exist is listed in Missing,
 // not an error; any other failure (unreachable broker, authorization, a partition without a
 // leader) is an error naming the topic and partition. ctx bounds the whole read: without a
 // deadline an unreachable broker is retried until ctx ends.
-func Read(ctx context.Context, adm *kadm.Client, topics []string) (*State, error) {
+func Read(ctx context.Context, adm *kadm.Client, topics []string) (*recovery.BrokerState, error) {
 	topics = uniqueSorted(topics)
-	st := &State{Topics: []Topic{}, Missing: []string{}}
+	st := &recovery.BrokerState{Topics: []recovery.BrokerTopic{}, Missing: []string{}}
 	if len(topics) == 0 {
 		st.ReadAt = time.Now()
 		return st, nil
@@ -90,7 +67,7 @@ func Read(ctx context.Context, adm *kadm.Client, topics []string) (*State, error
 	}
 	for _, name := range present {
 		td := details[name]
-		t := Topic{Topic: name, Partitions: []Partition{}}
+		t := recovery.BrokerTopic{Topic: name, Partitions: []recovery.BrokerPartition{}}
 		if td.ID != (kadm.TopicID{}) {
 			t.ID = td.ID.String()
 		}
@@ -110,7 +87,7 @@ func Read(ctx context.Context, adm *kadm.Client, topics []string) (*State, error
 			case e.Err != nil:
 				return nil, fmt.Errorf("kafka: %s-%d: list latest offset: %w", name, p, e.Err)
 			}
-			t.Partitions = append(t.Partitions, Partition{Partition: p, Start: s.Offset, End: e.Offset})
+			t.Partitions = append(t.Partitions, recovery.BrokerPartition{Partition: p, Start: s.Offset, End: e.Offset})
 		}
 		st.Topics = append(st.Topics, t)
 	}

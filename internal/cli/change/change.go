@@ -18,12 +18,12 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
-	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -191,7 +191,7 @@ func PrintExecuted(r *render.Renderer, predicted *recovery.Result, j *repair.Jou
 		r.Printf("%s %s\n", r.Warn("warning:"), w)
 	}
 	r.Printf("Journal and backups: %s\n", j.Location)
-	r.Printf("To revert: ckpt repair undo %s\n", doctor.ShellQuote(j.Location))
+	r.Printf("To revert: ckpt repair undo %s\n", shell.Quote(j.Location))
 }
 
 // PrintActions lists a plan's file changes.

@@ -25,7 +25,7 @@ func brokerOptions(e *brokertest.Env, c *brokertest.Checkpoint, io *iostreams.IO
 		Checkpoint:     c.Dir,
 		FailOn:         doctor.Error,
 		Output:         render.FormatJSON,
-		Broker:         e.Flags(),
+		Broker:         cli.BrokerFlags{BootstrapServers: e.Addr, Timeout: brokertest.Timeout},
 		FailOnDataLoss: true,
 	}
 }

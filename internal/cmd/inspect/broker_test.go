@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/lag"
@@ -25,7 +26,7 @@ func brokerInspect(t *testing.T, e *brokertest.Env, dir string, output render.Fo
 		},
 		Location: dir,
 		Output:   output,
-		Broker:   e.Flags(),
+		Broker:   cli.BrokerFlags{BootstrapServers: e.Addr, Timeout: brokertest.Timeout},
 	})
 	return out.String(), err
 }
@@ -100,7 +101,7 @@ func TestInspectBrokerEdges(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
 	opts := &Options{IO: ios, OpenStore: func(ctx context.Context, uri string) (storage.Store, error) {
 		return storage.Open(ctx, uri, storage.Options{})
-	}, Location: c.Dir, Output: render.FormatTable, Broker: e.Flags()}
+	}, Location: c.Dir, Output: render.FormatTable, Broker: cli.BrokerFlags{BootstrapServers: e.Addr, Timeout: brokertest.Timeout}}
 	opts.Broker.BootstrapServers, opts.Broker.Timeout = "127.0.0.1:1", 500e6
 	if err := runInspect(context.Background(), opts); exitcode.Code(err) != exitcode.Failure || !strings.Contains(err.Error(), "refused the connection") {
 		t.Fatalf("unreachable: %v", err)

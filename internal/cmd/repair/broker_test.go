@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/repair"
@@ -29,7 +30,7 @@ func planJSON(t *testing.T, e *brokertest.Env, dir string, broker bool, mutate f
 		Output:     render.FormatJSON,
 	}
 	if broker {
-		opts.Broker = e.Flags()
+		opts.Broker = cli.BrokerFlags{BootstrapServers: e.Addr, Timeout: brokertest.Timeout}
 	}
 	if mutate != nil {
 		mutate(opts)

@@ -12,11 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
-	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -191,7 +191,7 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 		if json {
 			return render.JSON(opts.IO.Out, journalDoc{Op: opts.Op, Journal: dir, Checkpoint: cpURI, State: j.State, Actions: j.Actions, Warnings: []string{}})
 		}
-		r.Printf("Dry run: nothing changed. To %s: ckpt repair %s %s\n", opts.Op, opts.Op, doctor.ShellQuote(dir))
+		r.Printf("Dry run: nothing changed. To %s: ckpt repair %s %s\n", opts.Op, opts.Op, shell.Quote(dir))
 		return nil
 	}
 	if opts.Op == "undo" && j.State == repair.StateUndone {
@@ -263,11 +263,11 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 		if quiet {
 			r.Printf("%s\n", undoSummary(res.Actions, time.Since(started)))
 		}
-		r.Printf("Check with: ckpt doctor %s\n", doctor.ShellQuote(cpURI))
+		r.Printf("Check with: ckpt doctor %s\n", shell.Quote(cpURI))
 		return nil
 	}
 	r.Printf("%s %s\n", r.Good("Applied and verified:"), restartText(res.Verified))
-	r.Printf("To revert: ckpt repair undo %s\n", doctor.ShellQuote(dir))
+	r.Printf("To revert: ckpt repair undo %s\n", shell.Quote(dir))
 	return nil
 }
 

@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
-	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -113,7 +113,7 @@ not listed.`,
 			}
 			printJournals(r, list)
 			r.Println()
-			r.Println(r.Faint("Undo the newest one not undone: ckpt repair undo " + doctor.ShellQuote(args[0]) + " --last"))
+			r.Println(r.Faint("Undo the newest one not undone: ckpt repair undo " + shell.Quote(args[0]) + " --last"))
 			return nil
 		},
 	}
@@ -169,6 +169,6 @@ func noJournalHint(ctx context.Context, opts *JournalOptions, err error) error {
 	for _, e := range list {
 		msg += fmt.Sprintf("\n  %s  %s  %s  %s", e.Created.UTC().Format(time.RFC3339), orNone(e.Strategy), e.State, e.Journal)
 	}
-	msg += fmt.Sprintf("\nundo the newest one not undone: ckpt repair %s %s --last", opts.Op, doctor.ShellQuote(opts.Journal))
+	msg += fmt.Sprintf("\nundo the newest one not undone: ckpt repair %s %s --last", opts.Op, shell.Quote(opts.Journal))
 	return exitcode.New(exitcode.Failure, errors.New(msg))
 }

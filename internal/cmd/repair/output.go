@@ -12,6 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -250,12 +251,12 @@ func printNextStep(r *render.Renderer, p *repair.Plan, opts *Options) {
 		return
 	}
 	r.Println()
-	cmd := "ckpt repair " + doctor.ShellQuote(opts.Checkpoint)
+	cmd := "ckpt repair " + shell.Quote(opts.Checkpoint)
 	if opts.Strategy != "" {
 		cmd += " --strategy " + string(opts.Strategy)
 	}
 	if opts.Sink != "" {
-		cmd += " --sink " + doctor.ShellQuote(opts.Sink)
+		cmd += " --sink " + shell.Quote(opts.Sink)
 	}
 	r.Printf("Dry run: nothing changed. To apply: %s --execute\n", cmd)
 }
@@ -271,7 +272,7 @@ func printExecuted(r *render.Renderer, p *repair.Plan, j *repair.Journal) {
 		r.Printf("%s %s\n", r.Warn("warning:"), w)
 	}
 	r.Printf("Journal and backups: %s\n", j.Location)
-	r.Printf("To revert: ckpt repair undo %s\n", doctor.ShellQuote(j.Location))
+	r.Printf("To revert: ckpt repair undo %s\n", shell.Quote(j.Location))
 }
 
 func severity(r *render.Renderer, s doctor.Severity) string {

@@ -72,7 +72,7 @@ type brokerView struct {
 // brokerConn is the broker read before planning: its state (for every topic the restart can
 // read, recovery.CheckpointTopics) and the client --exact counts with.
 type brokerConn struct {
-	state *topicstate.State
+	state *recovery.BrokerState
 	cl    *kgo.Client
 }
 
@@ -137,7 +137,7 @@ func withBroker(ctx context.Context, opts *Options, b *brokerConn, res *recovery
 			}
 			pr.BrokerRecords, pr.Exact, pr.BrokerNote = ptr(c.Records), c.Exact, c.Note
 			pr.AgedOut, pr.BeyondEnd = ptr(c.AgedOut), ptr(c.BeyondEnd)
-			if c.LogStart != topicstate.Unknown {
+			if c.LogStart != recovery.Unknown {
 				pr.LogStart, pr.LogEnd = ptr(c.LogStart), ptr(c.LogEnd)
 			}
 			bv.BrokerRecords = ptr(deref(bv.BrokerRecords) + c.Records)

@@ -29,7 +29,7 @@ func brokerRun(t *testing.T, e *brokertest.Env, c *brokertest.Checkpoint, mutate
 		},
 		Location:       c.Dir,
 		Output:         render.FormatJSON,
-		Broker:         e.Flags(),
+		Broker:         cli.BrokerFlags{BootstrapServers: e.Addr, Timeout: brokertest.Timeout},
 		FailOnDataLoss: true,
 	}
 	if mutate != nil {

@@ -21,7 +21,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -275,10 +274,10 @@ func openSink(ctx context.Context, opts *Options) (storage.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--sink: %w", err)
 	}
-	if es, err := s.List(ctx, repair.SinkLogDir); err != nil {
+	if es, err := s.List(ctx, sinklog.Dir); err != nil {
 		return nil, fmt.Errorf("--sink: %w", err)
 	} else if len(es) == 0 {
-		return nil, exitcode.UsageError(fmt.Errorf("--sink %s: no %s log there", opts.Sink, repair.SinkLogDir))
+		return nil, exitcode.UsageError(fmt.Errorf("--sink %s: no %s log there", opts.Sink, sinklog.Dir))
 	}
 	return s, nil
 }

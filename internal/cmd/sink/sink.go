@@ -19,6 +19,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -340,8 +341,8 @@ func repairLog(ctx context.Context, opts *Options, store storage.Store) error {
 		r.Println()
 		r.Printf("%s %d compaction file(s) written\n", r.Good("Applied:"), len(rb.Compacts))
 		r.Printf("Journal and backups: %s\n", j.Location)
-		r.Printf("To revert: ckpt repair undo %s\n", doctor.ShellQuote(j.Location))
-		r.Printf("Check the result: ckpt sink verify %s\n", doctor.ShellQuote(opts.Output))
+		r.Printf("To revert: ckpt repair undo %s\n", shell.Quote(j.Location))
+		r.Printf("Check the result: ckpt sink verify %s\n", shell.Quote(opts.Output))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@
 package brokertest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/embedkafka/kafkatest"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
 
@@ -31,10 +32,9 @@ func New(t testing.TB) *Env {
 	return &Env{kafkatest.New(t)}
 }
 
-// Flags are broker flags for the test broker.
-func (e *Env) Flags() cli.BrokerFlags {
-	return cli.BrokerFlags{BootstrapServers: e.Addr, Timeout: 20 * time.Second}
-}
+// Timeout is the broker timeout the tests give commands (cli.BrokerFlags.Timeout): generous
+// for a loaded machine.
+const Timeout = 20 * time.Second
 
 // Produce writes n records to one partition.
 func (e *Env) Produce(topic string, partition int32, n int) {
@@ -45,11 +45,12 @@ func (e *Env) Produce(topic string, partition int32, n int) {
 	e.Env.Produce(topic, partition, n, nil)
 }
 
-// State reads the topics as ckpt does (a fresh client).
-func (e *Env) State(topics ...string) *topicstate.State {
+// State reads the topics as ckpt does (topicstate.Read, within Timeout).
+func (e *Env) State(topics ...string) *recovery.BrokerState {
 	e.T.Helper()
-	f := e.Flags()
-	st, err := f.ReadTopics(e.Ctx, topics)
+	ctx, cancel := context.WithTimeout(e.Ctx, Timeout)
+	defer cancel()
+	st, err := topicstate.Read(ctx, e.Adm, topics)
 	if err != nil {
 		e.T.Fatal(err)
 	}
