@@ -131,3 +131,43 @@ func TestPackageBoundaries(t *testing.T) {
 		t.Errorf("internal/recovery depends on %s: the planner takes the broker's state as data", deps[i])
 	}
 }
+
+// "What may cli import?" has one answer: cli's row in docs/design.md, which lists exactly what
+// it imports (internal packages, and cobra and pflag by name). A new import must be argued in
+// that line; one dropped must leave it. Everything else of a command goes in its own package.
+func TestCLIImports(t *testing.T) {
+	var row string
+	for _, r := range designRows(t) {
+		if r.pkg == "internal/cli" {
+			row = r.mayImport
+		}
+	}
+	if row == "" {
+		t.Fatal("docs/design.md has no row for internal/cli")
+	}
+	allowed := map[string]bool{}
+	for _, w := range strings.Split(row, ",") {
+		allowed[strings.TrimSpace(w)] = true
+	}
+	got := map[string]bool{}
+	for _, imp := range strings.Fields(goList(t, "-f", "{{join .Imports \" \"}}", "./internal/cli")[0]) {
+		switch {
+		case strings.HasPrefix(imp, module+"internal/"):
+			got[strings.TrimPrefix(imp, module+"internal/")] = true
+		case strings.HasSuffix(imp, "/cobra"):
+			got["cobra"] = true
+		case strings.HasSuffix(imp, "/pflag"):
+			got["pflag"] = true
+		}
+	}
+	for p := range got {
+		if !allowed[p] {
+			t.Errorf("internal/cli imports %s, which its line in docs/design.md does not list", p)
+		}
+	}
+	for p := range allowed {
+		if !got[p] {
+			t.Errorf("docs/design.md lets internal/cli import %s, which it does not: cut the line", p)
+		}
+	}
+}

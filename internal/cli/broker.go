@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/flagfile"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
@@ -216,6 +217,23 @@ func (f *BrokerFlags) ReadTopics(ctx context.Context, topics []string) (*recover
 		return nil, err
 	}
 	defer adm.Close()
+	rctx, cancel := f.Context(ctx)
+	defer cancel()
+	return topicstate.Read(rctx, adm, topics)
+}
+
+// ReadCheckpoint reads the broker's offsets of every topic a restart of cp can read
+// (recovery.CheckpointTopics: the strategies of a repair and the positions of a reset restart
+// from different batches): the one way the commands read the broker for a checkpoint. With adm
+// nil it connects and closes its own client; replay passes the client it keeps for counting.
+func (f *BrokerFlags) ReadCheckpoint(ctx context.Context, adm *kadm.Client, cp *checkpoint.Checkpoint) (*recovery.BrokerState, error) {
+	topics, err := recovery.CheckpointTopics(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
+	if adm == nil {
+		return f.ReadTopics(ctx, topics)
+	}
 	rctx, cancel := f.Context(ctx)
 	defer cancel()
 	return topicstate.Read(rctx, adm, topics)

@@ -138,6 +138,13 @@ func (r *Renderer) Good(s string) string { return r.style("10", false, s) }
 // Faint de-emphasises s.
 func (r *Renderer) Faint(s string) string { return r.style("8", false, s) }
 
+// FaintLines prints each line faint, one after the other: notes under a command's header.
+func (r *Renderer) FaintLines(lines []string) {
+	for _, l := range lines {
+		r.Println(r.Faint(l))
+	}
+}
+
 // Table is a titled grid of cells.
 type Table struct {
 	Title   string

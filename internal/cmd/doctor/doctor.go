@@ -191,7 +191,7 @@ func runDoctor(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+	opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	dopts := doctor.Options{
 		Mode:                opts.Mode,
 		SparkVersion:        opts.SparkVersion,
@@ -215,11 +215,7 @@ func runDoctor(ctx context.Context, opts *Options) error {
 		dopts.SinkLocation = opts.Delta.Sink
 	}
 	if opts.Broker.Enabled() {
-		topics, err := recovery.CheckpointTopics(ctx, cp)
-		if err != nil {
-			return err
-		}
-		st, err := opts.Broker.ReadTopics(ctx, topics)
+		st, err := opts.Broker.ReadCheckpoint(ctx, nil, cp)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/render"
@@ -16,7 +15,7 @@ func renderReport(r *render.Renderer, rep *doctor.Report, opts *Options) {
 	r.Println(r.Hang(2, verdict(r, rep)))
 	res := rep.Restart
 	fmt.Fprintf(r.Writer(), "%s\n", r.Faint(fmt.Sprintf("checkpoint %s · %s engine · Spark %s", opts.Checkpoint, res.Mode, res.SparkVersion)))
-	cli.PrintDetected(r, opts.Detected)
+	r.FaintLines(opts.Detected.Lines())
 	// Where the summary says "no problems found", the other checks left out say how far that goes
 	// (the broker's is in the summary itself).
 	if rep.Max().Rank() < doctor.Warning.Rank() {

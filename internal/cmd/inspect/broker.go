@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/cli/brokerview"
 	"github.com/ckpt-dev/ckpt/internal/inspect"
 	"github.com/ckpt-dev/ckpt/internal/lag"
 	"github.com/ckpt-dev/ckpt/internal/render"
@@ -69,12 +69,12 @@ func renderBroker(r *render.Renderer, b *brokerView) {
 		Drop: []int{1, 0, 0, 5, 2, 3, 4, 0, 0}}
 	for _, p := range b.Partitions {
 		t.Rows = append(t.Rows, []string{strconv.Itoa(p.Source), p.Topic, strconv.Itoa(int(p.Partition)),
-			cli.Offset(p.Committed), cli.Offset(p.InFlight), cli.Offset(p.LogStart), cli.Offset(p.Latest), cli.Offset(p.LagRecords),
-			cli.LagStatus(r, p.Status)})
+			brokerview.Offset(p.Committed), brokerview.Offset(p.InFlight), brokerview.Offset(p.LogStart), brokerview.Offset(p.Latest), brokerview.Offset(p.LagRecords),
+			brokerview.Status(r, p.Status)})
 	}
 	r.Table(t)
 	r.Println("lag: " + render.Count(int64(b.LagRecords), "record"))
-	cli.PrintBrokerIssues(r, b.Issues)
+	brokerview.PrintIssues(r, b.Issues)
 	if len(b.Issues) > 0 {
 		r.Println(r.Faint(fmt.Sprintf("What the restart meets and what to do: ckpt doctor %s --bootstrap-server %s", b.Checkpoint, b.BootstrapServers)))
 	}

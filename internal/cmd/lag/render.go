@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/cli/brokerview"
 	"github.com/ckpt-dev/ckpt/internal/lag"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/render"
@@ -74,14 +74,14 @@ func printCheckpoint(r *render.Renderer, c lag.CheckpointLag) {
 			lt = seconds(*p.LagSeconds)
 		}
 		t.Rows = append(t.Rows, []string{strconv.Itoa(p.Source), p.Topic, strconv.Itoa(int(p.Partition)),
-			cli.Offset(p.Committed), cli.Offset(p.InFlight), cli.Offset(p.Latest), cli.Offset(p.LagRecords), lt, cli.LagStatus(r, p.Status)})
+			brokerview.Offset(p.Committed), brokerview.Offset(p.InFlight), brokerview.Offset(p.Latest), brokerview.Offset(p.LagRecords), lt, brokerview.Status(r, p.Status)})
 	}
 	r.Table(t)
 	if c.Restart != nil && c.Restart.Fails {
 		r.Println(r.Bad(strings.TrimSpace(c.Restart.Verdict)) + " (ckpt doctor " + c.Checkpoint + " says why)")
 	}
 	printCorrupt(r, c)
-	cli.PrintBrokerIssues(r, c.Issues)
+	brokerview.PrintIssues(r, c.Issues)
 }
 
 // printCorrupt names the commit files that could not be read: the restart reads the latest

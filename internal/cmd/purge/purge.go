@@ -135,7 +135,7 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	cp, err := checkpoint.LoadAt(ctx, store, loc)
 	if err == nil {
-		opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+		opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	}
 	po := purge.Options{Keep: opts.Keep, MinBatchesToRetain: opts.MinBatchesToRetain,
 		Planner: recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}}
@@ -221,7 +221,7 @@ func printPlan(r *render.Renderer, p *purge.Plan, opts *Options) {
 		{"Checkpoint", p.Checkpoint},
 		{"Restart", strings.TrimPrefix(p.Before.Verdict(), "Restart ")}, // not "Restart:  Restart resumes…"
 	})
-	cli.PrintDetected(r, opts.Detected)
+	r.FaintLines(opts.Detected.Lines())
 	r.Println()
 	switch {
 	case p.Refused != "":

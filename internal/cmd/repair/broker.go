@@ -16,11 +16,7 @@ func readBroker(ctx context.Context, s storage.Store, opts *Options) (*recovery.
 	if err != nil {
 		return nil, err
 	}
-	topics, err := recovery.CheckpointTopics(ctx, cp)
-	if err != nil {
-		return nil, err
-	}
-	return opts.Broker.ReadTopics(ctx, topics)
+	return opts.Broker.ReadCheckpoint(ctx, nil, cp)
 }
 
 // addBrokerWarnings adds to the plan what the restart after it meets on the broker (Spark's

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
@@ -150,7 +149,7 @@ func printPlan(r *render.Renderer, p *repair.Plan, opts *Options) {
 		{"Checkpoint", p.Checkpoint},
 		{"Restart", restartText(p.Before)},
 	})
-	cli.PrintDetected(r, opts.Detected)
+	r.FaintLines(opts.Detected.Lines())
 	if len(p.Findings) > 0 {
 		r.Println()
 		rows := make([][]string, 0, len(p.Findings))

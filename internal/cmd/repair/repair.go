@@ -217,7 +217,7 @@ func runRepair(ctx context.Context, opts *Options) error {
 		}
 	}
 	if cp, err := loadCheckpoint(ctx, store); err == nil {
-		opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+		opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	}
 	ropts := repair.Options{Planner: opts.plannerOptions(sinkLatest), Strategy: opts.Strategy, Sink: opts.Sink}
 	if opts.Delta.Sink != "" {

@@ -80,17 +80,11 @@ func (b *brokerConn) close() { b.cl.Close() }
 
 // readBroker connects and reads the broker's offsets for the checkpoint's topics.
 func readBroker(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint) (*brokerConn, error) {
-	topics, err := recovery.CheckpointTopics(ctx, cp)
-	if err != nil {
-		return nil, err
-	}
 	cl, err := opts.Broker.KgoClient(ctx)
 	if err != nil {
 		return nil, err
 	}
-	bctx, cancel := opts.Broker.Context(ctx)
-	defer cancel()
-	st, err := topicstate.Read(bctx, kadm.NewClient(cl), topics)
+	st, err := opts.Broker.ReadCheckpoint(ctx, kadm.NewClient(cl), cp)
 	if err != nil {
 		cl.Close()
 		return nil, err

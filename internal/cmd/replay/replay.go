@@ -226,7 +226,7 @@ func runReplay(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+	opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	po := recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion, Trigger: opts.Trigger}
 	if opts.Sink != "" {
 		latest, err := sinkLatest(ctx, opts)

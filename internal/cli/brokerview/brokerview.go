@@ -1,4 +1,7 @@
-package cli
+// Package brokerview is the broker views ckpt lag and ckpt inspect --bootstrap-server share (a
+// command package never imports another): a partition's lag status, the broker's issues under a
+// partition table, an optional offset.
+package brokerview
 
 import (
 	"strconv"
@@ -9,12 +12,9 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/render"
 )
 
-// The broker views ckpt lag and ckpt inspect --bootstrap-server share: a command package never
-// imports another, so the shared rendering lives here.
-
-// LagStatus styles a partition's lag status (lag.PartitionLag.Status): ok as good, no-commit and
+// Status styles a partition's lag status (lag.PartitionLag.Status): ok as good, no-commit and
 // partitions-added as warnings, any other as bad. ckpt lag and ckpt inspect's broker table share it.
-func LagStatus(r *render.Renderer, status string) string {
+func Status(r *render.Renderer, status string) string {
 	switch status {
 	case lag.StatusOK:
 		return r.Good(status)
@@ -25,9 +25,9 @@ func LagStatus(r *render.Renderer, status string) string {
 	}
 }
 
-// PrintBrokerIssues prints the broker's problems below a partition table, one line each ("!" code:
+// PrintIssues prints the broker's problems below a partition table, one line each ("!" code:
 // message), with the first line of Spark's exception under it. ckpt lag and ckpt inspect share it.
-func PrintBrokerIssues(r *render.Renderer, issues []recovery.BrokerIssue) {
+func PrintIssues(r *render.Renderer, issues []recovery.BrokerIssue) {
 	for _, is := range issues {
 		mark := r.Warn("!")
 		if is.DataLoss || is.Fails {

@@ -1,26 +1,23 @@
-package cli
+package detect
 
 import (
 	"context"
-	"slices"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/render"
 )
 
-// Detect fills the restart options the flags left unset (--mode, --spark-version,
-// --commit-format-version: zero values) with what the checkpoint shows (detect.Run), and returns
+// Defaults fills the restart options the flags left unset (--mode, --spark-version,
+// --commit-format-version: zero values) with what the checkpoint shows (Run), and returns
 // the detections it used, nil when it used none. A flag always wins: what it sets is neither
 // detected nor reported. A detection that agrees with the default (Spark 3.5 for a 3.5-era
 // checkpoint) changes nothing and is not reported either, so the header speaks only when the
 // checkpoint moved a default.
-func Detect(ctx context.Context, cp *checkpoint.Checkpoint, mode *recovery.Mode, sparkVersion *string, commitFormatVersion *int) *detect.Result {
+func Defaults(ctx context.Context, cp *checkpoint.Checkpoint, mode *recovery.Mode, sparkVersion *string, commitFormatVersion *int) *Result {
 	if *mode != "" && *sparkVersion != "" && *commitFormatVersion != 0 {
 		return nil
 	}
-	d := detect.Run(ctx, cp)
+	d := Run(ctx, cp)
 	sparkFlag := *sparkVersion != ""
 	switch {
 	case sparkFlag || d.SparkMin == "" || (d.SparkVersion == recovery.DefaultSparkVersion && d.SparkMax == ""):
@@ -57,20 +54,9 @@ func Detect(ctx context.Context, cp *checkpoint.Checkpoint, mode *recovery.Mode,
 	return d
 }
 
-// PrintDetected writes what Detect used under a command's header, one faint line each.
-func PrintDetected(r *render.Renderer, d *detect.Result) {
-	for _, l := range d.Lines() {
-		r.Println(r.Faint(l))
-	}
-}
-
 // syncFailsAlone asks the planner whether the checkpoint is in the switch-off trap: the sync
 // restart is blocked where the async one is not (recovery.Assessment.Trap).
 func syncFailsAlone(ctx context.Context, cp *checkpoint.Checkpoint, sparkVersion string, commitFormatVersion int) bool {
 	a, err := recovery.Assess(ctx, cp, recovery.Options{Mode: recovery.ModeSync, SparkVersion: sparkVersion, CommitFormatVersion: commitFormatVersion})
 	return err == nil && a.Trap != nil
-}
-
-func less(a, b string) bool {
-	return slices.Index(recovery.SparkVersions, a) < slices.Index(recovery.SparkVersions, b)
 }
