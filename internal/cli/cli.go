@@ -39,7 +39,11 @@ type Env struct {
 // s3://, gs://, abfss://, wasbs://, hdfs://). A location written wrong (s3:// without a bucket,
 // an unknown scheme) is a usage error.
 func (e *Env) OpenStore(ctx context.Context, uri string) (storage.Store, error) {
-	s, err := storage.Open(ctx, uri, e.Storage)
+	o := e.Storage
+	if o.Getenv == nil {
+		o.Getenv = e.Getenv
+	}
+	s, err := storage.Open(ctx, uri, o)
 	if errors.Is(err, storage.ErrLocation) {
 		return nil, exitcode.UsageError(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -130,7 +129,7 @@ func NewAzure(loc AzureLocation, opts Options) (*Azure, error) {
 		Retry:     policy.RetryOptions{MaxRetries: azureAttempts - 1, RetryDelay: 500 * time.Millisecond},
 	}}
 	var client *container.Client
-	switch cs, key := os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), os.Getenv("AZURE_STORAGE_KEY"); {
+	switch cs, key := opts.getenv("AZURE_STORAGE_CONNECTION_STRING"), opts.getenv("AZURE_STORAGE_KEY"); {
 	case cs != "":
 		if a := connStringValue(cs, "AccountName"); a != "" && !strings.EqualFold(a, loc.Account) {
 			return nil, fmt.Errorf("storage: AZURE_STORAGE_CONNECTION_STRING is for the account %q, but the location names the account %q", a, loc.Account)

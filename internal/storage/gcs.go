@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -82,7 +81,7 @@ func NewGCS(ctx context.Context, bucket, prefix string, opts Options) (*GCS, err
 	tr := timeoutTransport(timeout)
 	var client *http.Client
 	endpoint := GCSEndpoint
-	if host := os.Getenv("STORAGE_EMULATOR_HOST"); host != "" {
+	if host := opts.getenv("STORAGE_EMULATOR_HOST"); host != "" {
 		endpoint = host
 		if !strings.Contains(host, "://") {
 			endpoint = "http://" + host

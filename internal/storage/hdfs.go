@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
 	"os/user"
 	"path"
 	"strconv"
@@ -59,7 +58,7 @@ func hdfsEndpoint(scheme, host string, opts Options) (string, error) {
 	}
 	ep := opts.WebHDFSEndpoint
 	if ep == "" {
-		ep = os.Getenv("CKPT_WEBHDFS_ENDPOINT")
+		ep = opts.getenv("CKPT_WEBHDFS_ENDPOINT")
 	}
 	if ep != "" {
 		if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") {
@@ -85,7 +84,7 @@ func NewHDFS(endpoint, root string, opts Options) (*HDFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := os.Getenv("HADOOP_USER_NAME")
+	u := opts.getenv("HADOOP_USER_NAME")
 	if u == "" {
 		if cu, err := user.Current(); err == nil {
 			u = cu.Username

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,7 +25,7 @@ func storeTimeout(opts Options) (time.Duration, error) {
 	if opts.Timeout > 0 {
 		return opts.Timeout, nil
 	}
-	if v := os.Getenv("CKPT_STORE_TIMEOUT"); v != "" {
+	if v := opts.getenv("CKPT_STORE_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return 0, fmt.Errorf("storage: CKPT_STORE_TIMEOUT=%q: want a positive duration such as 45s", v)

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -112,14 +111,14 @@ func s3Timeout(opts Options) (time.Duration, error) {
 	if opts.S3Timeout > 0 {
 		return opts.S3Timeout, nil
 	}
-	if v := os.Getenv("CKPT_S3_TIMEOUT"); v != "" {
+	if v := opts.getenv("CKPT_S3_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return 0, fmt.Errorf("storage: CKPT_S3_TIMEOUT=%q: want a positive duration such as 45s", v)
 		}
 		return d, nil
 	}
-	if opts.Timeout > 0 || os.Getenv("CKPT_STORE_TIMEOUT") != "" {
+	if opts.Timeout > 0 || opts.getenv("CKPT_STORE_TIMEOUT") != "" {
 		return storeTimeout(opts)
 	}
 	return DefaultS3Timeout, nil
@@ -172,7 +171,7 @@ func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error
 		cfg.APIOptions = append(cfg.APIOptions, addS3Trace(opts.Trace))
 	}
 	pathStyle := opts.S3PathStyle
-	if v, err := strconv.ParseBool(os.Getenv("CKPT_S3_PATH_STYLE")); err == nil && v {
+	if v, err := strconv.ParseBool(opts.getenv("CKPT_S3_PATH_STYLE")); err == nil && v {
 		pathStyle = true
 	}
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {

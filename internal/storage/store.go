@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -127,6 +128,13 @@ type Options struct {
 	// location's host on DefaultWebHDFSPort (9870). webhdfs:// and swebhdfs:// locations name
 	// their endpoint themselves.
 	WebHDFSEndpoint string
+	// Getenv reads the environment variables the stores take their defaults from
+	// (CKPT_STORE_TIMEOUT, CKPT_S3_TIMEOUT, CKPT_S3_PATH_STYLE, CKPT_WEBHDFS_ENDPOINT,
+	// HADOOP_USER_NAME, STORAGE_EMULATOR_HOST, AZURE_STORAGE_CONNECTION_STRING,
+	// AZURE_STORAGE_KEY): the commands pass their Env's (cli.Env.OpenStore), so that storage
+	// reads the environment only through it. Default: nil, the process environment (os.Getenv),
+	// for callers without an Env. The cloud SDKs read their own variables (AWS_*) themselves.
+	Getenv func(string) string
 }
 
 // DefaultS3Timeout is Options.S3Timeout's default: S3 starts answering a
@@ -386,4 +394,12 @@ func openStream[R io.ReadCloser](ctx context.Context, uri, path string, get func
 		return nil, err
 	}
 	return &streamBody{ReadCloser: body, uri: uri, path: c, mapErr: mapErr}, nil
+}
+
+// getenv reads an environment variable through Getenv.
+func (o Options) getenv(key string) string {
+	if o.Getenv != nil {
+		return o.Getenv(key)
+	}
+	return os.Getenv(key)
 }

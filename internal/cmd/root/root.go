@@ -117,8 +117,8 @@ func Main(version, commit, date string) int {
 		Now:       time.Now,
 		Getenv:    os.Getenv,
 	}
-	env.Storage.S3PathStyle = os.Getenv("CKPT_S3_PATH_STYLE") == "true"
-	if v := os.Getenv("CKPT_MAX_FILE_BYTES"); v != "" {
+	env.Storage.S3PathStyle = env.Getenv("CKPT_S3_PATH_STYLE") == "true"
+	if v := env.Getenv("CKPT_MAX_FILE_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
 			fmt.Fprintf(env.IO.ErrOut, "ckpt: CKPT_MAX_FILE_BYTES=%s: want a positive number of bytes (default %d)\n", render.EscapeText(v), logformat.DefaultMaxFileBytes)
@@ -126,7 +126,7 @@ func Main(version, commit, date string) int {
 		}
 		logformat.MaxFileBytes = n
 	}
-	if v := os.Getenv("CKPT_MAX_SOURCES"); v != "" {
+	if v := env.Getenv("CKPT_MAX_SOURCES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
 			fmt.Fprintf(env.IO.ErrOut, "ckpt: CKPT_MAX_SOURCES=%s: want a positive number of source lines (default %d)\n", render.EscapeText(v), logformat.DefaultMaxSources)

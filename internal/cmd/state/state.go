@@ -190,12 +190,12 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	w := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	defer w.Flush()
-	return streamTable(w, r, opts.ReadOptions.Changes)
+	return streamTable(ctx, w, r, opts.ReadOptions.Changes)
 }
 
 // streamTable writes rows as aligned columns, flushing every block of rows so that memory
 // stays flat however many rows there are (columns align within a block).
-func streamTable(w io.Writer, r *state.Reader, changes bool) error {
+func streamTable(ctx context.Context, w io.Writer, r *state.Reader, changes bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "PARTITION\tKEY\tVALUE"
 	if changes {
@@ -203,7 +203,7 @@ func streamTable(w io.Writer, r *state.Reader, changes bool) error {
 	}
 	fmt.Fprintln(tw, head)
 	n := 0
-	err := r.Each(context.Background(), func(row *state.Row) error {
+	err := r.Each(ctx, func(row *state.Row) error {
 		cells := []string{strconv.Itoa(row.Partition)}
 		if changes {
 			cells = append(cells, strconv.FormatInt(row.BatchID, 10), row.ChangeType)
