@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -90,6 +91,14 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 		order = append(order, i)
 		return byIndex[i]
 	}
+	// Where the query stands is the planner's (sync engine, Spark's default release): the offsets
+	// its restart's first batch starts from (recovery.PlanKafkaRestart), which differ from
+	// offsets/C when commits lag behind or before the first commit.
+	res, err := recovery.Plan(ctx, cp, recovery.Options{})
+	if err != nil {
+		return nil, err
+	}
+	pos.Restart = res
 	if hasC {
 		pos.LastCommit = &C
 		if e, ok := cp.Commits.File(C); ok {
@@ -101,14 +110,6 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 		if !cp.Offsets.Has(C) {
 			return nil, fmt.Errorf("%s: %s exists but %s does not, so the committed offsets are unknown (run ckpt doctor)", location, cp.Commits.Path(C), cp.Offsets.Path(C))
 		}
-		seq, err := cp.ReadOffsets(ctx, C)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range recovery.KafkaSources(seq) {
-			sp := get(s.Index)
-			sp.Committed, sp.CommittedFile = &s.Offsets, cp.Offsets.Path(C)
-		}
 	}
 	if hasL && (!hasC || L > C) {
 		pos.InFlight = &L
@@ -117,29 +118,10 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 			return nil, err
 		}
 		for _, s := range recovery.KafkaSources(seq) {
-			sp := get(s.Index)
-			sp.InFlight = &s.Offsets
-			if !hasC {
-				// Before the first commit the query starts from its initial offsets.
-				ini, err := cp.ReadKafkaInitialOffsets(ctx, s.Index)
-				var le *logformat.Error
-				switch {
-				case err == nil:
-					sp.Committed, sp.CommittedFile = &ini.Offsets, checkpoint.InitialOffsetsPath(s.Index)
-				case errors.Is(err, fs.ErrNotExist), errors.As(err, &le):
-				default:
-					return nil, err
-				}
-			}
+			get(s.Index).InFlight = &s.Offsets
 		}
 	}
-	// Where the restart reads is the planner's (sync engine, Spark's default release): when it
-	// resumes, the offsets its first batch starts from are the query's position, which differ
-	// from offsets/C when commits lag behind or before the first commit. When it fails (an
-	// async checkpoint's gaps, say), the latest commit's offsets stay the position.
-	if res, err := recovery.Plan(ctx, cp, recovery.Options{}); err != nil {
-		return nil, err
-	} else if pos.Restart = res; !res.Failed() {
+	if !res.Failed() {
 		rs, err := recovery.PlanKafkaRestart(ctx, cp, res)
 		if err != nil {
 			return nil, err
@@ -148,11 +130,53 @@ func ReadPosition(ctx context.Context, cp *checkpoint.Checkpoint, location strin
 			sp := get(rsrc.Index)
 			sp.Committed, sp.CommittedFile = rsrc.Start, rsrc.StartFile
 		}
+	} else if err := lastCommitted(ctx, cp, C, hasC, pos.InFlight != nil, get); err != nil {
+		return nil, err
 	}
+	slices.Sort(order)
 	for _, i := range order {
 		pos.Sources = append(pos.Sources, *byIndex[i])
 	}
 	return pos, nil
+}
+
+// lastCommitted sets the sources' positions when the restart fails and so reads nowhere: what
+// the last commit recorded, offsets/C (a batch's end offsets are the next batch's start), or,
+// before the first commit, the initial offsets of the sources in flight (sources/<i>/0). These
+// are facts of the files, not a restart prediction.
+func lastCommitted(ctx context.Context, cp *checkpoint.Checkpoint, C int64, hasC, inFlight bool, get func(int) *SourcePosition) error {
+	if hasC {
+		seq, err := cp.ReadOffsets(ctx, C)
+		if err != nil {
+			return err
+		}
+		for _, s := range recovery.KafkaSources(seq) {
+			sp := get(s.Index)
+			sp.Committed, sp.CommittedFile = &s.Offsets, cp.Offsets.Path(C)
+		}
+		return nil
+	}
+	if !inFlight {
+		return nil
+	}
+	L, _ := cp.Offsets.Latest()
+	seq, err := cp.ReadOffsets(ctx, L)
+	if err != nil {
+		return err
+	}
+	for _, s := range recovery.KafkaSources(seq) {
+		ini, err := cp.ReadKafkaInitialOffsets(ctx, s.Index)
+		var le *logformat.Error
+		switch {
+		case err == nil:
+			sp := get(s.Index)
+			sp.Committed, sp.CommittedFile = &ini.Offsets, checkpoint.InitialOffsetsPath(s.Index)
+		case errors.Is(err, fs.ErrNotExist), errors.As(err, &le):
+		default:
+			return err
+		}
+	}
+	return nil
 }
 
 // Topics returns every topic the checkpoint's Kafka sources name.
