@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
@@ -31,15 +32,16 @@ type Broker interface {
 // Access is how NewBroker reaches the cluster: the command's broker flags (cli.BrokerFlags), kept
 // as an interface so this logic package does not import the CLI layer.
 type Access interface {
-	ReadTopics(ctx context.Context, topics []string) (*recovery.BrokerState, error)
+	ReadCheckpoint(ctx context.Context, adm *kadm.Client, cp *checkpoint.Checkpoint) (*recovery.BrokerState, error)
 	Client(ctx context.Context) (*kadm.Client, error)
 	Context(ctx context.Context) (context.Context, context.CancelFunc)
 }
 
-// NewBroker reads the offsets of topics through the broker flags once; OffsetsAt connects again
-// when asked. This file is the package's only use of topicstate.
-func NewBroker(ctx context.Context, f Access, topics []string) (Broker, error) {
-	st, err := f.ReadTopics(ctx, topics)
+// NewBroker reads the offsets of every topic a restart of cp can read through the broker flags
+// once (cli.BrokerFlags.ReadCheckpoint); OffsetsAt connects again when asked. This file is the
+// package's only use of topicstate.
+func NewBroker(ctx context.Context, f Access, cp *checkpoint.Checkpoint) (Broker, error) {
+	st, err := f.ReadCheckpoint(ctx, nil, cp)
 	if err != nil {
 		return nil, err
 	}

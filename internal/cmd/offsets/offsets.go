@@ -259,11 +259,7 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	var broker position.Broker
 	if opts.Broker.Enabled() {
-		topics, err := recovery.CheckpointTopics(ctx, cp)
-		if err != nil {
-			return err
-		}
-		if broker, err = position.NewBroker(ctx, &opts.Broker, topics); err != nil {
+		if broker, err = position.NewBroker(ctx, &opts.Broker, cp); err != nil {
 			return err
 		}
 	}
