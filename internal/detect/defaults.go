@@ -39,7 +39,7 @@ func Defaults(ctx context.Context, cp *checkpoint.Checkpoint, mode *recovery.Mod
 	switch {
 	case *mode != "" || d.Mode == "":
 		d.Mode, d.ModeReason = "", ""
-	case syncFailsAlone(ctx, cp, *sparkVersion, *commitFormatVersion):
+	case inSwitchOffTrap(ctx, cp, *sparkVersion, *commitFormatVersion):
 		// The files show async progress tracking's gaps, not whether it is still on: when only
 		// the sync restart fails, predicting the async one could call a query that will not
 		// start healthy. The failure stays the verdict; the header says what async would do.
@@ -54,9 +54,9 @@ func Defaults(ctx context.Context, cp *checkpoint.Checkpoint, mode *recovery.Mod
 	return d
 }
 
-// syncFailsAlone asks the planner whether the checkpoint is in the switch-off trap: the sync
+// inSwitchOffTrap asks the planner whether the checkpoint is in the switch-off trap: the sync
 // restart is blocked where the async one is not (recovery.Assessment.Trap).
-func syncFailsAlone(ctx context.Context, cp *checkpoint.Checkpoint, sparkVersion string, commitFormatVersion int) bool {
+func inSwitchOffTrap(ctx context.Context, cp *checkpoint.Checkpoint, sparkVersion string, commitFormatVersion int) bool {
 	a, err := recovery.Assess(ctx, cp, recovery.Options{Mode: recovery.ModeSync, SparkVersion: sparkVersion, CommitFormatVersion: commitFormatVersion})
 	return err == nil && a.Trap != nil
 }

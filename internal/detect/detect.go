@@ -23,7 +23,7 @@ type Result struct {
 	Mode       recovery.Mode `json:"mode,omitempty"`
 	ModeReason string        `json:"modeReason,omitempty"`
 	// AsyncNotApplied is set instead of Mode when the logs have async progress tracking's gaps
-	// but the command kept the sync engine (cli.Detect: the sync restart fails where the async
+	// but the command kept the sync engine (Defaults: the sync restart fails where the async
 	// one would not, and the files cannot tell whether async was switched off since). It says so.
 	AsyncNotApplied string `json:"asyncNotApplied,omitempty"`
 	// SparkMin and SparkMax bound the release that wrote the latest offsets file (SparkMax ""

@@ -78,3 +78,38 @@ func TestAsyncScenario(t *testing.T) {
 		t.Errorf("scenario files are 3.5-era, got %q: %s", r.SparkVersion, r.SparkReason)
 	}
 }
+
+// TestDefaults: the async engine is taken from the gaps unless the checkpoint is in the
+// switch-off trap (recovery.Assess), where the sync engine's failure stays the verdict and the
+// header says what async would do; a flag always wins.
+func TestDefaults(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		scenario string
+		mode     recovery.Mode // the mode flag given, "" for none
+		want     recovery.Mode
+		note     bool // AsyncNotApplied
+	}{
+		{"async-trap-0-3-7", "", "", true},
+		{"doctor-async-gaps-behind", "", recovery.ModeAsync, false},
+		{"async-trap-0-3-7", recovery.ModeAsync, recovery.ModeAsync, false},
+	} {
+		s, ok := scenario.Get(c.scenario)
+		if !ok {
+			t.Fatalf("no scenario %s", c.scenario)
+		}
+		st := storage.NewMem()
+		if err := s.WriteTo(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := checkpoint.Load(ctx, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mode, spark, cf := c.mode, "", 0
+		d := Defaults(ctx, cp, &mode, &spark, &cf)
+		if mode != c.want || (d != nil && d.AsyncNotApplied != "") != c.note {
+			t.Errorf("%s with --mode %q: mode %q, detected %+v", c.scenario, c.mode, mode, d)
+		}
+	}
+}
