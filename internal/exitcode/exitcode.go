@@ -51,6 +51,12 @@ func Code(err error) int {
 	if errors.As(err, &e) {
 		return e.Code
 	}
+	// A logic package's error about a value the user gave (deltastate.SpecError) says so
+	// without knowing exit codes.
+	var u interface{ UsageMistake() bool }
+	if errors.As(err, &u) && u.UsageMistake() {
+		return Usage
+	}
 	// cobra reports these as plain errors; they are usage mistakes all the same.
 	msg := err.Error()
 	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most"} {

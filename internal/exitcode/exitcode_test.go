@@ -38,3 +38,18 @@ func TestMessage(t *testing.T) {
 		t.Errorf("nil printed %q", m)
 	}
 }
+
+type mistake struct{ usage bool }
+
+func (m mistake) Error() string      { return "bad value" }
+func (m mistake) UsageMistake() bool { return m.usage }
+
+// A logic package's error that says it is the user's mistake is a usage error, also wrapped.
+func TestUsageMistake(t *testing.T) {
+	if got := Code(fmt.Errorf("--x: %w", mistake{true})); got != Usage {
+		t.Errorf("wrapped usage mistake: %d", got)
+	}
+	if got := Code(mistake{false}); got != Failure {
+		t.Errorf("not a usage mistake: %d", got)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/deltastate"
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
@@ -205,10 +206,10 @@ func runDoctor(ctx context.Context, opts *Options) error {
 			return fmt.Errorf("--sink: %w", err)
 		}
 	}
-	if dopts.Delta, err = opts.Delta.ReadTables(ctx, opts.OpenStore, cp); err != nil {
+	if dopts.Delta, err = deltastate.ReadTables(ctx, opts.OpenStore, cp, opts.Delta.Tables); err != nil {
 		return err
 	}
-	if dopts.DeltaSink, err = opts.Delta.ReadSink(ctx, opts.OpenStore, cp); err != nil {
+	if dopts.DeltaSink, err = deltastate.ReadSink(ctx, opts.OpenStore, cp, opts.Delta.Sink); err != nil {
 		return err
 	}
 	if opts.Delta.Sink != "" {

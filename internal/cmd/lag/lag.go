@@ -15,6 +15,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/deltastate"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/lag"
@@ -352,7 +353,7 @@ func runDeltaLag(ctx context.Context, opts *Options) error {
 	if len(cp.Root) == 0 {
 		return fmt.Errorf("%s holds no checkpoint (the directory is missing or empty)", loc)
 	}
-	tables, err := opts.Delta.ReadTables(ctx, opts.OpenStore, cp)
+	tables, err := deltastate.ReadTables(ctx, opts.OpenStore, cp, opts.Delta.Tables)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/deltastate"
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -225,7 +226,7 @@ func runRepair(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		txn, err := opts.Delta.ReadSink(ctx, opts.OpenStore, cp)
+		txn, err := deltastate.ReadSink(ctx, opts.OpenStore, cp, opts.Delta.Sink)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/deltastate"
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -235,12 +236,12 @@ func runReplay(ctx context.Context, opts *Options) error {
 		}
 		po.SinkLatest = &latest
 	}
-	if txn, err := opts.Delta.ReadSink(ctx, opts.OpenStore, cp); err != nil {
+	if txn, err := deltastate.ReadSink(ctx, opts.OpenStore, cp, opts.Delta.Sink); err != nil {
 		return err
 	} else if txn != nil {
 		po.SinkLatest, po.SinkKind = &txn.Version, recovery.SinkKindDelta
 	}
-	if po.Delta, err = opts.Delta.ReadTables(ctx, opts.OpenStore, cp); err != nil {
+	if po.Delta, err = deltastate.ReadTables(ctx, opts.OpenStore, cp, opts.Delta.Tables); err != nil {
 		return err
 	}
 	var broker *brokerConn

@@ -1,4 +1,4 @@
-package cli
+package deltastate
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func openLocal(_ context.Context, uri string) (storage.Store, error) { return st
 
 // Unindexed tables go to the checkpoint's Delta sources in order; too many is a usage error; the
 // sink's txn is read for the checkpoint's query id.
-func TestDeltaFlagsRead(t *testing.T) {
+func TestRead(t *testing.T) {
 	ctx := context.Background()
 	fx := filepath.Join("..", "..", "testdata", "delta")
 	s, err := storage.NewLocal(filepath.Join(fx, "source", "checkpoint"))
@@ -46,25 +46,22 @@ func TestDeltaFlagsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := DeltaFlags{Tables: []string{filepath.Join(fx, "source", "table")}, Sink: filepath.Join(fx, "source", "sink")}
-	tables, err := f.ReadTables(ctx, openLocal, cp)
+	specs := []string{filepath.Join(fx, "source", "table")}
+	tables, err := ReadTables(ctx, openLocal, cp, specs)
 	if err != nil || len(tables) != 1 || tables[0].Source != 0 || tables[0].Table.Latest != 3 {
 		t.Fatalf("tables %+v, %v", tables, err)
 	}
-	txn, err := f.ReadSink(ctx, openLocal, cp)
+	txn, err := ReadSink(ctx, openLocal, cp, filepath.Join(fx, "source", "sink"))
 	if err != nil || txn.Version != 2 {
 		t.Fatalf("sink txn %+v, %v", txn, err)
 	}
-	f.Tables = append(f.Tables, f.Tables[0])
-	if _, err := f.ReadTables(ctx, openLocal, cp); exitcode.Code(err) != exitcode.Usage {
+	if _, err := ReadTables(ctx, openLocal, cp, append(specs, specs[0])); exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("two tables for one Delta source: %v", err)
 	}
-	f.Tables = []string{"0=" + f.Tables[0], "0=" + f.Tables[0]}
-	if _, err := f.ReadTables(ctx, openLocal, cp); exitcode.Code(err) != exitcode.Usage {
+	if _, err := ReadTables(ctx, openLocal, cp, []string{"0=" + specs[0], "0=" + specs[0]}); exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("source 0 twice: %v", err)
 	}
-	f.Tables = []string{filepath.Join(fx, "source", "checkpoint")}
-	if _, err := f.ReadTables(ctx, openLocal, cp); err == nil {
-		t.Error("a directory without _delta_log read as a table")
+	if _, err := ReadTables(ctx, openLocal, cp, []string{filepath.Join(fx, "source", "checkpoint")}); err == nil || exitcode.Code(err) == exitcode.Usage {
+		t.Errorf("a directory without _delta_log read as a table, or called a usage mistake: %v", err)
 	}
 }
