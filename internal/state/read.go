@@ -97,6 +97,14 @@ type ReadOptions struct {
 	// Nested gives list and map state one row per grouping key, the values in an array or a
 	// map (Spark's flattenCollectionTypes=false); default: a row per element or entry.
 	Nested bool
+	// MemoryBudget is how many bytes of the records of the deltas or changelogs after the
+	// base are held in memory; past it they are spilled to sorted runs in a temporary
+	// directory. Default (0): DefaultMemoryBudget.
+	MemoryBudget int64
+	// TempDir is where that temporary directory is made; default: os.TempDir() ($TMPDIR).
+	TempDir string
+
+	fanIn int // runs merged at once (tests make it small); default defaultFanIn
 }
 
 // Reader reads rows of one store.
@@ -115,6 +123,8 @@ type Reader struct {
 	Version int64
 	// tws reads a transformWithState operator's state variables (tws.go).
 	tws *twsReader
+	// spilledRuns counts the sorted runs the reads wrote (tests).
+	spilledRuns int
 }
 
 // NewReader resolves opts against the listing and the checkpoint.
@@ -278,72 +288,38 @@ func (r *Reader) partition(ctx context.Context, p *Partition, emit func(*Row) er
 	if err != nil {
 		return err
 	}
-	// The deltas after the base are held in memory (latest wins, nil for a delete); the base,
-	// usually the bulk, streams past them.
-	pending := map[string][]byte{}
-	for _, f := range chain.Steps {
-		err := r.records(ctx, f, func(rec statefmt.Record) error {
-			if rec.Delete {
-				pending[string(rec.Key)] = nil
-			} else {
-				pending[string(rec.Key)] = slices.Clone(rec.Value)
+	// The base, usually the bulk, streams; the records of the deltas after it are held in
+	// memory up to the budget, then spilled to sorted runs (spill.go).
+	steps := func(fn func(key, value []byte, del bool) error) error {
+		for _, f := range chain.Steps {
+			if err := r.records(ctx, f, func(rec statefmt.Record) error { return fn(rec.Key, rec.Value, rec.Delete) }); err != nil {
+				return err
 			}
-			return nil
-		})
-		if err != nil {
-			return err
+		}
+		return nil
+	}
+	var base baseSource
+	if b := chain.Base; b != nil {
+		base = func(fn func(key, value []byte) error) error {
+			if b.Kind == KindZip {
+				// A RocksDB version: the live entries of the SST files its zip lists.
+				return r.sstRows(ctx, p, *b, fn)
+			}
+			return r.records(ctx, *b, func(rec statefmt.Record) error { return fn(rec.Key, rec.Value) })
 		}
 	}
 	row := &Row{Partition: p.ID, line: r.carry}
 	defer func() { r.carry = row.line }()
-	if chain.Base != nil {
-		// Most base rows are not in pending: a small filter answers for them without the map.
-		filter := newKeyFilter(len(pending))
-		for k := range pending {
-			filter.add(k)
-		}
-		each := func(key, value []byte) error {
-			if filter.mayHave(key) {
-				if _, ok := pending[string(key)]; ok {
-					return nil
-				}
-			}
-			ok, err := r.decode(row, key, value, false)
-			if err != nil || !ok {
-				return err
-			}
-			return emit(row)
-		}
-		var err error
-		if chain.Base.Kind == KindZip {
-			// A RocksDB version: the live entries of the SST files its zip lists.
-			err = r.sstRows(ctx, p, *chain.Base, each)
-		} else {
-			err = r.records(ctx, *chain.Base, func(rec statefmt.Record) error { return each(rec.Key, rec.Value) })
-		}
-		if err != nil {
+	o := rebuildOptions{Budget: r.opts.MemoryBudget, TempDir: r.opts.TempDir, FanIn: r.opts.fanIn}
+	stats, err := rebuild(ctx, o, base, steps, func(key, value []byte) error {
+		ok, err := r.decode(row, key, value, false)
+		if err != nil || !ok {
 			return err
 		}
-	}
-	keys := make([]string, 0, len(pending))
-	for k, v := range pending {
-		if v != nil {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		ok, err := r.decode(row, []byte(k), pending[k], false)
-		if err != nil {
-			return err
-		}
-		if ok {
-			if err := emit(row); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		return emit(row)
+	})
+	r.spilledRuns += stats.Runs
+	return err
 }
 
 // keyFilter is a Bloom filter of the keys the deltas after a snapshot changed: 16 bits per
@@ -363,6 +339,16 @@ func newKeyFilter(n int) *keyFilter {
 	return &keyFilter{words: make([]uint64, size), mask: size - 1, seed: maphash.MakeSeed()}
 }
 
+// newKeyFilterBytes is a filter of about size bytes (a power of two, at least 8), for a
+// number of keys not known in advance.
+func newKeyFilterBytes(size int64) *keyFilter {
+	n := uint64(1)
+	for n*2*8 <= uint64(max(size, 8)) {
+		n <<= 1
+	}
+	return &keyFilter{words: make([]uint64, n), mask: n - 1, seed: maphash.MakeSeed()}
+}
+
 // probe returns the word index and the two bits of hash h.
 func (f *keyFilter) probe(h uint64) (uint64, uint64) {
 	return h & f.mask, 1<<(h>>52&63) | 1<<(h>>58)
@@ -370,6 +356,11 @@ func (f *keyFilter) probe(h uint64) (uint64, uint64) {
 
 func (f *keyFilter) add(k string) {
 	w, bits := f.probe(maphash.String(f.seed, k))
+	f.words[w] |= bits
+}
+
+func (f *keyFilter) addBytes(k []byte) {
+	w, bits := f.probe(maphash.Bytes(f.seed, k))
 	f.words[w] |= bits
 }
 

@@ -1,0 +1,724 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// DefaultMemoryBudget is how many bytes of the deltas or changelogs after a version's base a
+// read holds in memory before it spills them to sorted runs on disk: with the runtime, the
+// 64 KiB output block and the decompression buffers, `ckpt state read` stays within 64 MB of
+// RSS (docs/benchmarks.md, "State reads bounded").
+const DefaultMemoryBudget = 16 << 20
+
+const (
+	// mapEntryBytes is what a held record costs beyond its key and value bytes: the map
+	// entry, the string and slice headers, allocation rounding (measured: about 80).
+	mapEntryBytes = 80
+	// spillRecBytes is a record's index entry in the spill buffer.
+	spillRecBytes = 16
+	// defaultFanIn is how many runs are merged at once: 64 readers of 32 KiB.
+	defaultFanIn   = 64
+	runReadBuffer  = 32 << 10
+	runWriteBuffer = 64 << 10
+	// ctxEvery is how many records pass between checks of the context.
+	ctxEvery = 1 << 14
+)
+
+// rebuildOptions bound a rebuild's memory.
+type rebuildOptions struct {
+	// Budget is the bytes of records held before spilling; <= 0: DefaultMemoryBudget.
+	Budget int64
+	// TempDir is where the temporary directory of the runs is made; "": os.TempDir().
+	TempDir string
+	// FanIn is how many runs are merged at once; < 2: defaultFanIn.
+	FanIn int
+}
+
+// rebuildStats say how a rebuild went (tests and benchmarks read them).
+type rebuildStats struct {
+	// Runs is the number of sorted runs written (0: everything fitted in memory).
+	Runs int
+	// Dir is the temporary directory the runs were in (removed when rebuild returns).
+	Dir string
+}
+
+// baseSource streams a version's base rows (a snapshot's, or a zip's SST files') to fn, in
+// the same order each time it is called.
+type baseSource func(fn func(key, value []byte) error) error
+
+// stepSource streams the records of the deltas or changelogs after the base, oldest first.
+type stepSource func(fn func(key, value []byte, del bool) error) error
+
+// rebuild emits the rows of a version: first the base rows whose key no step record names, in
+// the base's order, then the keys whose latest step record is a put, sorted by key bytes (a
+// key a step removed is gone). The order is the same whether the records fit in the budget
+// (a map) or not (sorted runs in a temporary directory, merged): it depends on neither memory
+// nor a hash seed. base may be nil (no base: version 0 and the deltas after it). The
+// temporary directory is removed before rebuild returns, whatever the outcome.
+func rebuild(ctx context.Context, o rebuildOptions, base baseSource, steps stepSource, emit func(key, value []byte) error) (stats rebuildStats, err error) {
+	if o.Budget <= 0 {
+		o.Budget = DefaultMemoryBudget
+	}
+	if o.FanIn < 2 {
+		o.FanIn = defaultFanIn
+	}
+	pending := map[string][]byte{}
+	var used int64
+	var tmp *spillDir
+	var deltas *spiller
+	defer func() {
+		if tmp != nil {
+			stats.Runs, stats.Dir = tmp.runs, tmp.dir
+			if cerr := tmp.remove(); err == nil {
+				err = cerr
+			}
+		}
+	}()
+	n := 0
+	err = steps(func(key, value []byte, del bool) error {
+		if n++; n%ctxEvery == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if deltas != nil {
+			return deltas.add(key, value, del)
+		}
+		if old, ok := pending[string(key)]; ok {
+			used += int64(len(value) - len(old))
+		} else {
+			used += int64(len(key)+len(value)) + mapEntryBytes
+		}
+		if del {
+			pending[string(key)] = nil
+		} else {
+			pending[string(key)] = slices.Clone(value)
+		}
+		if used <= o.Budget {
+			return nil
+		}
+		// Over the budget: the map becomes the first run, and every later record goes
+		// through the spill buffer.
+		var err error
+		if tmp, err = newSpillDir(o.TempDir); err != nil {
+			return err
+		}
+		deltas = newSpiller(ctx, tmp, "delta", o, base != nil)
+		err = deltas.dumpMap(pending)
+		pending = nil
+		return err
+	})
+	if err != nil {
+		return stats, err
+	}
+	if deltas == nil {
+		return stats, emitHeld(ctx, pending, base, emit)
+	}
+	if err := deltas.finish(); err != nil {
+		return stats, err
+	}
+	if base != nil {
+		skip, err := touchedBase(ctx, o, tmp, deltas, base)
+		if err != nil {
+			return stats, err
+		}
+		var i int
+		err = base(func(key, value []byte) error {
+			i++
+			if i%ctxEvery == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if skip.has(i - 1) {
+				return nil
+			}
+			return emit(key, value)
+		})
+		if err != nil {
+			return stats, err
+		}
+	}
+	m, err := deltas.merge()
+	if err != nil {
+		return stats, err
+	}
+	defer m.close()
+	for m.next() {
+		if !m.del {
+			if err := emit(m.key, m.value); err != nil {
+				return stats, err
+			}
+		}
+	}
+	return stats, m.err
+}
+
+// emitHeld is rebuild when the step records fit in memory: pending holds each key's latest
+// value (nil: removed).
+func emitHeld(ctx context.Context, pending map[string][]byte, base baseSource, emit func(key, value []byte) error) error {
+	if base != nil {
+		// Most base rows are not in pending: a small filter answers for them without the map.
+		filter := newKeyFilter(len(pending))
+		for k := range pending {
+			filter.add(k)
+		}
+		i := 0
+		err := base(func(key, value []byte) error {
+			if i++; i%ctxEvery == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if filter.mayHave(key) {
+				if _, ok := pending[string(key)]; ok {
+					return nil
+				}
+			}
+			return emit(key, value)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	keys := make([]string, 0, len(pending))
+	for k, v := range pending {
+		if v != nil {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := emit([]byte(k), pending[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// touchedBase returns the positions (in the base's order) of the base rows whose key a step
+// record names: the base keys the filter of the step keys lets pass are sorted with their
+// positions (spilling as the step records did) and merged with the step runs.
+func touchedBase(ctx context.Context, o rebuildOptions, tmp *spillDir, deltas *spiller, base baseSource) (*bitset, error) {
+	keys := newSpiller(ctx, tmp, "base", o, false)
+	var pos [8]byte
+	i := 0
+	err := base(func(key, _ []byte) error {
+		if i++; i%ctxEvery == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !deltas.filter.mayHave(key) {
+			return nil
+		}
+		binary.BigEndian.PutUint64(pos[:], uint64(i-1))
+		return keys.add(key, pos[:], false)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := keys.finish(); err != nil {
+		return nil, err
+	}
+	skip := &bitset{}
+	a, err := deltas.merge()
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	b, err := keys.merge()
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	okA, okB := a.next(), b.next()
+	for okA && okB {
+		switch c := bytes.Compare(a.key, b.key); {
+		case c < 0:
+			okA = a.next()
+		case c > 0:
+			okB = b.next()
+		default:
+			skip.set(int(binary.BigEndian.Uint64(b.value)))
+			okA, okB = a.next(), b.next()
+		}
+	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	return skip, b.err
+}
+
+// bitset is a growing set of non-negative ints: one bit per base row.
+type bitset struct{ words []uint64 }
+
+func (s *bitset) set(i int) {
+	for i/64 >= len(s.words) {
+		s.words = append(s.words, 0)
+	}
+	s.words[i/64] |= 1 << (i % 64)
+}
+
+func (s *bitset) has(i int) bool {
+	return i/64 < len(s.words) && s.words[i/64]&(1<<(i%64)) != 0
+}
+
+// spillDir is the temporary directory of one rebuild's runs.
+type spillDir struct {
+	dir  string
+	runs int // runs written, merges included
+	open []*os.File
+}
+
+func newSpillDir(parent string) (*spillDir, error) {
+	dir, err := os.MkdirTemp(parent, "ckpt-state-read-")
+	if err != nil {
+		return nil, fmt.Errorf("spilling state records to disk: %w", err)
+	}
+	return &spillDir{dir: dir}, nil
+}
+
+func (d *spillDir) remove() error {
+	for _, f := range d.open {
+		f.Close()
+	}
+	d.open = nil
+	return os.RemoveAll(d.dir)
+}
+
+// spiller collects records in a buffer and, when the buffer is over the budget, writes it
+// sorted (key bytes, then arrival: the latest record of each key is kept) as a run. A run's
+// number orders it: every record of run n is later than every record of runs before n, so
+// in a merge the newest run's record of a key wins. When FanIn runs exist they are merged
+// into one, so a merge never opens more than FanIn files.
+type spiller struct {
+	ctx    context.Context
+	dir    *spillDir
+	name   string
+	limit  int64
+	fanIn  int
+	buf    []byte
+	recs   []spillRec
+	runs   []run      // oldest first
+	filter *keyFilter // the keys of every record; nil unless a base is to be filtered
+	sorted bool       // finish sorted the buffer, which stays in memory as the newest run
+}
+
+// run is a run file and its level (how many merges made it).
+type run struct {
+	path  string
+	level int
+}
+
+// spillRec is a record in the buffer: key buf[off:off+klen], value after it (vlen -1: removed).
+type spillRec struct {
+	off        int
+	klen, vlen int32
+}
+
+func newSpiller(ctx context.Context, dir *spillDir, name string, o rebuildOptions, filter bool) *spiller {
+	s := &spiller{ctx: ctx, dir: dir, name: name, limit: o.Budget, fanIn: o.FanIn}
+	if filter {
+		// The filter is the one memory that grows with the records past the budget: it is
+		// sized to an eighth of the budget (false positives only cost the base keys they let
+		// through a sort).
+		s.filter = newKeyFilterBytes(o.Budget / 8)
+	}
+	return s
+}
+
+func (s *spiller) key(r spillRec) []byte { return s.buf[r.off : r.off+int(r.klen)] }
+
+func (s *spiller) value(r spillRec) []byte {
+	if r.vlen < 0 {
+		return nil
+	}
+	start := r.off + int(r.klen)
+	return s.buf[start : start+int(r.vlen)]
+}
+
+func (s *spiller) add(key, value []byte, del bool) error {
+	if len(s.recs) > 0 && int64(len(s.buf)+len(key)+len(value))+int64(len(s.recs)+1)*spillRecBytes > s.limit {
+		if err := s.flush(); err != nil {
+			return err
+		}
+	}
+	if s.buf == nil {
+		s.buf = make([]byte, 0, s.limit)
+	}
+	r := spillRec{off: len(s.buf), klen: int32(len(key)), vlen: -1}
+	s.buf = append(s.buf, key...)
+	if !del {
+		r.vlen = int32(len(value))
+		s.buf = append(s.buf, value...)
+	}
+	s.recs = append(s.recs, r)
+	if s.filter != nil {
+		s.filter.addBytes(key)
+	}
+	return nil
+}
+
+// sortBuffer sorts the buffer's records by key, keeping only each key's latest.
+func (s *spiller) sortBuffer() {
+	slices.SortFunc(s.recs, func(a, b spillRec) int {
+		if c := bytes.Compare(s.key(a), s.key(b)); c != 0 {
+			return c
+		}
+		return a.off - b.off // arrival order: offsets grow
+	})
+	out := s.recs[:0]
+	for i, r := range s.recs {
+		if i+1 < len(s.recs) && bytes.Equal(s.key(r), s.key(s.recs[i+1])) {
+			continue // a later record of the key follows
+		}
+		out = append(out, r)
+	}
+	s.recs = out
+}
+
+// flush writes the buffer as the next run and empties it.
+func (s *spiller) flush() error {
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	s.sortBuffer()
+	err := s.writeRun(func(w *runWriter) error {
+		for _, r := range s.recs {
+			if err := w.write(s.key(r), s.value(r), r.vlen < 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	s.buf, s.recs = s.buf[:0], s.recs[:0]
+	return err
+}
+
+// dumpMap writes the records held in a map (latest value per key, nil: removed) as a run.
+func (s *spiller) dumpMap(m map[string][]byte) error {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+		if s.filter != nil {
+			s.filter.add(k)
+		}
+	}
+	slices.Sort(keys)
+	return s.writeRun(func(w *runWriter) error {
+		for _, k := range keys {
+			v := m[k]
+			if err := w.write([]byte(k), v, v == nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeRun writes a new run with fill. Runs are merged as a counter carries: when the newest
+// FanIn runs are of one level, they become one run of the next level, in their place (they
+// are the newest, so the order of runs stays the order of records). Each record is so
+// rewritten about log_FanIn(records / budget) times, and no merge opens more than FanIn
+// runs.
+func (s *spiller) writeRun(fill func(*runWriter) error) error {
+	if err := s.newRun(0, fill); err != nil {
+		return err
+	}
+	for {
+		n := len(s.runs)
+		if n < s.fanIn {
+			return nil
+		}
+		tail := s.runs[n-s.fanIn:]
+		level := tail[len(tail)-1].level
+		for _, r := range tail {
+			if r.level != level {
+				return nil
+			}
+		}
+		if err := s.mergeTail(s.fanIn, level+1); err != nil {
+			return err
+		}
+	}
+}
+
+// mergeTail merges the newest k runs into one run of the given level.
+func (s *spiller) mergeTail(k, level int) error {
+	tail := slices.Clone(s.runs[len(s.runs)-k:])
+	m, err := s.mergeRuns(tail, false)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	s.runs = s.runs[:len(s.runs)-k]
+	// Removes are kept: they hide older runs' puts and base rows.
+	err = s.newRun(level, func(w *runWriter) error {
+		for m.next() {
+			if err := w.write(m.key, m.value, m.del); err != nil {
+				return err
+			}
+		}
+		return m.err
+	})
+	m.close()
+	for _, r := range tail {
+		os.Remove(r.path)
+	}
+	return err
+}
+
+// newRun writes the next run file with fill and appends it to runs.
+func (s *spiller) newRun(level int, fill func(*runWriter) error) error {
+	path := filepath.Join(s.dir.dir, fmt.Sprintf("%s-%06d.run", s.name, s.dir.runs))
+	s.dir.runs++
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("spilling state records to disk: %w", err)
+	}
+	w := &runWriter{w: bufio.NewWriterSize(f, runWriteBuffer)}
+	err = fill(w)
+	if err == nil {
+		err = w.w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("spilling state records to disk: %w", err)
+	}
+	s.runs = append(s.runs, run{path: path, level: level})
+	return nil
+}
+
+// finish ends the adding: the buffer is written as a run if there are runs already (and the
+// newest runs merged until at most FanIn remain), else sorted and kept in memory.
+func (s *spiller) finish() error {
+	if len(s.runs) == 0 {
+		s.sortBuffer()
+		s.sorted = true
+		return nil
+	}
+	if len(s.recs) > 0 {
+		if err := s.flush(); err != nil {
+			return err
+		}
+	}
+	for len(s.runs) > s.fanIn {
+		k := min(s.fanIn, len(s.runs)-s.fanIn+1)
+		if err := s.mergeTail(k, s.runs[len(s.runs)-1].level+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runWriter writes a run's records: uvarint key length, key, uvarint value length + 1 (0: a
+// remove), value.
+type runWriter struct {
+	w   *bufio.Writer
+	tmp [binary.MaxVarintLen64]byte
+}
+
+func (w *runWriter) write(key, value []byte, del bool) error {
+	w.w.Write(w.tmp[:binary.PutUvarint(w.tmp[:], uint64(len(key)))])
+	w.w.Write(key)
+	if del {
+		return w.w.WriteByte(0)
+	}
+	w.w.Write(w.tmp[:binary.PutUvarint(w.tmp[:], uint64(len(value))+1)])
+	_, err := w.w.Write(value)
+	return err
+}
+
+// cursor walks one run (a file, or the sorted buffer) in key order.
+type cursor struct {
+	rank       int // higher: newer
+	r          *bufio.Reader
+	path       string
+	s          *spiller // the buffer, when r is nil
+	i          int
+	key, value []byte
+	del        bool
+}
+
+func (c *cursor) next() (bool, error) {
+	if c.r == nil {
+		if c.i >= len(c.s.recs) {
+			return false, nil
+		}
+		rec := c.s.recs[c.i]
+		c.i++
+		c.key, c.value, c.del = c.s.key(rec), c.s.value(rec), rec.vlen < 0
+		return true, nil
+	}
+	kl, err := binary.ReadUvarint(c.r)
+	if err == io.EOF {
+		return false, nil
+	}
+	if err != nil {
+		return false, c.corrupt(err)
+	}
+	c.key = slices.Grow(c.key[:0], int(kl))[:kl]
+	if _, err := io.ReadFull(c.r, c.key); err != nil {
+		return false, c.corrupt(err)
+	}
+	vl, err := binary.ReadUvarint(c.r)
+	if err != nil {
+		return false, c.corrupt(err)
+	}
+	c.del = vl == 0
+	if c.del {
+		return true, nil
+	}
+	c.value = slices.Grow(c.value[:0], int(vl-1))[:vl-1]
+	if _, err := io.ReadFull(c.r, c.value); err != nil {
+		return false, c.corrupt(err)
+	}
+	return true, nil
+}
+
+func (c *cursor) corrupt(err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("reading the spilled run %s: %w", c.path, err)
+}
+
+// merger yields each key of its runs once, in key order, with its newest record.
+type merger struct {
+	ctx        context.Context
+	heap       []*cursor
+	files      []*os.File
+	key, value []byte
+	del        bool
+	started    bool
+	n          int
+	err        error
+}
+
+// merge opens the spiller's runs (and its sorted buffer) for a merge.
+func (s *spiller) merge() (*merger, error) { return s.mergeRuns(s.runs, true) }
+
+// mergeRuns opens runs (oldest first), and the sorted buffer if withBuffer, for a merge.
+func (s *spiller) mergeRuns(runs []run, withBuffer bool) (*merger, error) {
+	m := &merger{ctx: s.ctx}
+	var cs []*cursor
+	for i, r := range runs {
+		p := r.path
+		f, err := os.Open(p)
+		if err != nil {
+			m.close()
+			return nil, fmt.Errorf("reading spilled state records: %w", err)
+		}
+		m.files = append(m.files, f)
+		s.dir.open = append(s.dir.open, f)
+		cs = append(cs, &cursor{rank: i, r: bufio.NewReaderSize(f, runReadBuffer), path: p})
+	}
+	if withBuffer && s.sorted && len(s.recs) > 0 {
+		cs = append(cs, &cursor{rank: len(runs), s: s})
+	}
+	for _, c := range cs {
+		ok, err := c.next()
+		if err != nil {
+			m.close()
+			return nil, err
+		}
+		if ok {
+			m.push(c)
+		}
+	}
+	return m, nil
+}
+
+// less orders cursors by key, the newest first among equal keys.
+func less(a, b *cursor) bool {
+	if c := bytes.Compare(a.key, b.key); c != 0 {
+		return c < 0
+	}
+	return a.rank > b.rank
+}
+
+func (m *merger) push(c *cursor) {
+	m.heap = append(m.heap, c)
+	i := len(m.heap) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !less(m.heap[i], m.heap[p]) {
+			break
+		}
+		m.heap[i], m.heap[p] = m.heap[p], m.heap[i]
+		i = p
+	}
+}
+
+func (m *merger) down() {
+	h := m.heap
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		j := l
+		if r := l + 1; r < len(h) && less(h[r], h[l]) {
+			j = r
+		}
+		if !less(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+// advance moves the top cursor to its next record.
+func (m *merger) advance() error {
+	ok, err := m.heap[0].next()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		last := len(m.heap) - 1
+		m.heap[0] = m.heap[last]
+		m.heap = m.heap[:last]
+	}
+	m.down()
+	return nil
+}
+
+// next moves to the next key; key, value and del hold its newest record until the next call.
+func (m *merger) next() bool {
+	if m.err != nil {
+		return false
+	}
+	if m.started {
+		// Past the key given last: its winner and the older records of it.
+		for len(m.heap) > 0 && bytes.Equal(m.heap[0].key, m.key) {
+			if m.err = m.advance(); m.err != nil {
+				return false
+			}
+		}
+	}
+	m.started = true
+	if m.n++; m.n%ctxEvery == 0 {
+		if m.err = m.ctx.Err(); m.err != nil {
+			return false
+		}
+	}
+	if len(m.heap) == 0 {
+		return false
+	}
+	top := m.heap[0]
+	m.key = append(m.key[:0], top.key...)
+	m.value, m.del = top.value, top.del
+	return true
+}
+
+func (m *merger) close() {
+	for _, f := range m.files {
+		f.Close()
+	}
+	m.files = nil
+}
