@@ -295,6 +295,10 @@ func BenchmarkRead1GB(b *testing.B) {
 }
 
 func benchRead(b *testing.B, dir string, want int64) {
+	benchReadOpts(b, dir, want, ReadOptions{Operator: 0, Partition: 0})
+}
+
+func benchReadOpts(b *testing.B, dir string, want int64, opts ReadOptions) {
 	cp, l := openFixture(b, dir)
 	runtime.GC()
 	var peak atomic.Uint64
@@ -304,7 +308,7 @@ func benchRead(b *testing.B, dir string, want int64) {
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for b.Loop() {
-		r, err := NewReader(context.Background(), cp, l, ReadOptions{Operator: 0, Partition: 0})
+		r, err := NewReader(context.Background(), cp, l, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -647,6 +651,18 @@ func writeBenchDelta(dir string, size int64) (int64, error) {
 		return 0, err
 	}
 	return n - n/32 + n/64, nil
+}
+
+// BenchmarkReadDelta32MB reads version 1 of a partition that is one 32 MiB delta in process
+// (Reader.WriteJSON to a line counter), past the default memory budget: for profiling the
+// spill and the merge.
+func BenchmarkReadDelta32MB(b *testing.B) {
+	root := b.TempDir()
+	want, err := writeBenchDelta(filepath.Join(root, "checkpoint"), 32<<20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchReadOpts(b, root, want, ReadOptions{Operator: 0, Partition: 0, Version: 1})
 }
 
 // BenchmarkReadBinaryDelta runs the binary as BenchmarkReadBinary1GB does on version 1 of a

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -218,10 +220,11 @@ func FuzzRebuild(f *testing.F) {
 		ops := data[3:]
 		for i := 0; i+1 < len(ops) && i < 6000; i += 2 {
 			op, arg := ops[i], ops[i+1]
-			// Keys of varying length sharing prefixes (and the empty key): "", "k1", "k12", …
+			// Keys of varying length sharing prefixes (and the empty key): "", "k1",
+			// "pppppppppppk12", …: long enough for the 8-byte steps of abbreviate.
 			key := ""
 			if id := op & 0x3f; id != 0 {
-				key = fmt.Sprintf("k%d", id*7%61)
+				key = strings.Repeat("p", int(id%3)*6) + fmt.Sprintf("k%d", id*7%61)
 			}
 			value := string(bytes.Repeat([]byte{'a' + arg%26}, int(arg%4)))
 			switch {
@@ -271,6 +274,41 @@ func TestRebuildSpillsPastBudget(t *testing.T) {
 		}
 		if spilled := stats.Runs > 0; spilled != (budget < 1<<20) {
 			t.Fatalf("budget %d: %d runs", budget, stats.Runs)
+		}
+	}
+}
+
+// TestAbbreviateOrdersAsBytes: two records whose abbreviations differ are in the order of
+// their key bytes, over sets of keys shaped as state keys are (a shared header, a constant
+// prefix, lengths that differ) and random ones.
+func TestAbbreviateOrdersAsBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 300 {
+		s := &spiller{}
+		n := 2 + rng.IntN(200)
+		for range n {
+			var k []byte
+			switch trial % 3 {
+			case 0:
+				k = benchKey(nil, rng.Int64N(1<<40))
+			case 1:
+				k = append([]byte("header-constant-"), fmt.Sprintf("%x", rng.Int64N(int64(1)<<rng.IntN(60)+1))...)
+			default:
+				k = make([]byte, rng.IntN(24))
+				for j := range k {
+					k[j] = byte(rng.IntN(3))
+				}
+			}
+			s.recs = append(s.recs, spillRec{off: len(s.buf), klen: int32(len(k)), vlen: -1})
+			s.buf = append(s.buf, k...)
+		}
+		s.abbreviate()
+		for _, a := range s.recs {
+			for _, b := range s.recs {
+				if a.abbr < b.abbr && bytes.Compare(s.key(a), s.key(b)) >= 0 {
+					t.Fatalf("trial %d: abbr %x < %x but key %q >= %q", trial, a.abbr, b.abbr, s.key(a), s.key(b))
+				}
+			}
 		}
 	}
 }

@@ -98,7 +98,22 @@ func compareOracle(t *testing.T, dir, oracle string) {
 	if err := run(context.Background(), opts); err != nil {
 		t.Fatalf("%s: ckpt state read: %v", filepath.Base(oracle), err)
 	}
-	got := normalizeLines(t, out.Bytes())
+	// The same read with every delta or changelog record spilled to disk (a budget of one
+	// byte): the same bytes, order included, and nothing left in the temporary directory.
+	held := bytes.Clone(out.Bytes())
+	out.Reset()
+	tmp := t.TempDir()
+	opts.ReadOptions.MemoryBudget, opts.ReadOptions.TempDir = 1, tmp
+	if err := run(context.Background(), opts); err != nil {
+		t.Fatalf("%s: ckpt state read, spilling: %v", filepath.Base(oracle), err)
+	}
+	if !bytes.Equal(out.Bytes(), held) {
+		t.Errorf("%s: spilling every record read other bytes:\n%s\nin memory:\n%s", filepath.Base(oracle), out.Bytes(), held)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("%s: %s left in the temporary directory", filepath.Base(oracle), left[0].Name())
+	}
+	got := normalizeLines(t, held)
 	data, err := os.ReadFile(oracle)
 	if err != nil {
 		t.Fatal(err)

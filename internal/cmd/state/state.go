@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -91,14 +92,20 @@ schema Spark stored. Reads the listing of state/ and the small schema and metada
 
 func newRead(env *cli.Env, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: env.IO, OpenStore: env.OpenStore, Read: true}
-	var output string
+	var output, budget string
 	ro := &opts.ReadOptions
 	cmd := &cobra.Command{
 		Use:   "read CHECKPOINT --operator N",
 		Short: "Read the rows of a state store (as Spark's statestore reader does), streamed",
 		Long: `Read the rows of one state store: one row per key, with the key and value columns named
-by the schema Spark stored, like spark.read.format("statestore"). The rows stream: memory
-holds the deltas or changelogs after the newest snapshot, not the snapshot.
+by the schema Spark stored, like spark.read.format("statestore"). The rows stream: the
+newest snapshot (or zip) is never held in memory.
+
+Memory holds the records of the deltas or changelogs after the base up to --memory-budget
+(default 8MiB, or CKPT_STATE_MEMORY_BUDGET); past it they are sorted into runs in a
+temporary directory under $TMPDIR (ckpt-state-read-*, removed when the read ends, interrupted
+or not) and merged. The rows and their order are the same either way: the base's rows in its
+order, then the rows the deltas put, sorted by key bytes.
 
 The version read is the latest committed batch's (version = batch id + 1) unless --version
 says otherwise. --changes reads only that version's delta or changelog: what that batch
@@ -134,6 +141,20 @@ a row per element (list_element), map state a row per entry (user_map_key, user_
 			if ro.Version < 0 {
 				return exitcode.UsageError(fmt.Errorf("--version %d: must be positive", ro.Version))
 			}
+			from := "--memory-budget "
+			if !cmd.Flags().Changed("memory-budget") {
+				from, budget = "CKPT_STATE_MEMORY_BUDGET=", ""
+				if env.Getenv != nil {
+					budget = env.Getenv("CKPT_STATE_MEMORY_BUDGET")
+				}
+			}
+			if budget != "" {
+				n, err := parseBytes(budget)
+				if err != nil {
+					return exitcode.UsageError(fmt.Errorf("%s%s: %v", from, render.EscapeText(budget), err))
+				}
+				ro.MemoryBudget = n
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -150,6 +171,7 @@ a row per element (list_element), map state a row per entry (user_map_key, user_
 	fl.BoolVar(&ro.Changes, "changes", false, "read only the version's delta or changelog: what its batch changed")
 	fl.StringVar(&ro.StateVar, "state-var", "", "transformWithState: the state variable `NAME` to read (Spark's stateVarName; ckpt state ls lists them)")
 	fl.BoolVar(&ro.Timers, "timers", false, "transformWithState: read the registered timers (Spark's readRegisteredTimers)")
+	fl.StringVar(&budget, "memory-budget", "", fmt.Sprintf("`SIZE` of the delta or changelog records held in memory before they are spilled to sorted runs in $TMPDIR (default %dMiB, or env CKPT_STATE_MEMORY_BUDGET)", state.DefaultMemoryBudget>>20))
 	fl.BoolVar(&ro.Nested, "nested", false, "transformWithState list and map state: one row per grouping key, the list or map in it (Spark's flattenCollectionTypes=false)")
 	return cmd
 }
@@ -288,4 +310,21 @@ func renderLs(opts *Options, sums []state.StoreSummary) error {
 		r.Table(vt)
 	}
 	return nil
+}
+
+// parseBytes reads a size: a number of bytes, optionally with a unit (KiB, MiB, GiB; KB, MB,
+// GB; K, M, G are the binary ones).
+func parseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') {
+		i--
+	}
+	mult := map[string]int64{"": 1, "B": 1, "K": 1 << 10, "KiB": 1 << 10, "KB": 1000, "M": 1 << 20, "MiB": 1 << 20, "MB": 1000_000,
+		"G": 1 << 30, "GiB": 1 << 30, "GB": 1000_000_000}[strings.TrimSpace(t[i:])]
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil || mult == 0 || n <= 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("want a positive size in bytes, such as 16MiB, 512KiB or 1GB")
+	}
+	return n * mult, nil
 }
