@@ -25,9 +25,11 @@ const (
 	mapEntryBytes = 80
 	// spillRecBytes is a record's index entry in the spill buffer.
 	spillRecBytes = 24
-	// defaultFanIn is how many runs are merged at once: 64 readers of 32 KiB.
-	defaultFanIn   = 64
-	runReadBuffer  = 32 << 10
+	// defaultFanIn is how many runs are merged at once: 256 readers of 16 KiB (4 MiB, taken
+	// when the spill buffer has been let go). A 1 GB delta at the default budget is about
+	// 290 runs.
+	defaultFanIn   = 256
+	runReadBuffer  = 16 << 10
 	runWriteBuffer = 64 << 10
 	// ctxEvery is how many records pass between checks of the context.
 	ctxEvery = 1 << 14
@@ -293,9 +295,9 @@ func (d *spillDir) remove() error {
 
 // spiller collects records in a buffer and, when the buffer is over the budget, writes it
 // sorted (key bytes, then arrival: the latest record of each key is kept) as a run. A run's
-// number orders it: every record of run n is later than every record of runs before n, so
-// in a merge the newest run's record of a key wins. When FanIn runs exist they are merged
-// into one, so a merge never opens more than FanIn files.
+// place orders it: every record of a run is later than every record of the runs before it,
+// so in a merge the newest run's record of a key wins. finish merges runs until FanIn remain,
+// so a merge never opens more than FanIn files.
 type spiller struct {
 	ctx    context.Context
 	dir    *spillDir
@@ -304,15 +306,9 @@ type spiller struct {
 	fanIn  int
 	buf    []byte
 	recs   []spillRec
-	runs   []run      // oldest first
+	runs   []string   // run files, oldest first
 	filter *keyFilter // the keys of every record; nil unless a base is to be filtered
 	sorted bool       // finish sorted the buffer, which stays in memory as the newest run
-}
-
-// run is a run file and its level (how many merges made it).
-type run struct {
-	path  string
-	level int
 }
 
 // spillRec is a record in the buffer: key buf[off:off+klen], value after it (vlen -1: removed).
@@ -473,44 +469,26 @@ func (s *spiller) dumpMap(m map[string][]byte) error {
 	})
 }
 
-// writeRun writes a new run with fill. Runs are merged as a counter carries: when the newest
-// FanIn runs are of one level, they become one run of the next level, in their place (they
-// are the newest, so the order of runs stays the order of records). Each record is so
-// rewritten about log_FanIn(records / budget) times, and no merge opens more than FanIn
-// runs.
+// writeRun writes the next run with fill.
 func (s *spiller) writeRun(fill func(*runWriter) error) error {
-	if err := s.newRun(0, fill); err != nil {
-		return err
+	path, err := s.newRun(fill)
+	if err == nil {
+		s.runs = append(s.runs, path)
 	}
-	for {
-		n := len(s.runs)
-		if n < s.fanIn {
-			return nil
-		}
-		tail := s.runs[n-s.fanIn:]
-		level := tail[len(tail)-1].level
-		for _, r := range tail {
-			if r.level != level {
-				return nil
-			}
-		}
-		if err := s.mergeTail(s.fanIn, level+1); err != nil {
-			return err
-		}
-	}
+	return err
 }
 
-// mergeTail merges the newest k runs into one run of the given level.
-func (s *spiller) mergeTail(k, level int) error {
-	tail := slices.Clone(s.runs[len(s.runs)-k:])
-	m, err := s.mergeRuns(tail, false)
+// mergeRange merges runs[i:j] into one run, in their place: they are consecutive, so the
+// order of the runs stays the order of their records. Removes are kept: they hide older
+// runs' puts and base rows.
+func (s *spiller) mergeRange(i, j int) error {
+	group := slices.Clone(s.runs[i:j])
+	m, err := s.mergeRuns(group, false)
 	if err != nil {
 		return err
 	}
 	defer m.close()
-	s.runs = s.runs[:len(s.runs)-k]
-	// Removes are kept: they hide older runs' puts and base rows.
-	err = s.newRun(level, func(w *runWriter) error {
+	path, err := s.newRun(func(w *runWriter) error {
 		for m.next() {
 			if err := w.write(m.key, m.value, m.del); err != nil {
 				return err
@@ -519,19 +497,23 @@ func (s *spiller) mergeTail(k, level int) error {
 		return m.err
 	})
 	m.close()
-	for _, r := range tail {
-		os.Remove(r.path)
+	for _, p := range group {
+		os.Remove(p)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	s.runs = slices.Replace(s.runs, i, j, path)
+	return nil
 }
 
-// newRun writes the next run file with fill and appends it to runs.
-func (s *spiller) newRun(level int, fill func(*runWriter) error) error {
+// newRun writes a new run file with fill and returns its path.
+func (s *spiller) newRun(fill func(*runWriter) error) (string, error) {
 	path := filepath.Join(s.dir.dir, fmt.Sprintf("%s-%06d.run", s.name, s.dir.runs))
 	s.dir.runs++
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("spilling state records to disk: %w", err)
+		return "", fmt.Errorf("spilling state records to disk: %w", err)
 	}
 	w := &runWriter{w: bufio.NewWriterSize(f, runWriteBuffer)}
 	err = fill(w)
@@ -542,10 +524,9 @@ func (s *spiller) newRun(level int, fill func(*runWriter) error) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("spilling state records to disk: %w", err)
+		return "", fmt.Errorf("spilling state records to disk: %w", err)
 	}
-	s.runs = append(s.runs, run{path: path, level: level})
-	return nil
+	return path, nil
 }
 
 // finish ends the adding: the buffer is written as a run if there are runs already (and the
@@ -562,10 +543,17 @@ func (s *spiller) finish() error {
 		}
 	}
 	s.buf, s.recs = nil, nil // all on disk: the base's keys may need the memory
+	// Merge passes until FanIn runs remain, each merging consecutive groups of at most FanIn
+	// runs, no more of them than it takes: 290 runs and a fan-in of 256 rewrite 35 runs
+	// once, not all of them.
 	for len(s.runs) > s.fanIn {
-		k := min(s.fanIn, len(s.runs)-s.fanIn+1)
-		if err := s.mergeTail(k, s.runs[len(s.runs)-1].level+1); err != nil {
-			return err
+		excess := len(s.runs) - s.fanIn
+		for i := 0; i < len(s.runs) && excess > 0; i++ {
+			g := min(s.fanIn, excess+1, len(s.runs)-i)
+			if err := s.mergeRange(i, i+g); err != nil {
+				return err
+			}
+			excess -= g - 1
 		}
 	}
 	return nil
@@ -659,11 +647,10 @@ type merger struct {
 func (s *spiller) merge() (*merger, error) { return s.mergeRuns(s.runs, true) }
 
 // mergeRuns opens runs (oldest first), and the sorted buffer if withBuffer, for a merge.
-func (s *spiller) mergeRuns(runs []run, withBuffer bool) (*merger, error) {
+func (s *spiller) mergeRuns(runs []string, withBuffer bool) (*merger, error) {
 	m := &merger{ctx: s.ctx}
 	var cs []*cursor
-	for i, r := range runs {
-		p := r.path
+	for i, p := range runs {
 		f, err := os.Open(p)
 		if err != nil {
 			m.close()
