@@ -27,7 +27,7 @@ const (
 	spillRecBytes = 24
 	// defaultFanIn is how many runs are merged at once: 256 readers of 16 KiB (4 MiB, taken
 	// when the spill buffer has been let go). A 1 GB delta at the default budget is about
-	// 290 runs.
+	// about 330 runs.
 	defaultFanIn   = 256
 	runReadBuffer  = 16 << 10
 	runWriteBuffer = 64 << 10
@@ -544,8 +544,8 @@ func (s *spiller) finish() error {
 	}
 	s.buf, s.recs = nil, nil // all on disk: the base's keys may need the memory
 	// Merge passes until FanIn runs remain, each merging consecutive groups of at most FanIn
-	// runs, no more of them than it takes: 290 runs and a fan-in of 256 rewrite 35 runs
-	// once, not all of them.
+	// runs, no more of them than it takes: 330 runs and a fan-in of 256 merge 75 of them once,
+	// not all of them.
 	for len(s.runs) > s.fanIn {
 		excess := len(s.runs) - s.fanIn
 		for i := 0; i < len(s.runs) && excess > 0; i++ {
