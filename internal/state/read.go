@@ -239,7 +239,10 @@ func IDsFor(ctx context.Context, cp *checkpoint.Checkpoint, op int64, storeIdx, 
 	}
 }
 
-// Each calls emit for every row, partition by partition (a partition's rows in storage order).
+// Each calls emit for every row, partition by partition. A partition's rows: the base's rows
+// (snapshot order, or key order for a RocksDB version) that no later delta or changelog
+// record names, then the keys those records put, sorted by key bytes (rebuild); the same
+// order whether the records were held in memory or spilled. --changes: the file's order.
 func (r *Reader) Each(ctx context.Context, emit func(*Row) error) error {
 	if r.tws != nil {
 		return r.tws.each(ctx, emit)
