@@ -81,8 +81,10 @@ func checkAction(st stores, a Action) error {
 		}
 		return confineSinkLog(s, a.Path, st.dirs)
 	}
-	if a.Op == OpDelete && IsStateFile(a.Path) {
-		return confineState(s, a.Path, st.dirs) // `ckpt rewind` moves state versions into the backup
+	if (a.Op == OpDelete || a.Op == OpWrite) && IsStateFile(a.Path) {
+		// `ckpt rewind` moves state versions into the backup; `ckpt state repartition` creates
+		// new ones (a write never replaces a file: fill and the store refuse an existing one).
+		return confineState(s, a.Path, st.dirs)
 	}
 	if a.Op == OpDelete && IsSinkLogFile(a.Path) {
 		return confineSinkLog(s, a.Path, st.dirs) // the sink half of a purge, in the sink's own journal
@@ -103,9 +105,6 @@ func checkAction(st stores, a Action) error {
 			return err
 		}
 	case OpWrite:
-		if IsStateFile(a.Path) {
-			return fmt.Errorf("%w: %q: state files are only ever moved into the backup, never written", ErrOutside, a.Path)
-		}
 	default:
 		return fmt.Errorf("unknown repair action %q on %s", a.Op, a.Path)
 	}

@@ -1,0 +1,473 @@
+// Package repartition plans `ckpt state repartition`: the state of every stateful operator
+// rehashed to N partitions by Spark's own rule (HashPartitioning: Murmur3, seed 42, over the
+// operator's key columns, pmod N), written as Spark 4.2.0's offline repartition writes it: a
+// no-data batch L+1 (offsets/L+1 as offsets/L with the new spark.sql.shuffle.partitions,
+// commits/L+1 as commits/L) and state version L+2 for every new partition, no existing file
+// changed. The plan is a repair.Plan, so it is applied with a journal and undone byte for byte.
+package repartition
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/state"
+	"github.com/ckpt-dev/ckpt/internal/statefmt"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// Strategy names a repartition in its journal.
+const Strategy repair.Strategy = "repartition"
+
+// Spark's conf keys the plan reads and writes.
+const (
+	ConfShufflePartitions = "spark.sql.shuffle.partitions"
+	ConfStateCodec        = "spark.sql.streaming.stateStore.compression.codec"
+)
+
+// Spark 4.2.0's texts for the refusals it shares with ckpt (error-conditions.json,
+// STATE_REPARTITION_INVALID_CHECKPOINT.*).
+const (
+	sparkLastBatchFailed = "[STATE_REPARTITION_INVALID_CHECKPOINT.LAST_BATCH_FAILED] The provided checkpoint location '%s' is in an invalid state. " +
+		"The last batch ID %d didn't finish successfully. Please make sure the streaming query finishes successfully, before repartitioning."
+	sparkAlreadyMatch = "[STATE_REPARTITION_INVALID_CHECKPOINT.SHUFFLE_PARTITIONS_ALREADY_MATCH] The provided checkpoint location '%s' is in an invalid state. " +
+		"The number of shuffle partitions in the last committed batch (id=%d) is the same as the requested %d partitions."
+	sparkNoCommittedBatch = "[STATE_REPARTITION_INVALID_CHECKPOINT.NO_COMMITTED_BATCH] The provided checkpoint location '%s' is in an invalid state. " +
+		"There is no committed microbatch. Make sure the streaming query has successfully completed at least one microbatch before repartitioning."
+	// BeyondSparkHDFS is what the plan says where Spark 4.2.0 itself would refuse.
+	BeyondSparkHDFS = "Spark 4.2.0 refuses the HDFS-backed provider (STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_PROVIDER); ckpt writes its snapshot format"
+	// BeyondSparkRelease is said for the releases that have no repartition at all.
+	BeyondSparkRelease = "Spark 3.5, 4.0 and 4.1 have no state repartition; the result is in the formats every release reads (HDFS-backed snapshot, offsets v1, commit v1)"
+)
+
+// Options configure NewPlan.
+type Options struct {
+	// Partitions is the new number of shuffle partitions (--partitions), at least 1.
+	Partitions int
+	// Planner is the restart the plan is predicted and verified for.
+	Planner recovery.Options
+}
+
+// Plan is what a repartition would write.
+type Plan struct {
+	Checkpoint string `json:"checkpoint"`
+	// Batch is L, the last committed batch; NewBatch L+1 the no-data batch the plan adds;
+	// Version L+2 the state version written for every new partition.
+	Batch    int64 `json:"batch"`
+	NewBatch int64 `json:"newBatch"`
+	Version  int64 `json:"version"`
+	// From and To are the shuffle partitions before and after.
+	From int `json:"from"`
+	To   int `json:"to"`
+	// Codec is the state files' compression codec (the query's conf).
+	Codec     string      `json:"codec"`
+	Operators []*Operator `json:"operators"`
+	// Rows is the number of state rows rehashed, over every operator and store.
+	Rows int64 `json:"rows"`
+	// Bytes is the size of the files the plan adds.
+	Bytes int64 `json:"bytes"`
+	// BeyondSpark says where ckpt does what Spark 4.2.0 would refuse or has not.
+	BeyondSpark []string         `json:"beyondSpark"`
+	Actions     []repair.Action  `json:"actions"`
+	Before      *recovery.Result `json:"before"`
+	After       *recovery.Result `json:"after"`
+	Refused     string           `json:"refused,omitempty"`
+	Warnings    []string         `json:"warnings"`
+
+	options recovery.Options
+}
+
+// Operator is one stateful operator of the plan.
+type Operator struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	// Refused says why this operator cannot be repartitioned ("" when it can).
+	Refused string   `json:"refused,omitempty"`
+	Stores  []*Store `json:"stores"`
+}
+
+// Store is one store of an operator: its key columns and rows per new partition.
+type Store struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	// KeyColumns are the key columns HashPartitioning hashes, in order.
+	KeyColumns []string `json:"keyColumns"`
+	Rows       int64    `json:"rows"`
+	// RowsFrom are the rows per old partition, RowsTo per new partition.
+	RowsFrom []int64 `json:"rowsFrom"`
+	RowsTo   []int64 `json:"rowsTo"`
+}
+
+// RepairPlan is the plan in the form repair.Execute applies.
+func (p *Plan) RepairPlan() *repair.Plan {
+	return &repair.Plan{Checkpoint: p.Checkpoint, Strategy: Strategy, Actions: p.Actions, Before: p.Before, After: p.After, Options: p.options, Warnings: p.Warnings}
+}
+
+// refuse ends the plan with a refusal and no action.
+func (p *Plan) refuse(format string, args ...any) (*Plan, error) {
+	p.Refused = fmt.Sprintf(format, args...)
+	p.Actions = []repair.Action{}
+	return p, nil
+}
+
+// NewPlan plans the repartition of the checkpoint in s to o.Partitions partitions. It reads
+// every row of the latest committed state version once and changes nothing.
+func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
+	if o.Partitions < 1 {
+		return nil, fmt.Errorf("--partitions %d: want 1 or more", o.Partitions)
+	}
+	cp, err := checkpoint.Load(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Checkpoint: s.URI(), To: o.Partitions, Operators: []*Operator{}, BeyondSpark: []string{},
+		Actions: []repair.Action{}, Warnings: []string{}, options: o.Planner}
+	if p.Before, err = recovery.Plan(ctx, cp, o.Planner); err != nil {
+		return nil, err
+	}
+	last, ok := cp.Commits.Latest()
+	if !ok {
+		return p.refuse(sparkNoCommittedBatch, s.URI())
+	}
+	if lo, ok := cp.Offsets.Latest(); ok && lo > last {
+		return p.refuse(sparkLastBatchFailed+" (offsets/%d has no commit: restart the query and let batch %d finish, then repartition.)", s.URI(), lo, lo, lo)
+	}
+	if !cp.Offsets.Has(last) {
+		return p.refuse("commits/%d has no offsets/%d: the checkpoint needs a repair first (ckpt doctor)", last, last)
+	}
+	p.Batch, p.NewBatch, p.Version = last, last+1, last+2
+	off, err := cp.ReadOffsets(ctx, last)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := off.ConfValue(ConfShufflePartitions)
+	if !ok {
+		return p.refuse("offsets/%d records no %s: the query's partition count is unknown", last, ConfShufflePartitions)
+	}
+	if p.From, err = strconv.Atoi(v); err != nil || p.From < 1 {
+		return p.refuse("offsets/%d: %s is %q, not a partition count", last, ConfShufflePartitions, v)
+	}
+	if p.From == p.To {
+		return p.refuse(sparkAlreadyMatch, s.URI(), last, p.To)
+	}
+	p.Codec = statefmt.CodecLZ4
+	if c, ok := off.ConfValue(ConfStateCodec); ok {
+		if p.Codec, ok = statefmt.CanonicalCodec(c); !ok {
+			return p.refuse("offsets/%d: state codec %q: ckpt writes lz4, zstd, snappy and lzf", last, c)
+		}
+	}
+
+	listing, err := state.Scan(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if len(listing.Operators) == 0 {
+		return p.refuse("the checkpoint has no state (no stateful operator under state/): spark.sql.shuffle.partitions of a stateless query changes with the query's own conf on restart")
+	}
+	crc := hasChecksum(ctx, s, cp, last)
+	files := map[string][]byte{} // path → bytes the plan writes, in write order (keys)
+	var order []string
+	add := func(p string, data []byte) {
+		files[p] = data
+		order = append(order, p)
+	}
+	for _, lop := range listing.Operators {
+		op, err := planOperator(ctx, cp, listing, lop, p, crc, add)
+		if err != nil {
+			return nil, err
+		}
+		p.Operators = append(p.Operators, op)
+		if op.Refused != "" {
+			return p.refuse("operator %d (%s): %s", op.ID, op.Name, op.Refused)
+		}
+	}
+	p.BeyondSpark = append(p.BeyondSpark, BeyondSparkHDFS, BeyondSparkRelease)
+
+	// offsets/L+1: offsets/L with the new partition count; commits/L+1: commits/L.
+	newOff := *off
+	meta := *off.Metadata
+	meta.Conf = append([]logformat.KV(nil), off.Metadata.Conf...)
+	for i := range meta.Conf {
+		if meta.Conf[i].Key == ConfShufflePartitions {
+			meta.Conf[i].Value = strconv.Itoa(p.To)
+		}
+	}
+	newOff.Metadata = &meta
+	offData := newOff.Marshal()
+	add(cp.Offsets.Path(p.NewBatch), offData)
+	if crc {
+		add(checksumPath(cp.Offsets.Path(p.NewBatch)), logformat.HadoopChecksum(offData))
+	}
+	commit, err := cp.ReadFile(ctx, cp.Commits.FilePath(last))
+	if err != nil {
+		return nil, err
+	}
+	add(cp.Commits.Path(p.NewBatch), commit)
+	if crc {
+		add(checksumPath(cp.Commits.Path(p.NewBatch)), logformat.HadoopChecksum(commit))
+	}
+
+	ov := checkpoint.NewOverlay(s, nil)
+	for _, f := range order {
+		a := repair.Action{Op: repair.OpWrite, Path: f, Data: files[f], Reason: reason(f, p)}
+		if err := repair.Fill(ctx, ov, &a); err != nil {
+			return nil, err
+		}
+		ov.Set(f, files[f])
+		p.Bytes += a.Size
+		p.Actions = append(p.Actions, a)
+	}
+	after, err := checkpoint.Load(ctx, ov)
+	if err != nil {
+		return nil, err
+	}
+	if p.After, err = recovery.Plan(ctx, after, o.Planner); err != nil {
+		return nil, err
+	}
+	if p.After.Outcome == "fail" {
+		return p.refuse("the recovery planner predicts that the restart after the repartition fails: %s", p.After.Verdict())
+	}
+	return p, nil
+}
+
+// planOperator rehashes every store of one operator, handing each new file to add.
+func planOperator(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing, lop *state.Operator, p *Plan, crc bool, add func(string, []byte)) (*Operator, error) {
+	op := &Operator{ID: lop.ID, Stores: []*Store{}}
+	if lop.MetadataFile == "" && len(lop.MetadataV2Files) > 0 {
+		op.Name = "transformWithState"
+		op.Refused = "transformWithState keeps several state variables and timers in column families; ckpt cannot tell which key columns Spark hashes for each and does not repartition it"
+		return op, nil
+	}
+	var kind keyKind
+	if lop.MetadataFile == "" {
+		// Spark before 4.0 may write no operator metadata: the stores tell a join; a single
+		// default store is hashed over its whole key, which is right for aggregations,
+		// dropDuplicates and flatMapGroupsWithState, not for session windows (their key ends
+		// with the session, which Spark does not hash): the plan says it inferred this.
+		var ok bool
+		if kind, ok = inferKind(lop); !ok {
+			op.Refused = "no operator metadata (" + path.Join(lop.Dir, "_metadata/metadata") + ") and stores " + storeNames(lop) +
+				": the operator's kind, and so the key columns Spark hashes, cannot be told"
+			return op, nil
+		}
+		op.Name = "(inferred: " + kindNames[kind] + ")"
+		p.Warnings = append(p.Warnings, fmt.Sprintf("operator %d has no operator metadata (written by Spark 4.0 and later): ckpt inferred %s from its stores and hashes %s; "+
+			"a session window aggregation would need its session column left out, so do not repartition one", lop.ID, kindNames[kind], map[keyKind]string{allColumns: "the whole key", joinColumns: "the join keys"}[kind]))
+	} else {
+		data, err := cp.Store.ReadFile(ctx, lop.MetadataFile)
+		if err != nil {
+			return nil, err
+		}
+		m, err := logformat.ParseOperatorMetadata(lop.MetadataFile, data)
+		if err != nil {
+			return nil, err
+		}
+		op.Name = m.OperatorName
+		var ok bool
+		kind, ok = kinds[m.OperatorName]
+		if !ok {
+			op.Refused = fmt.Sprintf("ckpt repartitions streaming aggregations, dropDuplicates, stream-stream joins and flatMapGroupsWithState; "+
+				"for %q it cannot tell which key columns Spark's HashPartitioning hashes", m.OperatorName)
+			return op, nil
+		}
+	}
+	for _, ls := range lop.Stores {
+		if ls.Provider != state.ProviderHDFS {
+			op.Refused = fmt.Sprintf("store %s is %s: ckpt writes the HDFS-backed provider's snapshot format only; "+
+				"a RocksDB store needs SST files, which ckpt does not write yet (Spark 4.2.0's own repartition handles RocksDB)", ls.Name, ls.Provider)
+			return op, nil
+		}
+		for _, lp := range ls.Partitions {
+			for _, f := range lp.Files {
+				if f.UniqueID != "" {
+					op.Refused = "state checkpoint format v2 (file names with unique ids): the new versions' ids would go in the commit log, which ckpt does not write"
+					return op, nil
+				}
+			}
+		}
+		st, err := planStore(ctx, cp, l, lop, ls, kind, p, crc, add)
+		if err != nil {
+			var r refusal
+			if errors.As(err, &r) {
+				op.Refused = string(r)
+				return op, nil
+			}
+			return nil, err
+		}
+		op.Stores = append(op.Stores, st)
+	}
+	return op, nil
+}
+
+// refusal is a reason a store cannot be repartitioned (not a failure to read it).
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+
+// planStore reads the store's rows at version L+1 of partitions 0..From-1, partition by
+// partition, and writes each row to the snapshot of its new partition.
+func planStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing, lop *state.Operator, ls *state.Store, kind keyKind, p *Plan, crc bool, add func(string, []byte)) (*Store, error) {
+	st := &Store{Name: ls.Name, Provider: ls.Provider, RowsFrom: make([]int64, p.From), RowsTo: make([]int64, p.To)}
+	bufs := make([]bytes.Buffer, p.To)
+	ws := make([]*statefmt.FileWriter, p.To)
+	for i := range ws {
+		var err error
+		if ws[i], err = statefmt.NewFileWriter(p.Codec, &bufs[i]); err != nil {
+			return nil, err
+		}
+	}
+	var cols []int
+	var keyType *statefmt.Type
+	for old := 0; old < p.From; old++ {
+		if ls.Partition(old) == nil {
+			return nil, fmt.Errorf("operator %d store %s has no partition %d of the %d in offsets/%d", lop.ID, ls.Name, old, p.From, p.Batch)
+		}
+		r, err := state.NewReader(ctx, cp, l, state.ReadOptions{Operator: lop.ID, Store: ls.Name, Partition: old, Version: p.Batch + 1})
+		if err != nil {
+			return nil, err
+		}
+		sc := r.Schema()
+		if sc == nil {
+			return nil, refusal(fmt.Sprintf("store %s has no schema file: ckpt cannot decode the keys to hash them", ls.Name))
+		}
+		fam := sc.Family(statefmt.DefaultColumnFamily)
+		if keyType == nil {
+			keyType = fam.Key
+			if cols, err = kind.columns(ls.Name, keyType); err != nil {
+				return nil, err
+			}
+			for _, c := range cols {
+				st.KeyColumns = append(st.KeyColumns, keyType.Fields[c].Name)
+			}
+		}
+		err = r.Each(ctx, func(row *state.Row) error {
+			k, err := statefmt.DecodeRow(row.RawKey, keyType)
+			if err != nil {
+				return err
+			}
+			np, err := statefmt.Partition(k, keyType, cols, p.To)
+			if err != nil {
+				return fmt.Errorf("operator %d store %s partition %d: %w", lop.ID, ls.Name, old, err)
+			}
+			st.RowsFrom[old]++
+			st.RowsTo[np]++
+			return ws[np].Put(row.RawKey, row.RawValue)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for np := range ws {
+		if err := ws[np].Close(); err != nil {
+			return nil, err
+		}
+		dir := path.Join(lop.Dir, strconv.Itoa(np))
+		if ls.Name != state.DefaultStore {
+			dir = path.Join(dir, ls.Name)
+		}
+		f := path.Join(dir, strconv.FormatInt(p.Version, 10)+".snapshot")
+		add(f, bufs[np].Bytes())
+		if crc {
+			add(checksumPath(f), logformat.HadoopChecksum(bufs[np].Bytes()))
+		}
+		st.Rows += st.RowsTo[np]
+	}
+	p.Rows += st.Rows
+	return st, nil
+}
+
+// keyKind says which key columns HashPartitioning hashes for an operator kind.
+type keyKind int
+
+const (
+	// allColumns: the key is exactly the distribution's expressions (aggregation's grouping
+	// keys, dropDuplicates' columns, flatMapGroupsWithState's grouping attributes).
+	allColumns keyKind = iota
+	// joinColumns: a stream-stream join hashes its join keys; keyWithIndexToValue's key is the
+	// join keys then the value's index, which is not hashed.
+	joinColumns
+)
+
+var kindNames = map[keyKind]string{allColumns: "an aggregation, dropDuplicates or flatMapGroupsWithState", joinColumns: "a stream-stream join"}
+
+// inferKind tells the key rule from the stores alone: a join's four, or one default store.
+func inferKind(lop *state.Operator) (keyKind, bool) {
+	names := map[string]bool{}
+	for _, s := range lop.Stores {
+		names[s.Name] = true
+	}
+	if len(names) == len(state.JoinStoreNames) {
+		for _, n := range state.JoinStoreNames {
+			if !names[n] {
+				return 0, false
+			}
+		}
+		return joinColumns, true
+	}
+	return allColumns, len(names) == 1 && names[state.DefaultStore]
+}
+
+func storeNames(lop *state.Operator) string {
+	var out []string
+	for _, s := range lop.Stores {
+		out = append(out, s.Name)
+	}
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
+// kinds maps the operator metadata's operatorName to its key rule.
+var kinds = map[string]keyKind{
+	"stateStoreSave":         allColumns,
+	"dedupe":                 allColumns,
+	"dedupeWithinWatermark":  allColumns,
+	"flatMapGroupsWithState": allColumns,
+	"symmetricHashJoin":      joinColumns,
+}
+
+func (k keyKind) columns(store string, t *statefmt.Type) ([]int, error) {
+	n := len(t.Fields)
+	if k == joinColumns && (store == "left-keyWithIndexToValue" || store == "right-keyWithIndexToValue") {
+		if n < 2 || t.Fields[n-1].Name != "index" {
+			return nil, refusal(fmt.Sprintf("store %s: a key of %d columns whose last is not the value index", store, n))
+		}
+		n--
+	}
+	if n == 0 {
+		return nil, refusal(fmt.Sprintf("store %s has a key without columns", store))
+	}
+	cols := make([]int, n)
+	for i := range cols {
+		cols[i] = i
+	}
+	return cols, nil
+}
+
+// hasChecksum reports whether the files Spark wrote carry Hadoop checksums (a local file
+// system: ChecksumFileSystem; object stores have none): then the plan writes them too.
+func hasChecksum(ctx context.Context, s storage.Store, cp *checkpoint.Checkpoint, last int64) bool {
+	_, err := s.Stat(ctx, checksumPath(cp.Offsets.Path(last)))
+	return err == nil
+}
+
+func checksumPath(p string) string { return path.Join(path.Dir(p), "."+path.Base(p)+".crc") }
+
+func reason(f string, p *Plan) string {
+	base := path.Base(f)
+	switch {
+	case path.Ext(base) == ".crc":
+		return "Hadoop's checksum of " + base[1:len(base)-4] + ", as Spark writes one on this store"
+	case path.Dir(f) == checkpoint.DirOffsets:
+		return fmt.Sprintf("the no-data batch %d: offsets/%d with %s %d instead of %d", p.NewBatch, p.Batch, ConfShufflePartitions, p.To, p.From)
+	case path.Dir(f) == checkpoint.DirCommits:
+		return fmt.Sprintf("batch %d committed: a copy of commits/%d", p.NewBatch, p.Batch)
+	}
+	return fmt.Sprintf("state version %d of the new partition, rows rehashed by Spark's HashPartitioning", p.Version)
+}
