@@ -463,7 +463,7 @@ func reason(f string, p *Plan) string {
 	base := path.Base(f)
 	switch {
 	case path.Ext(base) == ".crc":
-		return "Hadoop's checksum of " + base[1:len(base)-4] + ", as Spark writes one on this store"
+		return "Hadoop's checksum of " + path.Join(path.Dir(f), base[1:len(base)-4]) + ", as Spark writes one on this store"
 	case path.Dir(f) == checkpoint.DirOffsets:
 		return fmt.Sprintf("the no-data batch %d: offsets/%d with %s %d instead of %d", p.NewBatch, p.Batch, ConfShufflePartitions, p.To, p.From)
 	case path.Dir(f) == checkpoint.DirCommits:

@@ -53,10 +53,12 @@ stream-stream joins, ...) under state/ of a checkpoint, without Spark.
 
   ckpt state ls CHECKPOINT      operators, stores, partitions, versions, provider, format, schema
   ckpt state read CHECKPOINT    the rows of one store, like spark.read.format("statestore")
+  ckpt state repartition CHECKPOINT --partitions N
+                                every operator's state rehashed to N partitions (journaled)
 
 See docs/state.md.`,
 	}
-	cmd.AddCommand(newLs(env, runF), newRead(env, runF))
+	cmd.AddCommand(newLs(env, runF), newRead(env, runF), newRepartition(env, nil))
 	return cmd
 }
 

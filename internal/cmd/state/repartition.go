@@ -1,0 +1,213 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/cli"
+	"github.com/ckpt-dev/ckpt/internal/cli/change"
+	"github.com/ckpt-dev/ckpt/internal/detect"
+	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/repartition"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// RepartitionOptions are the inputs of `ckpt state repartition`, separate from cobra so tests
+// call runRepartition.
+type RepartitionOptions struct {
+	IO        *iostreams.IOStreams
+	OpenStore func(ctx context.Context, uri string) (storage.Store, error)
+	Now       func() time.Time
+	Version   string
+	// Rand is the source of the random bits of repair ids (nil: crypto/rand).
+	Rand io.Reader
+
+	Checkpoint string
+	// Partitions is --partitions N (required, at least 1).
+	Partitions          int
+	Apply               change.Flags
+	Mode                recovery.Mode
+	SparkVersion        string
+	CommitFormatVersion int
+	Output              render.Format
+	Detected            *detect.Result
+}
+
+const repartitionLong = `Rehash the state of every stateful operator to N partitions, the way Spark's shuffle places keys
+(HashPartitioning: Murmur3 with seed 42 over the operator's key columns, pmod N), so that a
+query whose spark.sql.shuffle.partitions was fixed at its first batch can run with another.
+
+The result is what Spark 4.2.0's own offline repartition writes: on a checkpoint whose last batch
+L committed, a no-data batch L+1 (offsets/L+1 as offsets/L with the new
+spark.sql.shuffle.partitions, commits/L+1 as commits/L) and state version L+2 for every new
+partition; no existing file changes. ckpt goes beyond 4.2.0: it writes the HDFS-backed provider
+(Spark's default, which 4.2.0 refuses), and the result restarts on Spark 3.5, 4.0, 4.1 and 4.2.
+RocksDB stores, transformWithState and operators whose key columns cannot be told are refused.
+
+By default it only prints the plan. --execute applies it like a repair: create-only writes, a
+journal, verification by the recovery planner; 'ckpt repair undo <journal>' removes every file it
+added. Refused while the query runs, and when the last batch did not commit.
+
+Exit codes: 0 planned or applied, 1 refused or failed, 2 usage error.`
+
+func newRepartition(env *cli.Env, runF func(*RepartitionOptions) error) *cobra.Command {
+	opts := &RepartitionOptions{IO: env.IO, OpenStore: env.OpenStore, Now: env.Now, Version: env.Version, Rand: env.Rand}
+	var output string
+	var restart cli.RestartFlags
+	cmd := &cobra.Command{
+		Use:   "repartition CHECKPOINT --partitions N",
+		Short: "Rehash every operator's state to N partitions (as Spark 4.2.0 does; plan, journal, undo)",
+		Long:  repartitionLong,
+		Example: `  ckpt state repartition /data/checkpoints/orders --partitions 64
+  ckpt state repartition ./ckpt --partitions 8 --execute --yes
+  ckpt state repartition ./ckpt --partitions 8 -o json`,
+		Args: cli.ExactArgs(1, "a checkpoint location"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Checkpoint = args[0]
+			if !cmd.Flags().Changed("partitions") {
+				return exitcode.UsageError(errors.New("--partitions N is required: the new number of shuffle partitions"))
+			}
+			if opts.Partitions < 1 {
+				return exitcode.UsageError(fmt.Errorf("--partitions %d: want 1 or more", opts.Partitions))
+			}
+			f, err := cli.ParseOutput(output)
+			if err != nil {
+				return err
+			}
+			opts.Output = f
+			if err := opts.Apply.Validate(); err != nil {
+				return err
+			}
+			ro, err := restart.Options()
+			if err != nil {
+				return err
+			}
+			opts.Mode, opts.SparkVersion, opts.CommitFormatVersion = ro.Mode, ro.SparkVersion, ro.CommitFormatVersion
+			if runF != nil {
+				return runF(opts)
+			}
+			return runRepartition(cmd.Context(), opts)
+		},
+	}
+	cli.AddOutputFlag(cmd, &output)
+	fl := cmd.Flags()
+	fl.IntVar(&opts.Partitions, "partitions", 0, "the new number of shuffle partitions `N`")
+	opts.Apply.AddFlags(fl)
+	restart.AddFlags(cmd)
+	return cmd
+}
+
+type repartitionDoc struct {
+	*repartition.Plan
+	Executed bool           `json:"executed"`
+	Journal  *string        `json:"journal"`
+	Detected *detect.Result `json:"detected,omitempty"`
+}
+
+func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
+	ctx, stop := cli.Progress(ctx, opts.IO, opts.Output)
+	defer stop()
+	store, err := opts.OpenStore(ctx, opts.Checkpoint)
+	if err != nil {
+		return err
+	}
+	loc, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt state repartition"})
+	if err != nil {
+		return err
+	}
+	cp, err := checkpoint.LoadAt(ctx, store, loc)
+	if err == nil {
+		opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+	}
+	p, err := repartition.NewPlan(ctx, store, repartition.Options{Partitions: opts.Partitions,
+		Planner: recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}})
+	if err != nil {
+		return err
+	}
+	if len(p.Actions) > 0 {
+		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now, Checkpoint: cp}, &opts.Apply, store)...)
+	}
+	jsonOut := opts.Output == render.FormatJSON
+	doc := &repartitionDoc{Plan: p, Detected: opts.Detected}
+	r := render.New(opts.IO)
+	if ok, err := change.Propose(opts.IO.Out, r, change.Proposal{JSON: jsonOut, Doc: doc, Print: func() { printRepartition(r, p, opts) },
+		What: "state repartition", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute}); !ok {
+		return err
+	}
+	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand, Checkpoint: cp}
+	j, err := change.Apply(ctx, env, &opts.Apply, store, p.RepairPlan(),
+		fmt.Sprintf("Write %d file(s) into %s (no existing file changes)?", len(p.Actions), p.Checkpoint))
+	if errors.Is(err, change.ErrDeclined) {
+		return nil
+	}
+	if j != nil {
+		doc.Journal, doc.Executed = &j.Location, j.State == "done"
+	}
+	if err != nil {
+		if jsonOut && j != nil {
+			_ = render.JSON(opts.IO.Out, doc)
+		}
+		return err
+	}
+	if jsonOut {
+		return render.JSON(opts.IO.Out, doc)
+	}
+	change.PrintExecuted(r, p.After, j)
+	return nil
+}
+
+func printRepartition(r *render.Renderer, p *repartition.Plan, opts *RepartitionOptions) {
+	kv := [][2]string{{"Checkpoint", render.Escape(p.Checkpoint)}}
+	if p.Before != nil {
+		kv = append(kv, [2]string{"Restart", strings.TrimPrefix(p.Before.Verdict(), "Restart ")})
+	}
+	r.KV(kv)
+	cli.PrintDetected(r, opts.Detected)
+	r.Println()
+	if p.Refused != "" {
+		r.Printf("%s %s\n", r.Bad("Refused:"), render.Escape(p.Refused))
+		return
+	}
+	r.Printf("Partitions %d → %d: the state of batch %d (version %d) rehashed into version %d, after a no-data batch %d (%s, codec %s).\n",
+		p.From, p.To, p.Batch, p.Batch+1, p.Version, p.NewBatch, render.Count(p.Rows, "row"), p.Codec)
+	t := render.Table{Headers: []string{"operator", "name", "store", "key columns", "rows", "rows per partition (old)", "rows per partition (new)"}}
+	for _, op := range p.Operators {
+		for _, st := range op.Stores {
+			t.Rows = append(t.Rows, []string{fmt.Sprint(op.ID), render.Escape(op.Name), render.Escape(st.Name), render.Escape(strings.Join(st.KeyColumns, ", ")),
+				fmt.Sprint(st.Rows), ints(st.RowsFrom), ints(st.RowsTo)})
+		}
+	}
+	r.Table(t)
+	r.Println()
+	r.Printf("Files to add (%d, %d bytes; none changed or removed):\n", len(p.Actions), p.Bytes)
+	change.PrintActions(r, p.Actions)
+	if p.After != nil {
+		r.Printf("Restart afterwards: %s (verified by the recovery planner after --execute).\n", strings.TrimPrefix(p.After.Verdict(), "Restart "))
+	}
+	r.Println()
+	r.Printf("Beyond Spark 4.2.0:\n")
+	for _, b := range p.BeyondSpark {
+		r.Printf("  - %s\n", b)
+	}
+	for _, w := range p.Warnings {
+		r.Printf("%s %s\n", r.Warn("warning:"), render.Escape(w))
+	}
+}
+
+func ints(ns []int64) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, " ")
+}
