@@ -43,36 +43,11 @@ func applied(t *testing.T, s storage.Store, p *Plan) storage.Store {
 	return checkpoint.NewOverlay(s, files)
 }
 
-// rows reads every row of operator 0's default store with ckpt's reader, normalised; n > 0
-// reads partitions 0..n-1 only (a shrink leaves the old partitions' directories behind).
+// rows reads partitions 0..n-1 of operator 0's default store with ckpt's reader (a shrink
+// leaves the old partitions' directories behind).
 func rows(t *testing.T, s storage.Store, n int) []string {
 	t.Helper()
-	ctx := context.Background()
-	cp, err := checkpoint.Load(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := state.Scan(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for p := range n {
-		r, err := state.NewReader(ctx, cp, l, state.ReadOptions{Operator: 0, Partition: p})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = r.Each(ctx, func(row *state.Row) error {
-			n, err := statetest.Normalize(row.AppendJSON(nil))
-			out = append(out, n)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return readStore(t, s, 0, state.DefaultStore, n)
 }
 
 // sparkRows reads an oracle file of testdata/spark-repartition ({"operatorId":0,"row":{…}}).

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -221,28 +220,7 @@ func stores(t *testing.T, ck string) [][2]string {
 // runStateRead compiles spark/StateRead.java for rel and runs every request in one JVM.
 func runStateRead(t *testing.T, rel string, reqs []string) {
 	t.Helper()
-	jars := filepath.Join(sparkCache(), rel, "jars", "*")
-	classes := t.TempDir()
-	if out, err := exec.Command("javac", "-nowarn", "-d", classes, "-cp", jars, "../../spark/StateRead.java").CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
-	// The module openings of spark/restart (Spark's launcher's JavaModuleOptions on Java 17).
-	args := []string{"-Xmx1g", "-XX:+UseSerialGC", "-Djdk.reflect.useDirectMethodHandle=false", "-Dio.netty.tryReflectionSetAccessible=true"}
-	for _, p := range strings.Fields("java.lang java.lang.invoke java.lang.reflect java.io java.net java.nio java.util java.util.concurrent java.util.concurrent.atomic sun.nio.ch sun.nio.cs sun.security.action sun.util.calendar") {
-		args = append(args, "--add-opens=java.base/"+p+"=ALL-UNNAMED")
-	}
-	args = append(args, "-cp", classes+string(os.PathListSeparator)+jars, "StateRead")
-	cmd := exec.Command("java", args...)
-	cmd.Stdin = strings.NewReader(strings.Join(reqs, "\n") + "\n")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("StateRead: %v\n%s", err, lastBytes(stderr.String(), 4000))
-	}
-	if done := strings.Count(string(out), "done\t"); done != len(reqs) {
-		t.Fatalf("StateRead answered %d of %d requests\n%s", done, len(reqs), lastBytes(stderr.String(), 4000))
-	}
+	runJava(t, rel, "StateRead", reqs)
 }
 
 func readOrError(p string) ([]byte, string) {
