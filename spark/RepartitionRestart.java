@@ -5,7 +5,8 @@
 //
 //   RepartitionRestart < requests      one request per line, tab-separated:
 //   QUERY <TAB> CHECKPOINT <TAB> INPUT_DIR <TAB> OUTPUT_FILE
-// QUERY is agg, dedup or join (the fixture script's queries). The query runs with
+// QUERY is agg, dedup or join (the fixture script's queries), window (a count per week window
+// and key, watermark 1 day) or fmgws (mapGroupsWithState: a running sum per key). The query runs with
 // Trigger.AvailableNow, one input file per batch, into foreachBatch; OUTPUT_FILE gets every
 // row it emitted as sorted JSON lines, OUTPUT_FILE.partitions the shuffle partitions of each
 // batch's first stateful operator. A request that fails writes OUTPUT_FILE.error.
@@ -18,8 +19,11 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import org.apache.spark.api.java.function.MapFunction;
+import org.apache.spark.api.java.function.MapGroupsWithStateFunction;
 import org.apache.spark.api.java.function.VoidFunction2;
 import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.functions;
@@ -66,6 +70,25 @@ public class RepartitionRestart {
                 functions.col("x").alias("rx"));
             df = left.join(right, functions.expr("lk = rk"));
             mode = "append";
+            break;
+          case "window":
+            df = src(spark, f[2] + "/a").withWatermark("ts", "1 day")
+                .groupBy(functions.window(functions.col("ts"), "7 days"), functions.col("k"))
+                .agg(functions.count(functions.lit(1)).alias("n"), functions.sum("x").alias("sx"));
+            mode = "update";
+            break;
+          case "fmgws":
+            df = src(spark, f[2] + "/a")
+                .groupByKey((MapFunction<Row, String>) r -> r.getString(0), Encoders.STRING())
+                .mapGroupsWithState((MapGroupsWithStateFunction<String, Row, Long, String>) (key, it, st) -> {
+                  long c = st.exists() ? st.get() : 0L;
+                  while (it.hasNext()) {
+                    c += it.next().getLong(2);
+                  }
+                  st.update(c);
+                  return key + ":" + c;
+                }, Encoders.LONG(), Encoders.STRING()).toDF();
+            mode = "update";
             break;
           default:
             throw new IllegalArgumentException("query " + f[0]);

@@ -158,7 +158,7 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	if p.From == p.To {
 		return p.refuse(sparkAlreadyMatch, s.URI(), last, p.To)
 	}
-	p.Codec = statefmt.CodecLZ4
+	p.Codec = statefmt.DefaultCodec
 	if c, ok := off.ConfValue(ConfStateCodec); ok {
 		if p.Codec, ok = statefmt.CanonicalCodec(c); !ok {
 			return p.refuse("offsets/%d: state codec %q: ckpt writes lz4, zstd, snappy and lzf", last, c)

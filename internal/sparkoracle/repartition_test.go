@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,10 +25,19 @@ import (
 // state/<op>-<store>.jsonl (Spark's statestore reader of the repartitioned checkpoint, 4.0+).
 const repartitionGoldens = "../../testdata/spark-repartition/restart"
 
-// repartitionCases are the fixtures of testdata/spark-state restarted, with their query.
-var repartitionCases = []struct{ fixture, query string }{
-	{"agg-hdfs", "agg"}, {"dedup-hdfs", "dedup"}, {"join-hdfs", "join"},
+// repartitionCases are the fixtures of testdata/spark-state restarted, with their query, and
+// the cases whose checkpoint this test has Spark write (generated: batches 0-4 of the query,
+// kept as <release>/<case>/checkpoint in the goldens by UPDATE_SPARK=1).
+var repartitionCases = []struct {
+	fixture, query string
+	generated      bool
+}{
+	{"agg-hdfs", "agg", false}, {"dedup-hdfs", "dedup", false}, {"join-hdfs", "join", false},
+	{"window-hdfs", "window", true}, {"fmgws-hdfs", "fmgws", true},
 }
+
+// generatedBatches are the batches a generated case's checkpoint holds.
+var generatedBatches = []int{0, 1, 2, 3, 4}
 
 // repartitionTo are the partition counts tried (the fixtures have 2).
 var repartitionTo = []int{4, 1}
@@ -41,7 +51,7 @@ var restartBatches = []int{5, 6, 7}
 // every batch; Spark's statestore reader (4.0+) reads the fixture's rows from the
 // repartitioned checkpoint. UPDATE_SPARK=1 writes Spark's answers as the goldens that
 // TestRepartitionGoldens (internal/repartition) compares ckpt with in every CI run; otherwise
-// they are compared with the goldens. CKPT_SPARK_REPARTITION=agg-hdfs limits the fixtures;
+// they are compared with the goldens. CKPT_SPARK_REPARTITION=agg-hdfs,… limits the fixtures;
 // CKPT_SPARK_REPARTITION=ci is CI's one live case (agg-hdfs to 4, the newest release).
 func TestSparkLiveRepartition(t *testing.T) {
 	update := os.Getenv("UPDATE_SPARK") == "1"
@@ -69,28 +79,52 @@ func TestSparkLiveRepartition(t *testing.T) {
 			type run struct{ fixture, dir, out string }
 			var runs []run
 			for _, c := range repartitionCases {
-				if only != "" && only != c.fixture {
+				if only != "" && !slices.Contains(strings.Split(only, ","), c.fixture) {
 					continue
 				}
-				fxs, _ := filepath.Glob(filepath.Join("../../testdata/spark-state", Line(rel)+".*", c.fixture))
-				if len(fxs) == 0 {
-					continue
+				var src, input string
+				if c.generated {
+					// The file source's restart reads the last batch's files again below the
+					// query's path: the input is where it was when the checkpoint was written.
+					input = filepath.Join(os.TempDir(), "ckpt-repartition-input-"+rel+"-"+c.fixture)
+					src = filepath.Join(repartitionGoldens, rel, c.fixture)
+					if update {
+						src = filepath.Join(work, c.fixture)
+						_ = os.RemoveAll(input)
+						writeRestartInput(t, input, c.query, generatedBatches)
+						out := filepath.Join(work, c.fixture+"-generate.jsonl")
+						runJava(t, rel, "RepartitionRestart", []string{strings.Join([]string{c.query, filepath.Join(src, "checkpoint"), input, out}, "\t")})
+						if e, err := os.ReadFile(out + ".error"); err == nil {
+							t.Fatalf("%s: Spark %s could not write the checkpoint: %s", c.fixture, rel, e)
+						}
+					}
+				} else {
+					fxs, _ := filepath.Glob(filepath.Join("../../testdata/spark-state", Line(rel)+".*", c.fixture))
+					if len(fxs) == 0 {
+						continue
+					}
+					src = fxs[0]
+					// As scripts/spark-state-fixtures.py had it.
+					input = filepath.Join(os.TempDir(), "h8-input-"+filepath.Base(filepath.Dir(fxs[0]))+"-"+c.fixture)
 				}
-				// The file source's restart reads the last batch's files again below the
-				// query's path: the input must be where scripts/spark-state-fixtures.py had it.
-				input := filepath.Join(os.TempDir(), "h8-input-"+filepath.Base(filepath.Dir(fxs[0]))+"-"+c.fixture)
+				if _, err := os.Stat(filepath.Join(src, "checkpoint")); err != nil {
+					t.Fatalf("%s: no checkpoint (%v): UPDATE_SPARK=1 writes it", c.fixture, err)
+				}
 				if err := os.RemoveAll(input); err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { _ = os.RemoveAll(input) })
-				writeRestartInput(t, input, c.query)
+				if c.generated {
+					writeRestartInput(t, input, c.query, generatedBatches)
+				}
+				writeRestartInput(t, input, c.query, restartBatches)
 				for _, n := range append([]int{0}, tos...) {
 					name := "orig"
 					if n > 0 {
 						name = fmt.Sprintf("to-%d", n)
 					}
 					ck := filepath.Join(work, c.fixture, name, "checkpoint")
-					copyTree(t, filepath.Join(fxs[0], "checkpoint"), ck)
+					copyTree(t, filepath.Join(src, "checkpoint"), ck)
 					if n > 0 {
 						files := applyRepartition(t, ck, n)
 						writeJSON(t, filepath.Join(work, c.fixture, name, "files.json"), files)
@@ -231,9 +265,9 @@ func applyRepartition(t *testing.T, ck string, n int) map[string]string {
 	return out
 }
 
-// writeRestartInput writes the input files of restartBatches as scripts/spark-state-fixtures.py
+// writeRestartInput writes the input files of batches as scripts/spark-state-fixtures.py
 // writes a batch's (rows()), under dir/a (and dir/b for the join).
-func writeRestartInput(t *testing.T, dir, query string) {
+func writeRestartInput(t *testing.T, dir, query string, batches []int) {
 	t.Helper()
 	sides := map[string]string{"a": ""}
 	if query == "join" {
@@ -244,7 +278,7 @@ func writeRestartInput(t *testing.T, dir, query string) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for _, batch := range restartBatches {
+		for _, batch := range batches {
 			var buf bytes.Buffer
 			for i := range 6 {
 				row := map[string]any{
