@@ -382,3 +382,31 @@ func TestConfineCachedDirStillChecksFiles(t *testing.T) {
 		t.Fatalf("a link in a confirmed directory: %v, want ErrOutside", err)
 	}
 }
+
+// A plan may create a new state version (`ckpt state repartition`), never replace one, and a
+// write to state/ is only ever to a versioned state file.
+func TestStateWriteCreateOnly(t *testing.T) {
+	ctx := context.Background()
+	m := storage.NewMem()
+	buildScenario(t, "leftovers", m)
+	if err := m.WriteFile(ctx, "state/0/0/1.delta", []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	orig := snapshot(t, m)
+	for _, p := range []string{"state/0/0/1.delta", "state/0/0/_metadata/schema", "state/0/x/2.snapshot"} {
+		a := Action{Op: OpWrite, Path: p, Data: []byte("new"), After: DigestOf([]byte("new")), Size: 3}
+		if _, err := Execute(ctx, m, &Plan{Actions: []Action{a}}, execOpts()); err == nil {
+			t.Errorf("write of %s applied", p)
+		}
+	}
+	if d := diffSnapshots(orig, snapshot(t, m)); d != "" {
+		t.Fatalf("the checkpoint changed:\n%s", d)
+	}
+	a := Action{Op: OpWrite, Path: "state/0/3/2.snapshot", Data: []byte("new")}
+	if err := Fill(ctx, m, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAction(stores{cp: m, dirs: newConfinedDirs()}, a); err != nil {
+		t.Errorf("a new state version is refused: %v", err)
+	}
+}
