@@ -18,6 +18,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
+	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/repartition"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -138,7 +139,14 @@ func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now, Checkpoint: cp}, &opts.Apply, store)...)
 	}
 	jsonOut := opts.Output == render.FormatJSON
-	doc := &repartitionDoc{Plan: p, Detected: opts.Detected}
+	// The JSON names each new file with its digest and size; its bytes (the state) stay out.
+	shown := *p
+	shown.Actions = make([]repair.Action, len(p.Actions))
+	for i, a := range p.Actions {
+		a.Data = nil
+		shown.Actions[i] = a
+	}
+	doc := &repartitionDoc{Plan: &shown, Detected: opts.Detected}
 	r := render.New(opts.IO)
 	if ok, err := change.Propose(opts.IO.Out, r, change.Proposal{JSON: jsonOut, Doc: doc, Print: func() { printRepartition(r, p, opts) },
 		What: "state repartition", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute}); !ok {

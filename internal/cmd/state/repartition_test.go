@@ -78,6 +78,11 @@ func TestRepartitionExecuteAndUndo(t *testing.T) {
 			if plan.Rows != 15 || len(plan.Actions) == 0 {
 				t.Fatalf("plan: %d rows, %d actions", plan.Rows, len(plan.Actions))
 			}
+			for _, a := range plan.Actions {
+				if a.Data != nil || a.After.Absent() || a.Size == 0 {
+					t.Errorf("%s in the JSON: %d bytes of data, digest %q, size %d; want its digest and size only", a.Path, len(a.Data), a.After, a.Size)
+				}
+			}
 			if got := tree(t, dir); len(got) != len(before) {
 				t.Fatalf("the dry run changed the checkpoint: %d files, %d before", len(got), len(before))
 			}
