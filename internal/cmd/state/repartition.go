@@ -128,7 +128,7 @@ func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 	}
 	cp, err := checkpoint.LoadAt(ctx, store, loc)
 	if err == nil {
-		opts.Detected = cli.Detect(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+		opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	}
 	p, err := repartition.NewPlan(ctx, store, repartition.Options{Partitions: opts.Partitions,
 		Planner: recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}})
@@ -180,7 +180,7 @@ func printRepartition(r *render.Renderer, p *repartition.Plan, opts *Repartition
 		kv = append(kv, [2]string{"Restart", strings.TrimPrefix(p.Before.Verdict(), "Restart ")})
 	}
 	r.KV(kv)
-	cli.PrintDetected(r, opts.Detected)
+	r.FaintLines(opts.Detected.Lines())
 	r.Println()
 	if p.Refused != "" {
 		r.Printf("%s %s\n", r.Bad("Refused:"), render.Escape(p.Refused))
