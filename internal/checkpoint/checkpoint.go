@@ -57,6 +57,101 @@ type Checkpoint struct {
 	raw      map[string]*rawEntry
 	// sizes are the sizes of files read or stat'ed (Size), by path.
 	sizes map[string]int64
+	// lists are the store's listings the overlays of c asked for (Overlay), by directory, and
+	// walks its walks.
+	lists, walks map[string][]storage.Entry
+	// parent is set when c was loaded from over, an overlay made from parent
+	// (Checkpoint.Overlay): the files over leaves alone are parent's, read once for both.
+	parent *Checkpoint
+	over   *Overlay
+	// recent are the bytes of the small files c or its overlays read last, for the overlays of
+	// c: a planner fills its actions' digests from files it read a moment before (each was read
+	// again, a GET on S3). Bounded: recentFiles files of at most recentFileBytes.
+	recent      map[string][]byte
+	recentOrder []string
+}
+
+const (
+	recentFiles     = 64
+	recentFileBytes int64 = 64 << 10
+)
+
+// remember keeps data as the content of rel for the overlays of c, if it is small.
+func (c *Checkpoint) remember(rel string, data []byte) {
+	if int64(len(data)) > recentFileBytes {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.recent == nil {
+		c.recent = map[string][]byte{}
+	}
+	if _, ok := c.recent[rel]; !ok {
+		if len(c.recentOrder) == recentFiles {
+			delete(c.recent, c.recentOrder[0])
+			c.recentOrder = append(c.recentOrder[:0], c.recentOrder[1:]...)
+		}
+		c.recentOrder = append(c.recentOrder, rel)
+	}
+	c.recent[rel] = data
+}
+
+// remembered is what remember kept of rel.
+func (c *Checkpoint) remembered(rel string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.recent[rel]
+	return d, ok
+}
+
+// shared is the checkpoint that reads rel for c: its parent when c's overlay leaves rel alone,
+// else nil (c reads it itself).
+func (c *Checkpoint) shared(rel string) *Checkpoint {
+	if c.parent == nil || c.over.changed(rel) {
+		return nil
+	}
+	return c.parent
+}
+
+// listing is the store's listing of dir (List, or Walk when walk) for the overlays of c: the
+// root and the logs as c holds them, any other directory listed once and kept.
+func (c *Checkpoint) listing(ctx context.Context, dir string, walk bool) ([]storage.Entry, error) {
+	if !walk {
+		switch dir {
+		case "":
+			return c.Root, nil
+		case DirOffsets:
+			return c.Offsets.entries(), nil
+		case DirCommits:
+			return c.Commits.entries(), nil
+		}
+	}
+	memo := &c.lists
+	if walk {
+		memo = &c.walks
+	}
+	c.mu.Lock()
+	es, ok := (*memo)[dir]
+	c.mu.Unlock()
+	if ok {
+		return es, nil
+	}
+	var err error
+	if walk {
+		es, err = c.Store.Walk(ctx, dir)
+	} else {
+		es, err = c.Store.List(ctx, dir)
+	}
+	if err != nil {
+		return nil, err // not kept: a retry may succeed
+	}
+	c.mu.Lock()
+	if *memo == nil {
+		*memo = map[string][]storage.Entry{}
+	}
+	(*memo)[dir] = es
+	c.mu.Unlock()
+	return es, nil
 }
 
 // setSize records the size of rel; c.mu is held.
@@ -289,6 +384,39 @@ func (l *Log) countBelow(x int64, inclusive bool) int64 {
 	return n
 }
 
+// each calls fn with every entry of the listing the log was built from: its batch files (as
+// listed), then Temps, Checksums and Others; the order is unspecified, as storage.EachName's.
+func (l *Log) each(fn func(path string, isDir bool) error) error {
+	for id := range l.All() {
+		p, ok := l.alt[id]
+		if !ok {
+			p = l.Path(id)
+		}
+		if err := fn(p, false); err != nil {
+			return err
+		}
+	}
+	for _, es := range [][]storage.Entry{l.Temps, l.Checksums, l.Others} {
+		for _, e := range es {
+			if err := fn(e.Path, e.IsDir); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// entries is the listing the log was built from, sorted by path, with no size or time.
+func (l *Log) entries() []storage.Entry {
+	out := make([]storage.Entry, 0, l.n+len(l.Temps)+len(l.Checksums)+len(l.Others))
+	_ = l.each(func(p string, isDir bool) error {
+		out = append(out, storage.Entry{Path: p, IsDir: isDir})
+		return nil
+	})
+	slices.SortFunc(out, byPath)
+	return out
+}
+
 // Path returns the store-relative path of batch id ("offsets/7").
 func (l *Log) Path(id int64) string {
 	return l.Dir + "/" + strconv.FormatInt(id, 10)
@@ -318,9 +446,19 @@ func Load(ctx context.Context, s storage.Store) (*Checkpoint, error) {
 // LoadAt is Load reusing the root listing of loc, what Detect or Require found at s a moment
 // before, so that checking the location and loading it list the root once (on S3 a request
 // fewer per command). A nil loc, or one of another location, lists the root as Load does.
+//
+// On an overlay made from a checkpoint (Checkpoint.Overlay) nothing is listed: the listings are
+// that checkpoint's with the overlay's changes, and the files the overlay leaves alone are read
+// through it, once for every checkpoint loaded from its overlays.
 func LoadAt(ctx context.Context, s storage.Store, loc *Location) (*Checkpoint, error) {
 	var root []storage.Entry
-	if loc != nil && loc.root != nil && loc.URI == s.URI() {
+	ov, _ := s.(*Overlay)
+	if ov != nil && ov.from != nil {
+		var err error
+		if root, err = ov.List(ctx, ""); err != nil {
+			return nil, fmt.Errorf("list checkpoint root: %w", err)
+		}
+	} else if loc != nil && loc.root != nil && loc.URI == s.URI() {
 		root = loc.root
 	} else {
 		var err error
@@ -336,7 +474,7 @@ func LoadAt(ctx context.Context, s storage.Store, loc *Location) (*Checkpoint, e
 	if err != nil {
 		return nil, err
 	}
-	return &Checkpoint{
+	c := &Checkpoint{
 		Store:   s,
 		Offsets: offsets,
 		Commits: commits,
@@ -344,7 +482,11 @@ func LoadAt(ctx context.Context, s storage.Store, loc *Location) (*Checkpoint, e
 		offsets: map[int64]*offsetsEntry{},
 		commits: map[int64]*commitEntry{},
 		raw:     map[string]*rawEntry{},
-	}, nil
+	}
+	if ov != nil && ov.from != nil {
+		c.parent, c.over = ov.from, ov
+	}
+	return c, nil
 }
 
 func loadLog(ctx context.Context, s storage.Store, dir string) (*Log, error) {
@@ -574,6 +716,9 @@ func (c *Checkpoint) ReadOffsets(ctx context.Context, id int64) (*logformat.Offs
 		return e.seq, e.err
 	}
 	p := c.Offsets.Path(id)
+	if sh := c.shared(p); sh != nil {
+		return sh.ReadOffsets(ctx, id)
+	}
 	data, err := c.readLog(ctx, c.Offsets, id)
 	if err != nil && !isTooLarge(err) {
 		// I/O errors are not cached: a retry may succeed.
@@ -599,6 +744,9 @@ func (c *Checkpoint) ReadCommit(ctx context.Context, id int64) (*logformat.Commi
 		return e.c, e.err
 	}
 	p := c.Commits.Path(id)
+	if sh := c.shared(p); sh != nil {
+		return sh.ReadCommit(ctx, id)
+	}
 	data, err := c.readLog(ctx, c.Commits, id)
 	if err != nil && !isTooLarge(err) {
 		return nil, err
@@ -627,6 +775,7 @@ func (c *Checkpoint) readCapped(ctx context.Context, p string) ([]byte, error) {
 	c.mu.Lock()
 	c.setSize(p, int64(len(data)))
 	c.mu.Unlock()
+	c.remember(p, data)
 	return data, nil
 }
 
@@ -666,6 +815,9 @@ func (c *Checkpoint) Size(ctx context.Context, rel string) (int64, error) {
 	if ok {
 		return n, nil
 	}
+	if sh := c.shared(rel); sh != nil {
+		return sh.Size(ctx, rel)
+	}
 	e, err := c.Store.Stat(ctx, rel)
 	if err != nil {
 		return 0, err
@@ -693,6 +845,9 @@ func (c *Checkpoint) ReadMetadata(ctx context.Context) (*logformat.StreamMetadat
 	if e != nil {
 		return e.m, e.err
 	}
+	if sh := c.shared(FileMetadata); sh != nil {
+		return sh.ReadMetadata(ctx)
+	}
 	data, err := c.readCapped(ctx, FileMetadata)
 	if err != nil && !isTooLarge(err) {
 		return nil, err
@@ -716,6 +871,9 @@ func (c *Checkpoint) ReadFile(ctx context.Context, rel string) ([]byte, error) {
 	c.mu.Unlock()
 	if ok {
 		return e.data, e.err
+	}
+	if sh := c.shared(rel); sh != nil {
+		return sh.ReadFile(ctx, rel)
 	}
 	data, err := c.readCapped(ctx, rel)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) && !isTooLarge(err) {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -23,6 +24,10 @@ import (
 // Writes and deletes go to the overlay only. Safe for concurrent use.
 type Overlay struct {
 	base storage.Store
+	// from is the checkpoint of base this overlay was made from (Checkpoint.Overlay), nil for
+	// NewOverlay: its listings answer the base's, and a checkpoint loaded from the overlay
+	// shares its reads of the files the overlay leaves alone.
+	from *Checkpoint
 
 	mu      sync.Mutex
 	files   map[string][]byte
@@ -85,10 +90,31 @@ func cleanDir(dir string) string {
 	return strings.Trim(path.Clean(dir), "/")
 }
 
+// Overlay returns an overlay over c's store, with files, whose base listings are c's: the root
+// and the logs as c listed them, every other directory listed once for all the overlays of c.
+// A planner that tries changes step after step (repair's strategies, a purge, a rewind) loads
+// the overlay again at each step: those loads list nothing and read only what the overlay
+// changed or c has not read yet (on S3 the root and each log directory were listed again, page
+// by page, at every step).
+func (c *Checkpoint) Overlay(files map[string][]byte) *Overlay {
+	o := NewOverlay(c.Store, files)
+	o.from = c
+	return o
+}
+
+// baseList is the base's listing of dir: c's when the overlay was made from a checkpoint c,
+// else a List of the base.
+func (o *Overlay) baseList(ctx context.Context, dir string) ([]storage.Entry, error) {
+	if o.from == nil {
+		return o.base.List(ctx, dir)
+	}
+	return o.from.listing(ctx, cleanDir(dir), false)
+}
+
 // List merges the base listing of dir with the overlay's files and the
 // directories they imply.
 func (o *Overlay) List(ctx context.Context, dir string) ([]storage.Entry, error) {
-	base, err := o.base.List(ctx, dir)
+	base, err := o.baseList(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -127,9 +153,69 @@ func (o *Overlay) List(ctx context.Context, dir string) ([]storage.Entry, error)
 	return out, nil
 }
 
+// EachName implements storage.NameLister. For a log of the checkpoint the overlay was made from
+// it names that log's files (no listing, no slice of a hundred thousand entries) with the
+// overlay's changes; for any other directory it is List's.
+func (o *Overlay) EachName(ctx context.Context, dir string, fn func(path string, isDir bool) error) error {
+	d := cleanDir(dir)
+	var l *Log
+	if o.from != nil {
+		switch d {
+		case DirOffsets:
+			l = o.from.Offsets
+		case DirCommits:
+			l = o.from.Commits
+		}
+	}
+	if l == nil {
+		return storage.EachName(ctx, struct{ storage.Store }{o}, dir, fn) // through List
+	}
+	files, deleted := o.snapshot()
+	// What the overlay adds directly below d, and the directories its deeper files imply.
+	added := map[string]bool{} // path → isDir
+	for p := range files {
+		rest, ok := strings.CutPrefix(p, d+"/")
+		if !ok {
+			continue
+		}
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			added[d+"/"+rest[:i]] = true
+		} else {
+			added[p] = false
+		}
+	}
+	err := l.each(func(p string, isDir bool) error {
+		if deleted[p] {
+			return nil
+		}
+		if dirAdded, ok := added[p]; ok {
+			if !dirAdded {
+				return nil // the overlay's file, named below
+			}
+			delete(added, p) // a directory the base has: named once, as the base's
+		}
+		return fn(p, isDir)
+	})
+	if err != nil {
+		return err
+	}
+	for p, isDir := range added {
+		if err := fn(p, isDir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Walk merges the base walk of dir with the overlay's files below it.
 func (o *Overlay) Walk(ctx context.Context, dir string) ([]storage.Entry, error) {
-	base, err := o.base.Walk(ctx, dir)
+	var base []storage.Entry
+	var err error
+	if o.from != nil {
+		base, err = o.from.listing(ctx, cleanDir(dir), true)
+	} else {
+		base, err = o.base.Walk(ctx, dir)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +238,13 @@ func (o *Overlay) Walk(ctx context.Context, dir string) ([]storage.Entry, error)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// changed reports whether the overlay holds or hides p: a file it leaves alone reads as the
+// base's.
+func (o *Overlay) changed(p string) bool {
+	_, in, hidden := o.lookup(p)
+	return in || hidden
 }
 
 func (o *Overlay) lookup(p string) (data []byte, inOverlay, hidden bool) {
@@ -189,7 +282,18 @@ func (o *Overlay) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	case hidden:
 		return nil, notExist("read", p)
 	}
-	return o.base.ReadFile(ctx, p)
+	if o.from == nil {
+		return o.base.ReadFile(ctx, p)
+	}
+	p = path.Clean(p)
+	if d, ok := o.from.remembered(p); ok {
+		return bytes.Clone(d), nil
+	}
+	d, err := o.base.ReadFile(ctx, p)
+	if err == nil {
+		o.from.remember(p, bytes.Clone(d))
+	}
+	return d, err
 }
 
 // Open streams p from the overlay, else from the base.
@@ -201,7 +305,34 @@ func (o *Overlay) Open(ctx context.Context, p string) (io.ReadCloser, error) {
 	case hidden:
 		return nil, notExist("open", p)
 	}
-	return o.base.Open(ctx, p)
+	if o.from == nil {
+		return o.base.Open(ctx, p)
+	}
+	p = path.Clean(p)
+	if d, ok := o.from.remembered(p); ok {
+		return io.NopCloser(bytes.NewReader(d)), nil
+	}
+	rc, err := o.base.Open(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	// A small file is read here and remembered; a larger one streams on from what was read,
+	// which is never more than the caller's cap on a file (logformat.MaxFileBytes) reads.
+	limit := min(recentFileBytes, logformat.MaxFileBytes)
+	head, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	if int64(len(head)) <= limit {
+		rc.Close()
+		o.from.remember(p, head)
+		return io.NopCloser(bytes.NewReader(head)), nil
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), rc), rc}, nil
 }
 
 // WriteFile creates p in the overlay, refusing (fs.ErrExist) when p exists in
@@ -220,4 +351,7 @@ func (o *Overlay) Delete(_ context.Context, p string) error {
 	return nil
 }
 
-var _ storage.Store = (*Overlay)(nil)
+var (
+	_ storage.Store      = (*Overlay)(nil)
+	_ storage.NameLister = (*Overlay)(nil)
+)
