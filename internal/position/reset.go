@@ -257,7 +257,7 @@ func PlanReset(ctx context.Context, s storage.Store, opts ResetOptions) (*ResetP
 		Reason: fmt.Sprintf("batch %d: offsets/%d with the new position, so the query resumes at batch %d from it", L1, L, L1+1)}
 	commit := repair.Action{Op: repair.OpCopy, Path: fmt.Sprintf("%s/%d", checkpoint.DirCommits, L1), From: cp.Commits.Path(L),
 		Reason: fmt.Sprintf("commit of batch %d, a copy of commits/%d (same watermark): batch %d is never run", L1, L, L1)}
-	p.Actions, p.After, p.Refused, err = finish(ctx, s, []repair.Action{offs, commit}, opts.Planner, L1+1)
+	p.Actions, p.After, p.Refused, err = finish(ctx, cp, []repair.Action{offs, commit}, opts.Planner, L1+1)
 	if err != nil || p.Refused != "" || opts.Sink == nil {
 		return p, err
 	}
@@ -267,8 +267,8 @@ func PlanReset(ctx context.Context, s storage.Store, opts ResetOptions) (*ResetP
 
 // finish fills the actions' digests, predicts the restart on an overlay with them applied, and
 // refuses when the planner does not resume the query at batch next with nothing re-run.
-func finish(ctx context.Context, s storage.Store, actions []repair.Action, popts recovery.Options, next int64) ([]repair.Action, *recovery.Result, string, error) {
-	ov := checkpoint.NewOverlay(s, nil)
+func finish(ctx context.Context, cp *checkpoint.Checkpoint, actions []repair.Action, popts recovery.Options, next int64) ([]repair.Action, *recovery.Result, string, error) {
+	ov := cp.Overlay(nil) // lists nothing again: cp's listings with the actions applied
 	for i := range actions {
 		a := &actions[i]
 		if err := repair.Fill(ctx, ov, a); err != nil {
@@ -287,11 +287,11 @@ func finish(ctx context.Context, s storage.Store, actions []repair.Action, popts
 			ov.Set(a.Path, a.Data)
 		}
 	}
-	cp, err := checkpoint.Load(ctx, ov)
+	acp, err := checkpoint.Load(ctx, ov)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	after, err := recovery.Plan(ctx, cp, popts)
+	after, err := recovery.Plan(ctx, acp, popts)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -175,7 +175,7 @@ func PlanRewind(ctx context.Context, s storage.Store, opts RewindOptions) (*Rewi
 			p.StateFiles++
 		}
 	}
-	p.Actions, p.After, p.Refused, err = finish(ctx, s, actions, opts.Planner, N+1)
+	p.Actions, p.After, p.Refused, err = finish(ctx, cp, actions, opts.Planner, N+1)
 	return p, err
 }
 

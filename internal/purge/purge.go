@@ -36,6 +36,9 @@ type Options struct {
 	Sink storage.Store
 	// Planner is the restart the purge must leave unchanged.
 	Planner recovery.Options
+	// Checkpoint is the checkpoint of the store loaded a moment before (checkpoint.LoadAt), nil:
+	// NewPlan loads it. The plan after the purge is predicted on an overlay made from it.
+	Checkpoint *checkpoint.Checkpoint
 }
 
 // Plan is what a purge would delete.
@@ -77,10 +80,14 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	if o.Keep < o.MinBatchesToRetain {
 		return nil, fmt.Errorf("--keep %d is below minBatchesToRetain %d: Spark keeps that many itself (--min-batches-to-retain if the query sets it lower)", o.Keep, o.MinBatchesToRetain)
 	}
-	cp, err := checkpoint.Load(ctx, s)
-	if err != nil {
-		return nil, err
+	cp := o.Checkpoint
+	if cp == nil || cp.Store != s {
+		var err error
+		if cp, err = checkpoint.Load(ctx, s); err != nil {
+			return nil, err
+		}
 	}
+	var err error
 	p := &Plan{Checkpoint: s.URI(), Keep: o.Keep, From: -1, Actions: []repair.Action{}, Warnings: []string{}, options: o.Planner}
 	if p.Before, err = recovery.Plan(ctx, cp, o.Planner); err != nil {
 		return nil, err
@@ -131,7 +138,7 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 			p.Commits++
 		}
 	}
-	if err := p.verify(ctx, s); err != nil {
+	if err := p.verify(ctx, cp); err != nil {
 		return nil, err
 	}
 	if o.Sink != nil {
@@ -144,8 +151,8 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 
 // verify fills the actions' digests (one read each, so that execute refuses a file that changed)
 // and asks the planner what the restart does without the files: exactly what it does now.
-func (p *Plan) verify(ctx context.Context, s storage.Store) error {
-	ov := checkpoint.NewOverlay(s, nil)
+func (p *Plan) verify(ctx context.Context, cp *checkpoint.Checkpoint) error {
+	ov := cp.Overlay(nil) // lists nothing again: cp's listings without the files
 	m := progress.From(ctx)
 	m.Stage("reading the files to purge")
 	m.Expect(progress.Read, len(p.Actions))
@@ -158,11 +165,11 @@ func (p *Plan) verify(ctx context.Context, s storage.Store) error {
 		p.Bytes += a.Size
 		ov.Hide(a.Path)
 	}
-	cp, err := checkpoint.Load(ctx, ov)
+	after, err := checkpoint.Load(ctx, ov)
 	if err != nil {
 		return err
 	}
-	if p.After, err = recovery.Plan(ctx, cp, p.options); err != nil {
+	if p.After, err = recovery.Plan(ctx, after, p.options); err != nil {
 		return err
 	}
 	if p.After.Verdict() != p.Before.Verdict() {

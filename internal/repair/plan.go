@@ -75,6 +75,9 @@ type Options struct {
 	// count what really exists on the broker instead of subtracting offsets (broker.go).
 	// nil: offsets are subtracted.
 	Broker *recovery.BrokerState
+	// Checkpoint is the checkpoint of the store loaded a moment before (checkpoint.LoadAt), nil:
+	// NewPlan loads it. Every strategy plans on overlays made from it, which list nothing again.
+	Checkpoint *checkpoint.Checkpoint
 }
 
 // Plan is what a repair would do and what it would cost. It is a pure function of the checkpoint
@@ -170,9 +173,12 @@ const maxSteps = 64
 // strategy on an in-memory overlay, and predicts each with recovery.Plan. It reads the checkpoint
 // and changes nothing.
 func NewPlan(ctx context.Context, s storage.Store, opts Options) (*Plan, error) {
-	cp, err := checkpoint.Load(ctx, s)
-	if err != nil {
-		return nil, err
+	cp := opts.Checkpoint
+	if cp == nil || cp.Store != s {
+		var err error
+		if cp, err = checkpoint.Load(ctx, s); err != nil {
+			return nil, err
+		}
 	}
 	rep, err := diagnose(ctx, cp, opts.Planner)
 	if err != nil {

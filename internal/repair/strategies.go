@@ -53,7 +53,7 @@ func (c *candidate) toChoice(st Strategy) Choice {
 // answer its findings, apply them to the overlay, and again, until doctor finds nothing repair can
 // act on. Then it predicts the restart on the result.
 func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, opts Options, st Strategy) (*candidate, error) {
-	ov := checkpoint.NewOverlay(s, nil)
+	ov := orig.Overlay(nil) // its loads list nothing: orig's listings with the steps' changes
 	c := &candidate{actions: []Action{}}
 	seen := map[string]bool{}
 	procedure := false

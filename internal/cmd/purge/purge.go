@@ -133,11 +133,12 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	cp, err := checkpoint.LoadAt(ctx, store, loc)
-	if err == nil {
-		opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+	cp, err := checkpoint.LoadAt(ctx, store, loc) // the plan, its verification and the warnings share it
+	if err != nil {
+		return err
 	}
-	po := purge.Options{Keep: opts.Keep, MinBatchesToRetain: opts.MinBatchesToRetain,
+	opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+	po := purge.Options{Keep: opts.Keep, MinBatchesToRetain: opts.MinBatchesToRetain, Checkpoint: cp,
 		Planner: recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}}
 	if opts.Sink != "" {
 		if po.Sink, err = opts.OpenStore(ctx, opts.Sink); err != nil {

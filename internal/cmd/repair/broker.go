@@ -6,16 +6,11 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/repair"
-	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // readBroker reads the broker's offsets for every topic the checkpoint's restart can read
 // (recovery.CheckpointTopics): the plan's strategies restart from different batches.
-func readBroker(ctx context.Context, s storage.Store, opts *Options) (*recovery.BrokerState, error) {
-	cp, err := checkpoint.Load(ctx, s)
-	if err != nil {
-		return nil, err
-	}
+func readBroker(ctx context.Context, cp *checkpoint.Checkpoint, opts *Options) (*recovery.BrokerState, error) {
 	return opts.Broker.ReadCheckpoint(ctx, nil, cp)
 }
 
@@ -23,13 +18,9 @@ func readBroker(ctx context.Context, s storage.Store, opts *Options) (*recovery.
 // default failOnDataLoss=true): repair cannot fix records deleted by retention or a recreated
 // topic, and the user must know before applying. The offsets come from the predicted restart
 // (its re-run range, or the offsets it starts from), read in the checkpoint as it is.
-func addBrokerWarnings(ctx context.Context, s storage.Store, p *repair.Plan, st *recovery.BrokerState) error {
+func addBrokerWarnings(ctx context.Context, cp *checkpoint.Checkpoint, p *repair.Plan, st *recovery.BrokerState) error {
 	if p.After == nil {
 		return nil
-	}
-	cp, err := checkpoint.Load(ctx, s)
-	if err != nil {
-		return err
 	}
 	_, issues, err := recovery.CheckRestart(ctx, cp, p.After, st, true)
 	if err != nil {

@@ -1,18 +1,15 @@
 package repair
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/shell"
-	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // output is what one `ckpt repair` run produced.
@@ -292,8 +289,4 @@ func changes(as []repair.Action, steps []string) string {
 		return "none"
 	}
 	return plural(len(as), "file change")
-}
-
-func loadCheckpoint(ctx context.Context, s storage.Store) (*checkpoint.Checkpoint, error) {
-	return checkpoint.Load(ctx, s)
 }

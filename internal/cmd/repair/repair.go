@@ -208,7 +208,8 @@ func runRepair(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{AllowEmpty: opts.AllowEmpty, AllowEmptyFlag: true, Command: "ckpt repair"}); err != nil {
+	loc, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{AllowEmpty: opts.AllowEmpty, AllowEmptyFlag: true, Command: "ckpt repair"})
+	if err != nil {
 		return err
 	}
 	var sinkLatest *int64
@@ -217,15 +218,15 @@ func runRepair(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
-	if cp, err := loadCheckpoint(ctx, store); err == nil {
-		opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+	// One load (on Require's root listing) serves the detection, the sinks, the broker, every
+	// strategy's overlays and the warnings: each loaded the checkpoint again before.
+	cp, err := checkpoint.LoadAt(ctx, store, loc)
+	if err != nil {
+		return err
 	}
-	ropts := repair.Options{Planner: opts.plannerOptions(sinkLatest), Strategy: opts.Strategy, Sink: opts.Sink}
+	opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+	ropts := repair.Options{Planner: opts.plannerOptions(sinkLatest), Strategy: opts.Strategy, Sink: opts.Sink, Checkpoint: cp}
 	if opts.Delta.Sink != "" {
-		cp, err := checkpoint.Load(ctx, store)
-		if err != nil {
-			return err
-		}
 		txn, err := deltastate.ReadSink(ctx, opts.OpenStore, cp, opts.Delta.Sink)
 		if err != nil {
 			return err
@@ -233,7 +234,7 @@ func runRepair(ctx context.Context, opts *Options) error {
 		ropts.Planner.SinkLatest, ropts.Planner.SinkKind, ropts.Sink = &txn.Version, recovery.SinkKindDelta, opts.Delta.Sink
 	}
 	if opts.Broker.Enabled() {
-		if ropts.Broker, err = readBroker(ctx, store, opts); err != nil {
+		if ropts.Broker, err = readBroker(ctx, cp, opts); err != nil {
 			return err
 		}
 	}
@@ -242,11 +243,11 @@ func runRepair(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if ropts.Broker != nil {
-		if err := addBrokerWarnings(ctx, store, plan, ropts.Broker); err != nil {
+		if err := addBrokerWarnings(ctx, cp, plan, ropts.Broker); err != nil {
 			return err
 		}
 	}
-	addStateWarnings(ctx, store, plan, opts)
+	addStateWarnings(ctx, store, cp, plan, opts)
 
 	out := &output{Plan: plan, Journal: nil, Executed: false, Detected: opts.Detected}
 	r := render.New(opts.IO)
@@ -379,17 +380,15 @@ func readSinkLatest(ctx context.Context, opts *Options) (*int64, error) {
 
 // addStateWarnings tells, at plan time, what would stop --execute: a live-looking query or a held
 // lock. The plan itself is harmless to print in either case.
-func addStateWarnings(ctx context.Context, s storage.Store, p *repair.Plan, opts *Options) {
+func addStateWarnings(ctx context.Context, s storage.Store, cp *checkpoint.Checkpoint, p *repair.Plan, opts *Options) {
 	if l, err := repair.DescribeLock(ctx, s, nil); err == nil && l != nil {
 		p.Warnings = append(p.Warnings, l.Warning())
 	}
 	if len(p.Actions) == 0 || opts.ActiveWindow <= 0 || opts.Now == nil {
 		return
 	}
-	if cp, err := loadCheckpoint(ctx, s); err == nil {
-		if err := repair.CheckLive(ctx, s, cp, opts.Now(), opts.ActiveWindow, nil); err != nil {
-			p.Warnings = append(p.Warnings, strings.TrimSuffix(firstLine(err.Error()), ".")+"; --execute will refuse")
-		}
+	if err := repair.CheckLive(ctx, s, cp, opts.Now(), opts.ActiveWindow, nil); err != nil {
+		p.Warnings = append(p.Warnings, strings.TrimSuffix(firstLine(err.Error()), ".")+"; --execute will refuse")
 	}
 }
 
