@@ -46,7 +46,7 @@ type Record struct {
 }
 
 // Read returns the record, or nil when there is none.
-func Read(ctx context.Context, s storage.Store) (*Record, error) {
+func Read(ctx context.Context, s Reader) (*Record, error) {
 	data, err := s.ReadFile(ctx, Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -59,6 +59,12 @@ func Read(ctx context.Context, s storage.Store) (*Record, error) {
 		return nil, fmt.Errorf("unreadable liveness record %s: %w", Path, err)
 	}
 	return &r, nil
+}
+
+// Reader reads a file: a storage.Store, or a checkpoint.Checkpoint, which reads the record once for
+// every check of one command (rewind's sink detection, then its liveness warning).
+type Reader interface {
+	ReadFile(ctx context.Context, path string) ([]byte, error)
 }
 
 // State is what a record says about the engine.

@@ -27,7 +27,7 @@ func (e *RunningError) Error() string {
 // file-age window. Without a record, or with one that cannot tell, the window decides (CheckIdle),
 // as for any checkpoint Spark writes.
 func CheckLive(ctx context.Context, s storage.Store, cp *checkpoint.Checkpoint, now time.Time, window time.Duration, ignore map[string]bool) error {
-	rec, err := liveness.Read(ctx, s)
+	rec, err := liveness.Read(ctx, cp) // read once for the command's checks on cp
 	if err != nil || rec == nil {
 		return CheckIdle(ctx, cp, now, window, ignore)
 	}

@@ -35,6 +35,16 @@ func TestCheckLive(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
+	// A checkpoint view reads the record once (a command's checks share it): each new record is
+	// seen by a view loaded after it.
+	fresh := func() *checkpoint.Checkpoint {
+		t.Helper()
+		cp, err := checkpoint.Load(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cp
+	}
 	write := func(r liveness.Record) {
 		t.Helper()
 		_ = s.Delete(ctx, liveness.Path)
@@ -44,17 +54,17 @@ func TestCheckLive(t *testing.T) {
 		}
 	}
 	write(liveness.Record{Host: hostname(), PID: cmd.Process.Pid, Start: now.Add(-time.Minute), Heartbeat: now, Interval: time.Second})
-	if err := CheckLive(ctx, s, cp, now, time.Minute, nil); err != nil {
+	if err := CheckLive(ctx, s, fresh(), now, time.Minute, nil); err != nil {
 		t.Fatalf("dead engine: %v", err)
 	}
 	write(liveness.Record{Host: hostname(), PID: os.Getpid(), Start: now.Add(-time.Minute), Heartbeat: now, Interval: time.Second})
 	var running *RunningError
-	if err := CheckLive(ctx, s, cp, now, 0, nil); !errors.As(err, &running) {
+	if err := CheckLive(ctx, s, fresh(), now, 0, nil); !errors.As(err, &running) {
 		t.Fatalf("live engine, window off: %v, want RunningError", err)
 	}
 	// The engine died an hour ago; a file written now is someone else's.
 	write(liveness.Record{Host: hostname(), PID: cmd.Process.Pid, Start: now.Add(-2 * time.Hour), Heartbeat: now.Add(-time.Hour), Interval: time.Second})
-	if err := CheckLive(ctx, s, cp, now, time.Minute, nil); !errors.As(err, &live) {
+	if err := CheckLive(ctx, s, fresh(), now, time.Minute, nil); !errors.As(err, &live) {
 		t.Fatalf("file newer than the dead engine: %v, want the window's refusal", err)
 	}
 }

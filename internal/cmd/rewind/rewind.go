@@ -158,7 +158,7 @@ func run(ctx context.Context, opts *Options) error {
 		}
 	}
 	var detected string
-	if rec, err := liveness.Read(ctx, store); err == nil && rec != nil && rec.Sink == query.SinkKafka && !ro.KafkaSink {
+	if rec, err := liveness.Read(ctx, cp); err == nil && rec != nil && rec.Sink == query.SinkKafka && !ro.KafkaSink {
 		// `ckpt run` recorded its sink: a Kafka sink is known without --kafka-sink.
 		ro.KafkaSink = true
 		detected = "the query writes to Kafka (sink recorded by ckpt run in " + liveness.Path + ")"
