@@ -296,25 +296,21 @@ type copier struct {
 	mu       sync.Mutex
 	total    Progress
 	done     Progress
+	// newest is the newest log file of each source (by URI) its walk found, for liveWarning.
+	newest map[string]storage.Entry
 }
 
 // liveWarning says when the source's newest log file (offsets/ of a checkpoint, _spark_metadata
 // of a sink) was written within LiveWindow: a running query goes on writing while the copy is
 // made, so the copy may end between two of its writes.
 func (c *copier) liveWarning(ctx context.Context, p Pair) string {
-	dir := "offsets"
-	if p.Kind == KindSink {
-		dir = sinklog.Dir
-	}
-	es, err := p.Src.List(ctx, dir)
-	if err != nil {
-		return ""
-	}
-	var newest storage.Entry
-	for _, e := range es {
-		if !e.IsDir && e.ModTime.After(newest.ModTime) {
-			newest = e
+	newest, ok := c.newest[p.Src.URI()] // from the walk of list: no listing of its own
+	if !ok {
+		es, err := p.Src.List(ctx, logDir(p.Kind))
+		if err != nil {
+			return ""
 		}
+		newest = newestFile(es, logDir(p.Kind))
 	}
 	now := time.Now
 	if c.opts.Now != nil {
@@ -434,6 +430,12 @@ func (c *copier) list(ctx context.Context, p Pair) ([]file, error) {
 			c.res.Links = append(c.res.Links, p.Src.URI()+"/"+l)
 		}
 	}
+	c.mu.Lock()
+	if c.newest == nil {
+		c.newest = map[string]storage.Entry{}
+	}
+	c.newest[p.Src.URI()] = newestFile(es, logDir(p.Kind))
+	c.mu.Unlock()
 	var out []file
 	for _, e := range es {
 		if e.IsDir || e.Path == OwnDir || strings.HasPrefix(e.Path, OwnDir+"/") {
@@ -443,6 +445,26 @@ func (c *copier) list(ctx context.Context, p Pair) ([]file, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].phase < out[j].phase })
 	return out, nil
+}
+
+// logDir is the log directory whose newest file tells whether a query still writes.
+func logDir(kind string) string {
+	if kind == KindSink {
+		return sinklog.Dir
+	}
+	return "offsets"
+}
+
+// newestFile is the most recently modified file directly below dir among es.
+func newestFile(es []storage.Entry, dir string) storage.Entry {
+	var newest storage.Entry
+	for _, e := range es {
+		rest, ok := strings.CutPrefix(e.Path, dir+"/")
+		if ok && !e.IsDir && !strings.Contains(rest, "/") && e.ModTime.After(newest.ModTime) {
+			newest = e
+		}
+	}
+	return newest
 }
 
 func phase(kind, p string) int {
