@@ -72,7 +72,7 @@ type Checkpoint struct {
 }
 
 const (
-	recentFiles     = 64
+	recentFiles           = 64
 	recentFileBytes int64 = 64 << 10
 )
 

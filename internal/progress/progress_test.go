@@ -95,3 +95,22 @@ func TestMeterConcurrent(t *testing.T) {
 		t.Fatalf("counted %d", m.Count(Read))
 	}
 }
+
+// A phase that counts its own work is the whole line: the listing's and the plan's counters
+// after it read as stale figures of the phase ("applying 1/400: listed 1,600 · read 400/400",
+// issue 25). The next Stage shows them again.
+func TestStatusHidesCounters(t *testing.T) {
+	m := New(&bytes.Buffer{}, Options{Delay: -1})
+	m.Stage("listing commits/")
+	m.Add(Listed, 1600)
+	m.Total(Read, 400)
+	m.Add(Read, 400)
+	m.Status("applying 1/400 · 2/s · 3m20s left")
+	if got := m.Line(); got != "applying 1/400 · 2/s · 3m20s left" {
+		t.Errorf("status line %q, want the phase alone", got)
+	}
+	m.Stage("listing offsets/")
+	if got := m.Line(); got != "listing offsets/: listed 1,600 · read 400/400" {
+		t.Errorf("after Stage: %q", got)
+	}
+}
