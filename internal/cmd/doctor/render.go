@@ -14,7 +14,7 @@ import (
 func renderReport(r *render.Renderer, rep *doctor.Report, opts *Options) {
 	r.Println(r.Hang(2, verdict(r, rep)))
 	res := rep.Restart
-	fmt.Fprintf(r.Writer(), "%s\n", r.Faint(fmt.Sprintf("checkpoint %s · %s engine · Spark %s", opts.Checkpoint, res.Mode, res.SparkVersion)))
+	r.Println(r.Faint(fmt.Sprintf("checkpoint %s · %s engine · Spark %s", opts.Checkpoint, res.Mode, res.SparkVersion))) // wrapped on a terminal
 	r.FaintLines(opts.Detected.Lines())
 	// Where the summary says "no problems found", the other checks left out say how far that goes
 	// (the broker's is in the summary itself).
