@@ -66,14 +66,15 @@ type Checkpoint struct {
 	over   *Overlay
 	// recent are the bytes of the small files c or its overlays read last, for the overlays of
 	// c: a planner fills its actions' digests from files it read a moment before (each was read
-	// again, a GET on S3). Bounded: recentFiles files of at most recentFileBytes.
+	// again, a GET on S3). Bounded: recentFiles files of at most recentFileBytes, the same memory
+	// at any number of batches (inspect --batches reads them all through c).
 	recent      map[string][]byte
 	recentOrder []string
 }
 
 const (
 	recentFiles           = 64
-	recentFileBytes int64 = 64 << 10
+	recentFileBytes int64 = 16 << 10 // at most 1 MiB in all
 )
 
 // remember keeps data as the content of rel for the overlays of c, if it is small.
