@@ -83,7 +83,7 @@ func WhatIf(ctx context.Context, cp *checkpoint.Checkpoint, opts Options, point 
 		}
 		files[cp.Commits.Path(n)] = data
 	}
-	vcp, err := checkpoint.Load(ctx, checkpoint.NewOverlay(cp.Store, files))
+	vcp, err := checkpoint.Load(ctx, cp.Overlay(files)) // cp's listings and reads, no second load of the store
 	if err != nil {
 		return nil, err
 	}

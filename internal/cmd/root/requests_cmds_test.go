@@ -151,6 +151,7 @@ func TestS3RequestCountsPerCommand(t *testing.T) {
 		{"inspect --batches", "ck", []string{"inspect", ck, "--batches", "--last", "3"}, true, 0},
 		{"offsets export", "ck", []string{"offsets", "export", ck}, true, 0},
 		{"offsets reset", "ck", []string{"offsets", "reset", ck, "--shift-by", "-5"}, true, 4},
+		{"replay --what-if", "ck", []string{"replay", ck, "--what-if", "crash-after-commit"}, true, 0},
 		{"state ls", "ck", []string{"state", "ls", ck}, true, 0},
 		{"lag", "ck", []string{"lag", ck, "--bootstrap-server", broker.Addr()}, true, 1},
 		{"rewind", "ck", []string{"rewind", ck, "--to-batch", fmt.Sprint(n - 3)}, true, 4},
