@@ -24,28 +24,12 @@ func BenchmarkPlanMissingPrevious(b *testing.B) {
 		n = v
 	}
 	ctx := context.Background()
-	src := storage.NewMem()
-	sb := scenario.NewBuilder("bench").Metadata()
-	sb.OffsetsRange(0, n-1, func(id int64) []string { return []string{scenario.Kafka("events", id, 2)} })
-	sb.Commits(0, n-2)
-	if err := sb.WriteTo(ctx, src); err != nil {
-		b.Fatal(err)
-	}
-	if err := src.Delete(ctx, fmt.Sprintf("offsets/%d", n-2)); err != nil {
-		b.Fatal(err)
-	}
-	files, err := src.Walk(ctx, "")
-	if err != nil {
-		b.Fatal(err)
-	}
 	dir := b.TempDir()
-	for _, e := range files {
-		data, _ := src.ReadFile(ctx, e.Path)
-		p := filepath.Join(dir, filepath.FromSlash(e.Path))
-		_ = os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			b.Fatal(err)
-		}
+	if err := scenario.WriteLinear(dir, scenario.Linear{Name: "bench", Batches: n, Committed: n - 1, Initial: true}); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "offsets", fmt.Sprint(n-2))); err != nil {
+		b.Fatal(err)
 	}
 	local, err := storage.NewLocal(dir)
 	if err != nil {
