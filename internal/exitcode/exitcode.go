@@ -5,6 +5,7 @@
 package exitcode
 
 import (
+	"context"
 	"errors"
 	"strings"
 )
@@ -78,3 +79,38 @@ func Message(err error) string {
 	}
 	return err.Error()
 }
+
+// Interrupted is the status of a command that SIGINT or SIGTERM stopped before it finished:
+// 128 + SIGINT, as shells report a process the signal ended and as restic exits.
+const Interrupted = 130
+
+// Signal is the cause of a context that a signal cancelled (context.WithCancelCause).
+type Signal struct {
+	// Name is the signal as a user knows it: SIGINT, SIGTERM.
+	Name string
+}
+
+func (s *Signal) Error() string { return "interrupted by " + s.Name }
+
+// Stopped is the error of a command that returned err after sig cancelled its context: exit
+// Interrupted, and a message that names the signal and what the command was doing, without the
+// "context canceled" that every interrupted read and write adds.
+func Stopped(sig *Signal, err error) error {
+	msg := strings.ReplaceAll(Message(err), ": "+context.Canceled.Error(), "")
+	switch msg {
+	case "", context.Canceled.Error():
+		msg = sig.Error() + ": stopped before finishing"
+	default:
+		msg = sig.Error() + ": " + msg
+	}
+	return &Error{Code: Interrupted, Err: &stopped{msg: msg, err: err}}
+}
+
+// stopped keeps the command's error in the chain (errors.As still finds a repair's journal).
+type stopped struct {
+	msg string
+	err error
+}
+
+func (s *stopped) Error() string { return s.msg }
+func (s *stopped) Unwrap() error { return s.err }

@@ -1,6 +1,7 @@
 package exitcode
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -51,5 +52,34 @@ func TestUsageMistake(t *testing.T) {
 	}
 	if got := Code(mistake{false}); got != Failure {
 		t.Errorf("not a usage mistake: %d", got)
+	}
+}
+
+// A command a signal stopped exits Interrupted whatever code it chose, says which signal, and
+// keeps what it had to say (a journal to resume) without the "context canceled" of each call.
+func TestStopped(t *testing.T) {
+	sig := &Signal{Name: "SIGTERM"}
+	halfway := fmt.Errorf("purge stopped half-way: delete offsets/5: %w\nFinish it with `ckpt repair resume J`", context.Canceled)
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{context.Canceled, "interrupted by SIGTERM: stopped before finishing"},
+		{fmt.Errorf("open ck/commits/7: %w", context.Canceled), "interrupted by SIGTERM: open ck/commits/7"},
+		{halfway, "interrupted by SIGTERM: purge stopped half-way: delete offsets/5\nFinish it with `ckpt repair resume J`"},
+		{New(Findings, errors.New("x")), "interrupted by SIGTERM: x"},
+		{Silent(Findings), "interrupted by SIGTERM: stopped before finishing"},
+	}
+	for _, c := range cases {
+		err := Stopped(sig, c.err)
+		if got := Code(err); got != Interrupted {
+			t.Errorf("Code(Stopped(%v)) = %d, want %d", c.err, got, Interrupted)
+		}
+		if got := Message(err); got != c.want {
+			t.Errorf("Message(Stopped(%v)) = %q, want %q", c.err, got, c.want)
+		}
+		if !errors.Is(err, c.err) {
+			t.Errorf("Stopped(%v) lost the command's error from the chain", c.err)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package root
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -24,7 +25,8 @@ const exitCodesHelp = `Exit codes:
   0  success (doctor: nothing at or above --fail-on)
   1  ckpt failed (I/O error, unreadable input, refused operation)
   2  usage error
-  3  doctor found problems at or above --fail-on; replay predicts a failed restart`
+  3  doctor found problems at or above --fail-on; replay predicts a failed restart
+  130  stopped by SIGINT or SIGTERM before finishing`
 
 // NewCmd builds the root command with every subcommand.
 func NewCmd(env *cli.Env) *cobra.Command {
@@ -90,6 +92,13 @@ func Execute(ctx context.Context, env *cli.Env, args []string) int {
 	cmd.SetOut(env.IO.Out)
 	cmd.SetErr(errOut)
 	err := cmd.ExecuteContext(ctx)
+	var sig *exitcode.Signal
+	if err != nil && errors.As(context.Cause(ctx), &sig) {
+		// A signal stopped the command: whatever error its last read or write returned, the
+		// status says so. A command that still finished (run, lag --watch, broker stop on a
+		// signal by design) returned nil and keeps its 0.
+		err = exitcode.Stopped(sig, err)
+	}
 	if msg := exitcode.Message(err); msg != "" {
 		// Errors quote files, their contents and flags: escaped, so none can drive the terminal.
 		fmt.Fprintf(errOut, "ckpt: %s\n", render.EscapeText(msg))
@@ -100,14 +109,22 @@ func Execute(ctx context.Context, env *cli.Env, args []string) int {
 // Main runs ckpt as a process: real streams, environment and signals. version, commit and date
 // are the release build's ldflags ("dev", "", "" otherwise).
 func Main(version, commit, date string) int {
-	// The first SIGINT or SIGTERM cancels ctx: every command stops at its next read or write
-	// and leaves a journal it can resume. The second gets Go's default (the process ends at
-	// once), so a user is never left with a ckpt that ignores Ctrl-C.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// The first SIGINT or SIGTERM cancels ctx, with the signal as its cause: every command stops
+	// at its next read, write or step of a long loop, leaves a journal it can resume, and exits
+	// exitcode.Interrupted. The second gets Go's default (the process ends at once), so a user is
+	// never left with a ckpt that ignores Ctrl-C.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	go func() {
-		<-ctx.Done()
-		stop()
+		s, ok := <-sigs
+		if !ok {
+			return
+		}
+		signal.Stop(sigs)
+		cancel(&exitcode.Signal{Name: signalName(s)})
 	}()
 	env := &cli.Env{
 		IO:        iostreams.System(),
@@ -135,4 +152,15 @@ func Main(version, commit, date string) int {
 		logformat.MaxSources = n
 	}
 	return Execute(ctx, env, os.Args[1:])
+}
+
+// signalName is how a user knows s: SIGINT, SIGTERM.
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
 }

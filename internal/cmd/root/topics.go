@@ -39,6 +39,12 @@ Output:
   2  usage error: an unknown flag, a bad value, a context that is not in the config file
   3  doctor found problems at or above --fail-on (default error); replay predicts a failed
      restart
+  130  stopped by SIGINT or SIGTERM before it finished (a second signal ends ckpt at once).
+     Every command observes the first within about a second: reads, writes and long loops
+     stop; a repair, rewind, offsets reset or purge that had begun changing the checkpoint
+     says so and names its journal (ckpt repair resume or undo); cp leaves a partial copy
+     that cp --resume continues. run, lag --watch and broker stop on a signal by design
+     and exit 0.
 
 Each command's --help says what its codes mean for it.`},
 	{"locations", "Where checkpoints live: paths and URIs ckpt reads", `A location is a path, a file:// URI, s3://bucket/prefix (s3a:// too), gs://bucket/prefix,
