@@ -196,7 +196,11 @@ func (s *Azure) err(err error) error {
 	if te := asTimeout("Azure Blob Storage", s.endpoint, s.timeout, err); te != nil {
 		return te
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) {
+		// The caller stopped (a signal): the SDK's layers around it say nothing more.
+		return context.Canceled
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	switch {

@@ -340,7 +340,11 @@ func (s *GCS) err(err error, bucket bool) error {
 	if te := asTimeout("GCS", s.endpoint, s.timeout, err); te != nil {
 		return te
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) {
+		// The caller stopped (a signal): the SDK's layers around it say nothing more.
+		return context.Canceled
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	var re *oauth2.RetrieveError

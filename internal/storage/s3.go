@@ -268,7 +268,11 @@ func (s *S3) s3Err(err error) error {
 		}
 		return &S3TimeoutError{Endpoint: endpoint, Timeout: s.timeout, Err: err}
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) {
+		// The caller stopped (a signal): the SDK's layers around it say nothing more.
+		return context.Canceled
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	// Virtual-hosted style puts the bucket in the host name
