@@ -97,11 +97,13 @@ func (s *Signal) Error() string { return "interrupted by " + s.Name }
 // "context canceled" that every interrupted read and write adds.
 func Stopped(sig *Signal, err error) error {
 	msg := strings.ReplaceAll(Message(err), ": "+context.Canceled.Error(), "")
-	switch msg {
-	case "", context.Canceled.Error():
-		msg = sig.Error() + ": stopped before finishing"
-	default:
-		msg = sig.Error() + ": " + msg
+	first, rest, more := strings.Cut(msg, "\n")
+	if first == "" || first == context.Canceled.Error() {
+		first = "stopped before finishing"
+	}
+	msg = sig.Error() + ": " + first
+	if more {
+		msg += "\n" + rest
 	}
 	return &Error{Code: Interrupted, Err: &stopped{msg: msg, err: err}}
 }

@@ -68,6 +68,7 @@ func TestStopped(t *testing.T) {
 		{fmt.Errorf("open ck/commits/7: %w", context.Canceled), "interrupted by SIGTERM: open ck/commits/7"},
 		{halfway, "interrupted by SIGTERM: purge stopped half-way: delete offsets/5\nFinish it with `ckpt repair resume J`"},
 		{New(Findings, errors.New("x")), "interrupted by SIGTERM: x"},
+		{fmt.Errorf("%w\nThe destination holds a partial copy", context.Canceled), "interrupted by SIGTERM: stopped before finishing\nThe destination holds a partial copy"},
 		{Silent(Findings), "interrupted by SIGTERM: stopped before finishing"},
 	}
 	for _, c := range cases {
