@@ -147,6 +147,10 @@ func PlanRewind(ctx context.Context, s storage.Store, opts RewindOptions) (*Rewi
 	// offsets, and a crash leaves a checkpoint the journal explains.
 	for _, l := range []*checkpoint.Log{cp.Commits, cp.Offsets} {
 		for i := len(l.IDs()) - 1; i >= 0 && l.IDs()[i] > N; i-- {
+			// A million batches take seconds here: a signal must not wait for them.
+			if (len(l.IDs())-1-i)%4096 == 0 && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			actions = append(actions, batchFiles(l, l.IDs()[i], fmt.Sprintf("batch %d is above batch %d: it runs again", l.IDs()[i], N))...)
 			if l == cp.Commits {
 				p.Commits++

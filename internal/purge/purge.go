@@ -122,9 +122,13 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		// Oldest first, as Spark purges, each commit before its offsets: every state on the way
 		// restarts as the checkpoint does now.
 		ci := 0
-		for _, id := range ids {
+		for i, id := range ids {
 			if id >= p.From {
 				break
+			}
+			// A million batches take seconds here: a signal must not wait for them.
+			if i%4096 == 0 && ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
 			for ; ci < len(cp.Commits.IDs()) && cp.Commits.IDs()[ci] <= id; ci++ {
 				add(cp.Commits, cp.Commits.IDs()[ci])
