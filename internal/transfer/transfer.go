@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -606,7 +607,14 @@ func logKind(kind, p string) string {
 
 // copyFile copies one file, rewriting a log's paths. changed reports a rewrite.
 func (c *copier) copyFile(ctx context.Context, p Pair, f file) (changed bool, err error) {
-	data, err := p.Src.ReadFile(ctx, f.path)
+	var data []byte
+	if capped(p.Kind, f.path) {
+		// A log file Spark reads whole costs at most logformat.MaxFileBytes, as in every other
+		// command: a corrupt offsets file of one 1 GiB line cost cp over 1 GiB.
+		data, err = checkpoint.ReadCapped(ctx, p.Src, f.path)
+	} else {
+		data, err = p.Src.ReadFile(ctx, f.path)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -650,25 +658,57 @@ func (c *copier) copyFile(ctx context.Context, p Pair, f file) (changed bool, er
 	return changed, nil
 }
 
+// capped reports whether p is a file of a log that Spark and ckpt read whole, whose read is
+// capped at logformat.MaxFileBytes (checkpoint.ReadCapped): metadata, offsets/ and commits/, and
+// the batch files of a file source's or sink's log. Data and state files, and compact files of
+// the logs (a sink's may hold millions of entries), may legitimately be large: they are read
+// whole, one file per copying worker.
+func capped(kind, p string) bool {
+	if kind == KindCheckpoint && (p == "metadata" || strings.HasPrefix(p, "offsets/") || strings.HasPrefix(p, "commits/")) {
+		return true
+	}
+	return logKind(kind, p) != "" && logformat.ParseName(path.Base(p)).Kind == logformat.NameBatch
+}
+
+// holds reports whether dst holds p with exactly data, streaming it through the hash (a resumed
+// copy of a large file must not cost twice its size); exists is false when p is missing.
+func holds(ctx context.Context, dst storage.Store, p string, data []byte) (exists, equal bool, err error) {
+	rc, err := dst.Open(ctx, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(rc, int64(len(data))+1))
+	if err != nil {
+		return true, false, fmt.Errorf("read %s/%s: %w", dst.URI(), p, err)
+	}
+	want := sha256.Sum256(data)
+	return true, n == int64(len(data)) && bytes.Equal(h.Sum(nil), want[:]), nil
+}
+
 // write creates p in dst. A resumed copy accepts a file that already holds exactly these bytes
 // (stores write atomically, so a file there is whole) and refuses any other.
 func (c *copier) write(ctx context.Context, dst storage.Store, p string, data []byte) (skipped bool, err error) {
 	if c.opts.Resume {
-		have, err := dst.ReadFile(ctx, p)
-		if err == nil {
-			if sha256.Sum256(have) == sha256.Sum256(data) {
-				return true, nil
-			}
-			return false, fmt.Errorf("--resume: %s/%s exists with other bytes than the copy would write; it was not written by this copy", dst.URI(), p)
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
+		exists, equal, err := holds(ctx, dst, p, data)
+		if err != nil {
 			return false, err
+		}
+		if equal {
+			return true, nil
+		}
+		if exists {
+			return false, fmt.Errorf("--resume: %s/%s exists with other bytes than the copy would write; it was not written by this copy", dst.URI(), p)
 		}
 	}
 	err = dst.WriteFile(ctx, p, data)
 	if err != nil {
 		// A write whose acknowledgement was lost: the bytes may be there.
-		if have, rerr := dst.ReadFile(ctx, p); rerr == nil && bytes.Equal(have, data) {
+		if _, equal, rerr := holds(ctx, dst, p, data); rerr == nil && equal {
 			return false, nil
 		}
 		return false, fmt.Errorf("write %s/%s: %w", dst.URI(), p, err)
