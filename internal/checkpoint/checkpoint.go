@@ -914,3 +914,39 @@ func SparkPath(uri, rel string) string {
 	}
 	return root + "/" + rel
 }
+
+// ReadManyCapped is storage.ReadMany with each file read by ReadCapped: a file over
+// logformat.MaxFileBytes costs at most that much, and does not stop the others. Its
+// *logformat.Error is in tooLarge[i] (tooLarge is nil when no file was over the limit) and
+// data[i] is nil.
+func ReadManyCapped(ctx context.Context, s storage.Store, paths []string, parallelism int) (data [][]byte, tooLarge []error, err error) {
+	c := &cappedReads{Store: s, errs: map[string]error{}}
+	if data, err = storage.ReadMany(ctx, c, paths, parallelism); err != nil {
+		return nil, nil, err
+	}
+	if len(c.errs) > 0 {
+		tooLarge = make([]error, len(paths))
+		for i, p := range paths {
+			tooLarge[i] = c.errs[p]
+		}
+	}
+	return data, tooLarge, nil
+}
+
+// cappedReads reads files with ReadCapped and keeps the refusals aside, for ReadManyCapped.
+type cappedReads struct {
+	storage.Store
+	mu   sync.Mutex
+	errs map[string]error
+}
+
+func (c *cappedReads) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	data, err := ReadCapped(ctx, c.Store, p)
+	if err != nil && isTooLarge(err) {
+		c.mu.Lock()
+		c.errs[p] = err
+		c.mu.Unlock()
+		return nil, nil
+	}
+	return data, err
+}

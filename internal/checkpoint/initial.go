@@ -29,7 +29,7 @@ func (c *Checkpoint) ReadKafkaInitialOffsets(ctx context.Context, source int) (*
 // engine, which reads the file, writes it when missing, and must not see a cached absence.
 func ReadKafkaInitialOffsetsFrom(ctx context.Context, st storage.Store, source int) (*logformat.KafkaInitialOffsets, error) {
 	rel := InitialOffsetsPath(source)
-	data, err := st.ReadFile(ctx, rel)
+	data, err := ReadCapped(ctx, st, rel)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // deep reads every offsets and commits file the restart did not, concurrently, and reports
@@ -28,7 +27,9 @@ func (r *runner) deep() error {
 			paths = append(paths, p)
 			idsRead = append(idsRead, id)
 		}
-		data, err := storage.ReadMany(r.ctx, r.cp.Store, paths, r.opts.Parallelism)
+		// Capped as every read of a log file: a corrupt file of one 1 GiB line is reported as
+		// corrupt at the cost of the limit, not read whole.
+		data, tooLarge, err := checkpoint.ReadManyCapped(r.ctx, r.cp.Store, paths, r.opts.Parallelism)
 		if err != nil {
 			return fmt.Errorf("read %s/: %w", lg.Dir, err)
 		}
@@ -48,6 +49,14 @@ func (r *runner) deep() error {
 		var empty []string
 		var firstEmpty int64
 		for i, p := range paths {
+			if tooLarge != nil && tooLarge[i] != nil {
+				if b := damaged[CodeCorruptLogFile]; b == nil {
+					damaged[CodeCorruptLogFile] = &bad{first: idsRead[i]}
+				}
+				damaged[CodeCorruptLogFile].files = append(damaged[CodeCorruptLogFile].files, p)
+				counts[i] = -1
+				continue
+			}
 			if len(data[i]) == 0 {
 				// Reported as empty, not as a parse failure, and not counted in the
 				// source history.

@@ -142,7 +142,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.evalPool.New = func() any { return prog.NewEvaluator() }
 	// The query id: read it (or pick the one start will write) before building the sink, whose
 	// exactly-once transactional id derives from it. Nothing is written here.
-	data, err := opts.Store.ReadFile(ctx, checkpoint.FileMetadata)
+	data, err := checkpoint.ReadCapped(ctx, opts.Store, checkpoint.FileMetadata)
 	switch {
 	case err == nil:
 		m, err := logformat.ParseStreamMetadata(checkpoint.FileMetadata, data)

@@ -292,15 +292,17 @@ func readOffsets(ctx context.Context, store storage.Store, cp *checkpoint.Checkp
 	for i, id := range ids {
 		paths[i] = cp.Offsets.Path(id)
 	}
-	data, err := storage.ReadMany(ctx, store, paths, parallelism)
-	var readErrs []error
+	// Capped as every read of a log file: a file over logformat.MaxFileBytes is a problem of its
+	// batch, read no further than the limit.
+	data, readErrs, err := checkpoint.ReadManyCapped(ctx, store, paths, parallelism)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A running query purges old batches under us: a file gone since the listing is a
 		// problem of that batch, not a reason to show nothing. Read this chunk one by one.
 		data, readErrs = make([][]byte, len(paths)), make([]error, len(paths))
 		for i, p := range paths {
-			data[i], readErrs[i] = store.ReadFile(ctx, p)
-			if readErrs[i] != nil && !errors.Is(readErrs[i], fs.ErrNotExist) {
+			data[i], readErrs[i] = checkpoint.ReadCapped(ctx, store, p)
+			var le *logformat.Error
+			if readErrs[i] != nil && !errors.Is(readErrs[i], fs.ErrNotExist) && !errors.As(readErrs[i], &le) {
 				return nil, readErrs[i]
 			}
 		}

@@ -240,7 +240,7 @@ func parseStateFile(name string) (version int64, ext string, unique, ok bool) {
 // readOperatorMetadata reads one operator metadata file; a corrupt one comes back with its
 // Problem set and no name.
 func readOperatorMetadata(ctx context.Context, store storage.Store, file string) (*OperatorMetadata, string, error) {
-	data, err := store.ReadFile(ctx, file)
+	data, err := checkpoint.ReadCapped(ctx, store, file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", nil
 	}

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -47,7 +48,13 @@ type Record struct {
 
 // Read returns the record, or nil when there is none.
 func Read(ctx context.Context, s Reader) (*Record, error) {
-	data, err := s.ReadFile(ctx, Path)
+	var data []byte
+	var err error
+	if st, ok := s.(storage.Store); ok {
+		data, err = checkpoint.ReadCapped(ctx, st, Path) // a bare store's ReadFile has no cap
+	} else {
+		data, err = s.ReadFile(ctx, Path) // the checkpoint view caps its reads
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

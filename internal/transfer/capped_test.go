@@ -1,47 +1,13 @@
 package transfer
 
 import (
-	"context"
 	"errors"
-	"io"
-	"sync/atomic"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/storage/storetest"
 )
-
-// endless is a store whose file big never ends (a corrupt offsets file of one huge line, or
-// /dev/zero behind a path): reading it whole is refused by the test, and Open streams zeros.
-type endless struct {
-	storage.Store
-	big  string
-	read atomic.Int64
-	t    *testing.T
-}
-
-func (e *endless) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	if p == e.big {
-		e.t.Errorf("%s read whole: its cost is its size", p)
-		return nil, errors.New("read whole")
-	}
-	return e.Store.ReadFile(ctx, p)
-}
-
-func (e *endless) Open(ctx context.Context, p string) (io.ReadCloser, error) {
-	if p == e.big {
-		return io.NopCloser(zeros{&e.read}), nil
-	}
-	return e.Store.Open(ctx, p)
-}
-
-type zeros struct{ n *atomic.Int64 }
-
-func (z zeros) Read(b []byte) (int, error) {
-	clear(b)
-	z.n.Add(int64(len(b)))
-	return len(b), nil
-}
 
 // A log file Spark reads whole costs cp at most logformat.MaxFileBytes (CKPT_MAX_FILE_BYTES):
 // over it, cp refuses the copy naming the file and the limit. Before, a 1 GiB line cost over
@@ -62,13 +28,13 @@ func TestCopyCapsLogFiles(t *testing.T) {
 		if tc.kind == KindSink {
 			src = out
 		}
-		e := &endless{Store: src, big: tc.big, t: t}
+		e := &storetest.Endless{Store: src, Path: tc.big, T: t}
 		_, err := Copy(ctx, []Pair{{tc.kind, e, storage.NewMem()}}, Options{})
 		var le *logformat.Error
 		if !errors.As(err, &le) || le.Kind != logformat.KindLineTooLong || le.File != tc.big {
 			t.Errorf("%s: got %v, want the file refused as too large", tc.big, err)
 		}
-		if n := e.read.Load(); n > logformat.MaxFileBytes+64<<10 {
+		if n := e.Read(); n > logformat.MaxFileBytes+64<<10 {
 			t.Errorf("%s: read %d bytes of it, limit %d", tc.big, n, logformat.MaxFileBytes)
 		}
 	}
