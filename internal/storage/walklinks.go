@@ -86,7 +86,11 @@ func (w *linkWalk) dir(ctx context.Context, rel, p string, above []fileID) error
 		}
 		return pathErr(OpWalk, w.l.uri, rel, localErr(err))
 	}
-	for _, name := range names {
+	for i, name := range names {
+		// A directory of 300,000 batch files takes seconds to stat: a signal must not wait.
+		if i%1024 == 0 && ctx.Err() != nil {
+			return pathErr(OpWalk, w.l.uri, rel, ctx.Err())
+		}
 		r, fp := Join(rel, name), filepath.Join(p, name)
 		fi, err := os.Stat(fp) // follow links
 		if err != nil {
