@@ -367,8 +367,35 @@ func (l *Local) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 		f.Close()
 		return nil, pathErr(OpOpen, l.uri, c, notRegular(specialKind(fi.Mode())))
 	}
-	return f, nil
+	return &ctxFile{f: f, ctx: ctx}, nil
 }
+
+// ctxFile is a local file whose reads stop once the context of Open is done, as a remote
+// store's body does: a state read of a 1 GiB snapshot is a long loop of reads, and a signal
+// must not wait for its end. It offers what callers use of an *os.File (ReadAt and Stat for
+// SST files read a block at a time), and not WriteTo, which would read past the check.
+type ctxFile struct {
+	f   *os.File
+	ctx context.Context
+}
+
+func (c *ctxFile) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.f.Read(b)
+}
+
+func (c *ctxFile) ReadAt(b []byte, off int64) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.f.ReadAt(b, off)
+}
+
+func (c *ctxFile) Stat() (fs.FileInfo, error) { return c.f.Stat() }
+
+func (c *ctxFile) Close() error { return c.f.Close() }
 
 // checkInside returns an ErrInvalidPath error if dir (an OS path lexically
 // under the root, existing or not) resolves through symlinks to a place
