@@ -18,8 +18,9 @@ const DefaultMaxFileBytes = 64 << 20
 // MaxFileBytes bounds what one checkpoint file read whole may cost: offsets, commits, metadata,
 // source and sink log files. Spark's are small (a Kafka offsets file for 100,000 partitions is
 // about 3 MB), while a corrupt 1 GiB line once cost up to 2 GiB of memory. Readers stop one byte
-// past it (TooLarge). It is the one home of the limit: CKPT_MAX_FILE_BYTES raises it for a
-// process (root.Main sets it once, before any read); nothing else writes it.
+// past it (TooLarge). It is the one home of the limit: CKPT_MAX_FILE_BYTES or --max-file-bytes
+// raises it for a process (root.Main and the root command set it before any read); nothing else
+// writes it.
 var MaxFileBytes int64 = DefaultMaxFileBytes
 
 // DefaultMaxSources is the default of MaxSources (10,000).
@@ -27,14 +28,14 @@ const DefaultMaxSources = 10_000
 
 // MaxSources bounds the source lines of one offsets file: one line per source of the query, so
 // real files have a handful, while each line costs about a kilobyte to inspect and 2 M lines of
-// 3 bytes (a 6 MB file, well under MaxFileBytes) cost gigabytes. CKPT_MAX_SOURCES raises it
+// 3 bytes (a 6 MB file, well under MaxFileBytes) cost gigabytes. CKPT_MAX_SOURCES or --max-sources raises it
 // (root.Main sets it once, before any read).
 var MaxSources = DefaultMaxSources
 
 // TooLarge is the error for a log file of size bytes, larger than MaxFileBytes.
 func TooLarge(file string, size int64) *Error {
 	return &Error{File: file, Kind: KindLineTooLong,
-		Expected: fmt.Sprintf("a file of at most %d bytes (CKPT_MAX_FILE_BYTES raises the limit)", MaxFileBytes),
+		Expected: fmt.Sprintf("a file of at most %d bytes (--max-file-bytes or CKPT_MAX_FILE_BYTES raises the limit)", MaxFileBytes),
 		Got:      fmt.Sprintf("%d bytes or more", size)}
 }
 

@@ -420,6 +420,6 @@ func checkUTF8(file string, data []byte) *Error {
 // tooManySources is the error for an offsets file with more than MaxSources source lines.
 func tooManySources(file, got string) *Error {
 	return &Error{File: file, Line: MaxSources + 3, Kind: KindLineTooLong,
-		Expected: "at most " + itoa(MaxSources) + " source lines (CKPT_MAX_SOURCES raises the limit)",
+		Expected: "at most " + itoa(MaxSources) + " source lines (--max-sources or CKPT_MAX_SOURCES raises the limit)",
 		Got:      got + " source lines"}
 }

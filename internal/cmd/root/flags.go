@@ -1,6 +1,7 @@
 package root
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/kafka"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
 )
 
 // globals are the flags every command has: how much ckpt says on stderr.
@@ -15,6 +17,10 @@ type globals struct {
 	verbose, debug, quiet bool
 	// context is --context: the config file's context to take defaults from.
 	context string
+	// maxFileBytes and maxSources raise logformat's limits for this run (0: the environment's
+	// or the default).
+	maxFileBytes int64
+	maxSources   int
 }
 
 func (g *globals) add(fs *pflag.FlagSet) {
@@ -22,6 +28,26 @@ func (g *globals) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&g.debug, "debug", false, "--verbose, plus the AWS SDK's retries and response headers and the Kafka client's debug log")
 	fs.BoolVarP(&g.quiet, "quiet", "q", false, "print only results and errors: no progress, warnings or hints on stderr")
 	fs.StringVar(&g.context, "context", "", "the config file's `context` to take defaults from (default: CKPT_CONTEXT, else current-context; see ckpt help config)")
+	fs.Int64Var(&g.maxFileBytes, "max-file-bytes", 0, "the most one log file read whole may cost, in `bytes` (default: CKPT_MAX_FILE_BYTES, else 67108864; ckpt help environment)")
+	fs.IntVar(&g.maxSources, "max-sources", 0, "the most source lines one offsets file may hold (default: CKPT_MAX_SOURCES, else 10000)")
+}
+
+// limits applies --max-file-bytes and --max-sources before any read, as root.Main applies their
+// environment variables.
+func (g *globals) limits(fs *pflag.FlagSet) error {
+	if f := fs.Lookup("max-file-bytes"); f != nil && f.Changed {
+		if g.maxFileBytes <= 0 {
+			return fmt.Errorf("--max-file-bytes %d: want a positive number of bytes", g.maxFileBytes)
+		}
+		logformat.MaxFileBytes = g.maxFileBytes
+	}
+	if f := fs.Lookup("max-sources"); f != nil && f.Changed {
+		if g.maxSources <= 0 {
+			return fmt.Errorf("--max-sources %d: want a positive number of source lines", g.maxSources)
+		}
+		logformat.MaxSources = g.maxSources
+	}
+	return nil
 }
 
 // apply sets up the environment before a command runs. errOut is the real stderr: the final

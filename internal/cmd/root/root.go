@@ -46,6 +46,9 @@ Help topics: ckpt help environment, exit-codes, config, locations.`,
 		Version:       version.String(env.Version),
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
 			g.apply(env, errOut)
+			if err := g.limits(c.Flags()); err != nil {
+				return exitcode.UsageError(err)
+			}
 			// Defaults from the environment and the config file's context, below the flags.
 			// ckpt config reads the file itself (and must work when its context is wrong).
 			if c.Name() == "help" || c.Name() == "version" || c.Parent() != nil && c.Parent().Name() == "config" || c.Name() == "config" {

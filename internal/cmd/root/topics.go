@@ -23,10 +23,11 @@ Storage:
   GOOGLE_APPLICATION_CREDENTIALS, STORAGE_EMULATOR_HOST   GCS
   AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY      Azure
 
-Limits (a file over them is refused, naming the file and the variable):
-  CKPT_MAX_FILE_BYTES      what one log file Spark reads whole may cost (metadata, offsets,
-                           commits, source and sink log batch files; bytes, default 67108864)
-  CKPT_MAX_SOURCES         source lines in one offsets file (default 10000)
+Limits (a file over them is refused, naming the file and the limit):
+  CKPT_MAX_FILE_BYTES      --max-file-bytes: what one log file Spark reads whole may cost
+                           (metadata, offsets, commits, source and sink log batch files; bytes,
+                           default 67108864)
+  CKPT_MAX_SOURCES         --max-sources: source lines in one offsets file (default 10000)
 
 Configuration:
   CKPT_CONFIG              the config file (default $XDG_CONFIG_HOME/ckpt/config.yaml, else
