@@ -10,6 +10,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/scenario"
+	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -27,7 +28,7 @@ func TestSinkHoleNotVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if err := out.WriteFile(ctx, fmt.Sprintf("%s/%d", SinkLogDir, i), []byte("v1\n")); err != nil {
+		if err := out.WriteFile(ctx, fmt.Sprintf("%s/%d", sinklog.Dir, i), []byte("v1\n")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -40,7 +41,7 @@ func TestSinkHoleNotVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := Action{Op: OpDelete, Store: StoreSink, Path: SinkLogDir + "/2", Reason: "a hole in the sink's log"}
+	a := Action{Op: OpDelete, Store: StoreSink, Path: sinklog.Dir + "/2", Reason: "a hole in the sink's log"}
 	if err := Fill(ctx, out, &a); err != nil {
 		t.Fatal(err)
 	}
