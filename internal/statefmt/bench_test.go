@@ -11,6 +11,43 @@ import (
 // (testdata/spark-state/4.0.2/agg-hdfs: strings, ints, longs, doubles, a timestamp, a date, a
 // decimal, booleans), the per-row work of `ckpt state read -o json` after decompression.
 func BenchmarkAppendRowJSON(b *testing.B) {
+	fam, keys, values := aggRows(b)
+	var out []byte
+	var err error
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		j := i % len(keys)
+		out, err = AppendRowJSON(out[:0], keys[j], fam.Key)
+		if err == nil {
+			out, err = AppendRowJSON(out, values[j], fam.Value)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkFitRow checks the same rows against their schema (FitRow), the extra per-row work
+// of a read that refuses rows of another schema.
+func BenchmarkFitRow(b *testing.B) {
+	fam, keys, values := aggRows(b)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		j := i % len(keys)
+		if err := FitRow(keys[j], fam.Key); err != nil {
+			b.Fatal(err)
+		}
+		if err := FitRow(values[j], fam.Value); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// aggRows are the key and value rows of 4.0.2/agg-hdfs's partition 0 snapshot and their schema.
+func aggRows(b *testing.B) (*ColumnFamily, [][]byte, [][]byte) {
+	b.Helper()
 	dir := "../../testdata/spark-state/4.0.2/agg-hdfs/checkpoint/state/0/0/"
 	sdata, err := os.ReadFile(dir + "_metadata/schema")
 	if err != nil {
@@ -42,19 +79,7 @@ func BenchmarkAppendRowJSON(b *testing.B) {
 	if len(keys) == 0 {
 		b.Fatal("no rows")
 	}
-	var out []byte
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		j := i % len(keys)
-		out, err = AppendRowJSON(out[:0], keys[j], fam.Key)
-		if err == nil {
-			out, err = AppendRowJSON(out, values[j], fam.Value)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	return fam, keys, values
 }
 
 // BenchmarkAppendInt compares the in-place integer formatter with strconv's on the

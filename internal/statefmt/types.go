@@ -20,6 +20,8 @@ type Type struct {
 	Fields []Field
 	// Elem is the element type of an array, Key and Value those of a map.
 	Elem, Key, Value *Type
+	// ContainsNull is an array's containsNull, a map's valueContainsNull.
+	ContainsNull bool
 
 	fields atomic.Pointer[[]fieldPlan] // AppendRowJSON's plan of a struct, built on first use
 }
@@ -97,12 +99,12 @@ func (t *Type) UnmarshalJSON(b []byte) error {
 		if obj.ElementType == nil {
 			return fmt.Errorf("array without elementType")
 		}
-		*t = Type{Name: "array", Elem: obj.ElementType}
+		*t = Type{Name: "array", Elem: obj.ElementType, ContainsNull: string(obj.ContainsNull) == "true"}
 	case "map":
 		if obj.KeyType == nil || obj.ValueType == nil {
 			return fmt.Errorf("map without keyType or valueType")
 		}
-		*t = Type{Name: "map", Key: obj.KeyType, Value: obj.ValueType}
+		*t = Type{Name: "map", Key: obj.KeyType, Value: obj.ValueType, ContainsNull: string(obj.ValueContains) == "true"}
 	case "udt":
 		if obj.SQLType == nil {
 			return fmt.Errorf("udt without sqlType")
