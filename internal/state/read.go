@@ -121,6 +121,9 @@ type Reader struct {
 	carry []byte
 	// Version is the version read.
 	Version int64
+	// fitPart and fitLeft: the first fitRows rows of each partition are checked byte for
+	// byte against the schema (fit.go).
+	fitPart, fitLeft int
 	// tws reads a transformWithState operator's state variables (tws.go).
 	tws *twsReader
 	// spilledRuns counts the sorted runs the reads wrote (tests).
@@ -144,7 +147,7 @@ func NewReader(ctx context.Context, cp *checkpoint.Checkpoint, l *Listing, opts 
 		}
 		return nil, fmt.Errorf("operator %d has no store %q (stores: %s)", opts.Operator, opts.Store, strings.Join(names, ", "))
 	}
-	r := &Reader{st: cp.Store, cp: cp, op: op, store: s, opts: opts}
+	r := &Reader{st: cp.Store, cp: cp, op: op, store: s, opts: opts, fitPart: -1}
 	for _, k := range opts.Keys {
 		n, v, ok := strings.Cut(k, "=")
 		if !ok {
@@ -485,15 +488,18 @@ func (r *Reader) decode(row *Row, key, value []byte, deleted bool) (bool, error)
 		}
 	}
 	var err error
+	if err := r.fit(row.Partition, key, value, deleted, f); err != nil {
+		return false, err
+	}
 	// On an error the line is cut back: the block holds whole rows only.
 	if dst, err = statefmt.AppendRowJSON(dst, key, f.Key); err != nil {
-		return false, err
+		return false, r.schemaErr(err, "key", f.Key)
 	}
 	dst = append(dst, `,"value":`...)
 	if deleted {
 		dst = append(dst, "null"...)
 	} else if dst, err = statefmt.AppendRowJSON(dst, value, f.Value); err != nil {
-		return false, err
+		return false, r.schemaErr(err, "value", f.Value)
 	}
 	row.line = row.endLine(dst)
 	return true, nil

@@ -1,0 +1,121 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/statefmt"
+)
+
+// fitRows is how many rows of each partition a read checks against the schema byte for byte
+// (statefmt.FitRow). Rendering a row checks only that what it reads lies inside the row, so a
+// schema file of another operator whose rows happen to be long enough renders garbage; a
+// swapped schema misfits every row, so the first rows of each partition tell, at a fraction of
+// the cost of checking them all.
+const fitRows = 16
+
+// fit checks key and value against the family's schema while the partition's first fitRows
+// rows last.
+func (r *Reader) fit(part int, key, value []byte, deleted bool, f *statefmt.ColumnFamily) error {
+	if part != r.fitPart {
+		r.fitPart, r.fitLeft = part, fitRows
+	}
+	if r.fitLeft == 0 {
+		return nil
+	}
+	r.fitLeft--
+	if err := statefmt.FitRow(key, f.Key); err != nil {
+		return r.schemaErr(err, "key", f.Key)
+	}
+	if !deleted {
+		if err := statefmt.FitRow(value, f.Value); err != nil {
+			return r.schemaErr(err, "value", f.Value)
+		}
+	}
+	return nil
+}
+
+// schemaErr names the schema file and the schema a row does not fit in err's reason (a
+// statefmt.RowError; the file reader adds the file and the offset of the row).
+func (r *Reader) schemaErr(err error, what string, t *statefmt.Type) error {
+	var re *statefmt.RowError
+	if !errors.As(err, &re) {
+		return err
+	}
+	return &statefmt.RowError{At: re.At, Reason: fmt.Sprintf("the %s is not a row of the %s schema %s of %s: %s", what, what, t, r.store.SchemaFile, re.Reason)}
+}
+
+// Misfit is a store whose rows are not rows of its schema file.
+type Misfit struct {
+	// Key is true when a key does not fit (Spark compares key schemas first), false when
+	// the keys fit and a value does not.
+	Key bool
+	// SchemaFile is the schema file, Family its schema.
+	SchemaFile string
+	Family     *statefmt.ColumnFamily
+	// Partition is the partition of the first row that does not fit; Err says what did not.
+	Partition int
+	Err       error
+	// Value is the first value that does not fit (nil for a key misfit); Keys are the keys
+	// of the rows checked in that partition.
+	Value []byte
+	Keys  [][]byte
+}
+
+// errSampled stops CheckSchemaFit's read of a partition.
+var errSampled = errors.New("sampled")
+
+// CheckSchemaFit reads the first rows of every partition of state version v of a store that
+// has a key and value schema file (not transformWithState's) as raw bytes and checks them
+// against that schema (statefmt.FitRow): the first partition with a row that does not fit is
+// the Misfit; nil, nil when every row read fits. A read that fails (a missing or damaged file)
+// returns its error.
+func CheckSchemaFit(ctx context.Context, cp *checkpoint.Checkpoint, l *Listing, op int64, store string, v int64) (*Misfit, error) {
+	o := l.Operator(op)
+	if o == nil || len(o.SchemaV3Files) > 0 || o.Store(store) == nil || o.Store(store).SchemaFile == "" {
+		return nil, nil
+	}
+	for _, p := range o.Store(store).Partitions {
+		r, err := NewReader(ctx, cp, l, ReadOptions{Operator: op, Store: store, Partition: p.ID, Version: v})
+		if err != nil {
+			return nil, err
+		}
+		fam := r.schema.Family(statefmt.DefaultColumnFamily)
+		if fam == nil {
+			return nil, nil
+		}
+		r.schema = nil // raw rows: this check, not the renderer's, judges them
+		m := &Misfit{SchemaFile: o.Store(store).SchemaFile, Family: fam, Partition: p.ID}
+		misfit := false
+		n := 0
+		err = r.Each(ctx, func(row *Row) error {
+			n++
+			m.Keys = append(m.Keys, slices.Clone(row.RawKey))
+			if err := statefmt.FitRow(row.RawKey, fam.Key); err != nil {
+				m.Key, m.Value, misfit = true, nil, true
+				m.Err = fmt.Errorf("row %d of partition %d: the key is not a row of the key schema %s: %w", n, p.ID, fam.KeyString, err)
+				return errSampled
+			}
+			if row.RawValue != nil && !misfit {
+				if err := statefmt.FitRow(row.RawValue, fam.Value); err != nil {
+					misfit, m.Value = true, slices.Clone(row.RawValue)
+					m.Err = fmt.Errorf("row %d of partition %d: the value is not a row of the value schema %s: %w", n, p.ID, fam.ValueString, err)
+				}
+			}
+			if n >= fitRows {
+				return errSampled
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errSampled) {
+			return nil, err
+		}
+		if misfit {
+			return m, nil
+		}
+	}
+	return nil, nil
+}
