@@ -1,4 +1,5 @@
-// Deep checks: every offsets and commits file, and changes in the number of sources.
+// Deep checks: every offsets and commits file, changes in the number of sources, and state
+// rows against their schema files (stateschema.go).
 
 package doctor
 
@@ -141,7 +142,7 @@ func (r *runner) deep() error {
 			r.sourceHistory(idsRead, counts)
 		}
 	}
-	return nil
+	return r.stateSchemaFit()
 }
 
 // sourceHistory reports changes in the number of sources across offsets files (Deep only).

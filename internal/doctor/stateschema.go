@@ -1,0 +1,109 @@
+package doctor
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/state"
+	"github.com/ckpt-dev/ckpt/internal/statefmt"
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// CodeStateSchemaMismatch: a store's rows are not rows of its schema file (--deep).
+const CodeStateSchemaMismatch = "state-schema-mismatch"
+
+func init() { Codes = append(Codes, stateSchemaCode) }
+
+// schemaErrorDoc is Spark's text of each release line for the code's page, the file's schemas
+// and the query's left as placeholders.
+func schemaErrorDoc() string {
+	text := func(v string, key bool) string {
+		exc, msg := recovery.StateSchemaError(v, key, "<the file's key schema>", "<the file's value schema>")
+		return "```\n" + exc + ": " + msg + "\n```"
+	}
+	return "The key schema differs, Spark 3.5:\n\n" + text("3.5", true) +
+		"\n\nSpark 4.0, 4.1 and 4.2:\n\n" + text("4.0", true) +
+		"\n\nThe key schema is the same, the value schema differs (4.x; 3.5 prints its text above):\n\n" + text("4.0", false) +
+		"\n\nSpark prints the file's schemas and the query's as `DataType.toString` does " +
+		"(`StructType(StructField(k,StringType,true),…)`); the finding fills in the file's, and the query's, which the " +
+		"checkpoint does not hold, stay placeholders. A dropDuplicates store whose file has another value schema " +
+		"restarts: Spark does not check a deduplication store's value schema."
+}
+
+var stateSchemaCode = Code{
+	ID:         CodeStateSchemaMismatch,
+	Title:      "A state schema file does not describe its store's rows",
+	Severities: []Severity{Error, Warning},
+	Summary:    "The rows of the state version the restart loads are not rows of the store's schema file: wrong row sizes, offsets outside the row, another number of fields (found with --deep).",
+	Explanation: `Spark writes the key and value schema of each stateful operator's store at the query's first batch
+(` + "`state/<op>/0/[<store>/]_metadata/schema`" + `) and compares the query's schemas with it at every restart.
+A schema file copied from another operator or another query (a restore that mixed checkpoints, a
+hand-made copy) no longer describes the rows: every restart fails with Spark's schema error
+(keys first: the value schema is compared only when the keys agree), and every reader of the
+state, Spark's state data source and ` + "`ckpt state read`" + `, decodes the rows with the wrong layout.
+` + "`--deep`" + ` reads the first rows of each partition of the version the restart loads and checks
+them byte for byte against the file's schema as Spark's UnsafeRow writer lays them out (a row of
+another schema with as many fields differs in the bytes above a narrow value, or in the size of
+its variable part). Error when the keys do not fit, or the values do not fit and the store is
+not a dropDuplicates store's (whose value schema Spark does not check: warning, the restart
+resumes and only readers misread).`,
+	SparkError: schemaErrorDoc(),
+	Fix: `Put the operator's own schema file back: from a backup of this checkpoint, or, when the query
+is unchanged, from a copy of the checkpoint taken before the swap. Spark writes no new schema file
+over an existing one; setting ` + "`spark.sql.streaming.stateStore.stateSchemaCheck=false`" + ` only makes
+Spark read the rows with the wrong schema.`,
+}
+
+// stateSchemaFit reports every store whose rows do not fit its schema file (Deep only): the
+// first rows of each partition of the version the restart loads.
+func (r *runner) stateSchemaFit() error {
+	if !r.hasC || !slices.ContainsFunc(r.cp.Root, func(e storage.Entry) bool { return e.IsDir && e.Path == "state" }) {
+		return nil
+	}
+	l, err := state.Scan(r.ctx, r.cp.Store)
+	if err != nil {
+		return err
+	}
+	for _, op := range l.Operators {
+		for _, st := range op.Stores {
+			m, err := state.CheckSchemaFit(r.ctx, r.cp, l, op.ID, st.Name, r.C+1)
+			if err != nil || m == nil {
+				continue // a missing or damaged file: the chain checks report it
+			}
+			r.schemaMismatch(op, st, m)
+		}
+	}
+	return nil
+}
+
+// dedupValue is a dropDuplicates store's value: one null field.
+var dedupValue = statefmt.Struct(statefmt.Field{Name: "__dummy__", Type: &statefmt.Type{Name: "null"}, Nullable: true})
+
+func (r *runner) schemaMismatch(op *state.Operator, st *state.Store, m *state.Misfit) {
+	key := m.Key
+	msg := fmt.Sprintf("operator %d store %s: the rows of state version %d are not rows of %s: %v", op.ID, st.Name, r.C+1, m.SchemaFile, m.Err)
+	f := r.stateFinding(CodeStateSchemaMismatch, Error, m.SchemaFile, nil, msg)
+	b := r.C // the batch that wrote the version
+	f.Batch = &b
+	if !key && statefmt.FitRow(m.Value, dedupValue) == nil {
+		// A dropDuplicates store's rows, whose value schema Spark does not compare
+		// (testdata/spark-state-swap: dedup-with-agg-schema resumes on 3.5.7 and 4.1.1).
+		f.Severity = Warning
+		f.Message += "; the rows are a dropDuplicates store's, whose value schema Spark does not check: the restart resumes, readers misread"
+		f.SparkError = nil
+		r.add(f)
+		return
+	}
+	if !key && slices.ContainsFunc(m.Keys, func(k []byte) bool { return statefmt.NarrowInWide(k, m.Family.Key) }) {
+		// The keys fit byte for byte, but hold ints where the file says timestamps or
+		// doubles: the file's key schema is not the query's either, and Spark compares keys
+		// first (agg-with-ntz-schema).
+		key = true
+		f.Message += "; the keys fit its key schema " + m.Family.KeyString + " byte for byte but hold narrower values (an int or a date where it says timestamp or double), so the key schema differs too"
+	}
+	exc, text := recovery.StateSchemaError(r.opts.SparkVersion, key, m.Family.Key.ScalaString(), m.Family.Value.ScalaString())
+	spark := exc + ": " + text
+	f.SparkError = &spark
+	r.add(f)
+}
