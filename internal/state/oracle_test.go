@@ -164,7 +164,7 @@ func TestReadEveryRocksDBVersionEqualsSpark(t *testing.T) {
 		cases[dir] = append(cases[dir], of)
 	}
 	// Every release's no-changelog run (SST files only) and a changelog run must be covered.
-	for _, want := range []string{"3.5.8/agg-rocksdb", "4.0.2/agg-rocksdb", "4.1.4/agg-rocksdb", "4.1.4/agg-rocksdb-changelog"} {
+	for _, want := range []string{"3.5.8/agg-rocksdb", "4.0.2/agg-rocksdb", "4.1.4/agg-rocksdb", "4.2.0/agg-rocksdb", "4.1.4/agg-rocksdb-changelog"} {
 		if _, ok := cases[filepath.Join("../../testdata/spark-state", want)]; !ok {
 			t.Errorf("no per-version oracle for %s", want)
 		}
@@ -194,5 +194,38 @@ func TestReadEveryRocksDBVersionEqualsSpark(t *testing.T) {
 	}
 	if sstOnly == 0 {
 		t.Error("no version read from SST files alone")
+	}
+}
+
+// TestEveryFixtureIsComparedWithSpark: every checkpoint under testdata/spark-state has Spark's
+// reading beside it, which TestReadEqualsSparkStateReader (oracle/*.jsonl) or
+// TestReadTWSEqualsSparkStateReader (oracle/vars/) compares with ckpt's, so that no fixture
+// sits there unchecked; and the kinds of store the issue names are among them.
+func TestEveryFixtureIsComparedWithSpark(t *testing.T) {
+	dirs, _ := filepath.Glob("../../testdata/spark-state/*/*")
+	have := map[string]bool{}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "checkpoint")); err != nil {
+			continue
+		}
+		name := filepath.Base(filepath.Dir(d)) + "/" + filepath.Base(d)
+		plain, _ := filepath.Glob(filepath.Join(oracleDir(d), "*.jsonl"))
+		vars, _ := filepath.Glob(filepath.Join(d, "oracle", "vars", "*.jsonl"))
+		if len(plain) == 0 && len(vars) == 0 {
+			t.Errorf("%s: no reading by Spark's statestore reader (oracle/*.jsonl or oracle/vars/)", name)
+		}
+		have[name] = true
+	}
+	for _, want := range []string{
+		"3.5.8/agg-ntz-hdfs", "4.0.2/agg-ntz-hdfs", "4.1.4/agg-ntz-hdfs", // TIMESTAMP_NTZ
+		"4.0.2/tws", "4.1.4/tws", "4.1.4/tws-changelog", "4.1.4/tws-ttl", // transformWithState, TTL
+		"4.0.2/tws-pandas", "4.1.4/tws-pandas", // transformWithStateInPandas
+		"4.0.2/agg-rocksdb-changelog-v2", "4.1.4/agg-rocksdb-changelog-v2", "4.1.4/tws-changelog-v2", // checkpoint format v2
+		"3.5.8/join-hdfs", "3.5.8/dedup-hdfs", "3.5.8/agg-hdfs-zstd", "3.5.8/dedup-rocksdb-changelog",
+		"4.2.0/agg-hdfs", "4.2.0/agg-rocksdb",
+	} {
+		if !have[want] {
+			t.Errorf("no fixture %s", want)
+		}
 	}
 }
