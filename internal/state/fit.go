@@ -71,8 +71,10 @@ var errSampled = errors.New("sampled")
 // CheckSchemaFit reads the first rows of every partition of state version v of a store that
 // has a key and value schema file (not transformWithState's) as raw bytes and checks them
 // against that schema (statefmt.FitRow): the first partition with a row that does not fit is
-// the Misfit; nil, nil when every row read fits. A read that fails (a missing or damaged file)
-// returns its error.
+// the Misfit; nil, nil when every row read fits. The rows come from one file, the newest of the
+// version's chain (its last delta or changelog, else its snapshot or zip), streamed and left
+// after fitRows rows: a partition's other files are not read. A read that fails (a missing or
+// damaged file) returns its error.
 func CheckSchemaFit(ctx context.Context, cp *checkpoint.Checkpoint, l *Listing, op int64, store string, v int64) (*Misfit, error) {
 	o := l.Operator(op)
 	if o == nil || len(o.SchemaV3Files) > 0 || o.Store(store) == nil || o.Store(store).SchemaFile == "" {
@@ -87,21 +89,24 @@ func CheckSchemaFit(ctx context.Context, cp *checkpoint.Checkpoint, l *Listing, 
 		if fam == nil {
 			return nil, nil
 		}
-		r.schema = nil // raw rows: this check, not the renderer's, judges them
+		chain, err := ChainFor(p, r.store.Provider, v, IDsFor(ctx, cp, op, r.storeIndex(), p.ID))
+		if err != nil {
+			return nil, err
+		}
 		m := &Misfit{SchemaFile: o.Store(store).SchemaFile, Family: fam, Partition: p.ID}
 		misfit := false
 		n := 0
-		err = r.Each(ctx, func(row *Row) error {
+		each := func(key, value []byte) error {
 			n++
-			m.Keys = append(m.Keys, slices.Clone(row.RawKey))
-			if err := statefmt.FitRow(row.RawKey, fam.Key); err != nil {
+			m.Keys = append(m.Keys, slices.Clone(key))
+			if err := statefmt.FitRow(key, fam.Key); err != nil {
 				m.Key, m.Value, misfit = true, nil, true
 				m.Err = fmt.Errorf("row %d of partition %d: the key is not a row of the key schema %s: %w", n, p.ID, fam.KeyString, err)
 				return errSampled
 			}
-			if row.RawValue != nil && !misfit {
-				if err := statefmt.FitRow(row.RawValue, fam.Value); err != nil {
-					misfit, m.Value = true, slices.Clone(row.RawValue)
+			if value != nil && !misfit {
+				if err := statefmt.FitRow(value, fam.Value); err != nil {
+					misfit, m.Value = true, slices.Clone(value)
 					m.Err = fmt.Errorf("row %d of partition %d: the value is not a row of the value schema %s: %w", n, p.ID, fam.ValueString, err)
 				}
 			}
@@ -109,11 +114,30 @@ func CheckSchemaFit(ctx context.Context, cp *checkpoint.Checkpoint, l *Listing, 
 				return errSampled
 			}
 			return nil
-		})
+		}
+		var f *File
+		if len(chain.Steps) > 0 {
+			f = &chain.Steps[len(chain.Steps)-1]
+		} else {
+			f = chain.Base
+		}
+		switch {
+		case f == nil:
+		case f.Kind == KindZip:
+			err = r.sstRows(ctx, p, *f, each)
+		default:
+			err = r.records(ctx, *f, func(rec statefmt.Record) error {
+				if rec.Delete {
+					return nil
+				}
+				return each(rec.Key, rec.Value)
+			})
+		}
 		if err != nil && !errors.Is(err, errSampled) {
 			return nil, err
 		}
 		if misfit {
+			m.Err = fmt.Errorf("%s: %w", f.Path, m.Err)
 			return m, nil
 		}
 	}
