@@ -47,12 +47,18 @@ them byte for byte against the file's schema as Spark's UnsafeRow writer lays th
 another schema with as many fields differs in the bytes above a narrow value, or in the size of
 its variable part). Error when the keys do not fit, or the values do not fit and the store is
 not a dropDuplicates store's (whose value schema Spark does not check: warning, the restart
-resumes and only readers misread).`,
+resumes and only readers misread). When only the values misfit, Spark names the key schema
+anyway if the keys, though they fit byte for byte, hold ints or dates where the file says
+timestamp or double (no real timestamp lies in the first 72 minutes of 1970): the file's key
+schema is then not the query's either. Spark 3.5 checks in the task that loads the store (the
+query fails with "Job aborted due to stage failure" around it), 4.x when it plans the batch.
+Observed on swapped copies of Spark-written checkpoints restarted by Spark 3.5.7, 4.0.0, 4.1.1
+and 4.2.0 (` + "`testdata/spark-state-swap`" + `). transformWithState stores (schema v3) are not checked.`,
 	SparkError: schemaErrorDoc(),
-	Fix: `Put the operator's own schema file back: from a backup of this checkpoint, or, when the query
-is unchanged, from a copy of the checkpoint taken before the swap. Spark writes no new schema file
-over an existing one; setting ` + "`spark.sql.streaming.stateStore.stateSchemaCheck=false`" + ` only makes
-Spark read the rows with the wrong schema.`,
+	Fix: `Put the operator's own schema file back (with its ` + "`.schema.crc`" + `): from a backup of this
+checkpoint, or from a copy taken before the file was replaced. Setting
+` + "`spark.sql.streaming.stateStore.stateSchemaCheck=false`" + ` does not repair anything: Spark then reads
+the rows with the wrong schema.`,
 }
 
 // stateSchemaFit reports every store whose rows do not fit its schema file (Deep only): the
