@@ -207,6 +207,8 @@ type twsReader struct {
 	// group is the grouping key's type; for map state and timers the first field of the
 	// composite key.
 	group *statefmt.Type
+	// delimited: list values are joined by the merge operator's ',' (mergeOperatorVersion 1).
+	delimited bool
 }
 
 // newTWSReader returns the reader of r's transformWithState store, nil for another operator.
@@ -225,7 +227,7 @@ func newTWSReader(ctx context.Context, r *Reader) (*twsReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	tw := &twsReader{r: r, op: t, varName: o.StateVar}
+	tw := &twsReader{r: r, op: t, varName: o.StateVar, delimited: mergeOperatorVersion(ctx, r) < 2}
 	if o.Timers {
 		if o.StateVar != "" {
 			return nil, fmt.Errorf("--timers reads the timers, --state-var one state variable: give one of them")
@@ -773,7 +775,7 @@ func (g *grouper) add(key, value []byte) error {
 			dst = append(dst, `,"list_value":[`...)
 			var elems []any
 			first := true
-			err = statefmt.EachValue(value, func(v []byte) error {
+			err = statefmt.EachValue(value, tw.delimited, func(v []byte) error {
 				if !first {
 					dst = append(dst, ',')
 				}
@@ -788,7 +790,7 @@ func (g *grouper) add(key, value []byte) error {
 			}
 			return g.end(append(dst, ']'), obj(group, tw.group), single("list_value", elems))
 		}
-		return statefmt.EachValue(value, func(v []byte) error {
+		return statefmt.EachValue(value, tw.delimited, func(v []byte) error {
 			dst, err := statefmt.AppendRowJSON(g.begin(), group, tw.group)
 			if err == nil {
 				dst, err = statefmt.AppendRowJSON(append(dst, `,"`+listColumn+`":`...), v, f.Value)
@@ -922,7 +924,7 @@ func (tw *twsReader) change(row *Row, key, value []byte, emit func(*Row) error) 
 	if value != nil {
 		if tw.varType == VarList {
 			var firstVal []byte
-			err := statefmt.EachValue(value, func(v []byte) error {
+			err := statefmt.EachValue(value, tw.delimited, func(v []byte) error {
 				if firstVal == nil {
 					firstVal = v
 				}
@@ -973,4 +975,26 @@ func (tw *twsReader) change(row *Row, key, value []byte, emit func(*Row) error) 
 
 func putLen(b []byte, n int) {
 	b[0], b[1], b[2], b[3] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
+}
+
+// mergeOperatorVersion is spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion in the
+// offsets file of the batch that wrote the version read (the query's conf, which Spark restores
+// from the offsets log), else the latest; 1, Spark's only format before 4.2, when no offsets
+// file names it.
+func mergeOperatorVersion(ctx context.Context, r *Reader) int {
+	id, ok := r.Version-1, r.cp.Offsets.Has(r.Version-1)
+	if !ok {
+		if id, ok = r.cp.Offsets.Latest(); !ok {
+			return 1
+		}
+	}
+	o, err := r.cp.ReadOffsets(ctx, id)
+	if err != nil {
+		return 1
+	}
+	v, ok := o.ConfValue("spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion")
+	if n, err := strconv.Atoi(v); ok && err == nil {
+		return n
+	}
+	return 1
 }

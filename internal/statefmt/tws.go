@@ -92,8 +92,50 @@ func LongField(row []byte, n, i int) (int64, error) {
 	return int64(w), err
 }
 
-// EachValue calls fn with the UnsafeRow of every value of a multi-valued (list state) value.
-func EachValue(b []byte, fn func(row []byte) error) error {
+// EachValue calls fn with the UnsafeRow of every value of a multi-valued (list state) value:
+// each a 4-byte size, then a version byte and the row. With delimited
+// (spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion 1, the only one before 4.2)
+// every value is followed by the merge operator's ',' delimiter. With version 2 (4.2's
+// default, 4.2.0/tws) the values of one put follow each other directly, and a ',' stands only
+// between the operands RocksDB merged: since a size may start with the byte ',', the split is
+// the one that reads the whole value.
+func EachValue(b []byte, delimited bool, fn func(row []byte) error) error {
+	if delimited {
+		return eachValue(b, 1, fn)
+	}
+	memo := map[int]bool{}
+	var whole func(at int) bool // a value starts at at, and values fill the rest
+	whole = func(at int) bool {
+		if v, ok := memo[at]; ok {
+			return v
+		}
+		v := false
+		if at+4 <= len(b) {
+			n := int(int32(binary.LittleEndian.Uint32(b[at:])))
+			end := at + 4 + n
+			v = n >= 1 && end <= len(b) && (end == len(b) || whole(end) || (b[end] == ',' && whole(end+1)))
+		}
+		memo[at] = v
+		return v
+	}
+	if len(b) == 0 || !whole(0) {
+		return eachValue(b, 0, fn) // not one split reads it: the plain split names where it fails
+	}
+	for at := 0; at < len(b); {
+		n := int(int32(binary.LittleEndian.Uint32(b[at:])))
+		if err := fn(b[at+5 : at+4+n]); err != nil {
+			return err
+		}
+		at += 4 + n
+		if at < len(b) && !whole(at) {
+			at++ // the merge delimiter
+		}
+	}
+	return nil
+}
+
+// eachValue splits b into values each followed by delim bytes.
+func eachValue(b []byte, delim int, fn func(row []byte) error) error {
 	for at := 0; at < len(b); {
 		if at+4 > len(b) {
 			return &RowError{At: at, Reason: fmt.Sprintf("%d bytes where a value's 4-byte size was expected", len(b)-at)}
@@ -105,7 +147,7 @@ func EachValue(b []byte, fn func(row []byte) error) error {
 		if err := fn(b[at+5 : at+4+n]); err != nil {
 			return err
 		}
-		at += 4 + n + 1 // the merge delimiter
+		at += 4 + n + delim
 	}
 	return nil
 }

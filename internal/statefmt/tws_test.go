@@ -116,10 +116,10 @@ func TestTWSKeyParts(t *testing.T) {
 	}
 	var vals []string
 	multi := []byte{3, 0, 0, 0, 0, 'x', 'y', ',', 2, 0, 0, 0, 0, 'z'}
-	if err := EachValue(multi, func(v []byte) error { vals = append(vals, string(v)); return nil }); err != nil || strings.Join(vals, "|") != "xy|z" {
+	if err := EachValue(multi, true, func(v []byte) error { vals = append(vals, string(v)); return nil }); err != nil || strings.Join(vals, "|") != "xy|z" {
 		t.Errorf("EachValue %v %v", vals, err)
 	}
-	if err := EachValue([]byte{9, 0, 0, 0, 0}, func([]byte) error { return nil }); err == nil {
+	if err := EachValue([]byte{9, 0, 0, 0, 0}, true, func([]byte) error { return nil }); err == nil {
 		t.Error("a value past the end passed")
 	}
 }
@@ -146,4 +146,35 @@ func FuzzSchemaV3(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { _, _ = ParseSchema("f", b) })
+}
+
+// TestEachValueMergeOperatorV2: with mergeOperatorVersion 2 (Spark 4.2) the values of one put
+// follow each other without a delimiter and RocksDB's merge puts ',' between operands; a size
+// whose first byte is ',' (44) must not be taken for a delimiter.
+func TestEachValueMergeOperatorV2(t *testing.T) {
+	val := func(n int, fill byte) []byte {
+		b := []byte{byte(n), 0, 0, 0, 0}
+		for range n - 1 {
+			b = append(b, fill)
+		}
+		return b
+	}
+	a, c := val(9, 'a'), val(44, 'c') // c's size starts with ','
+	for name, tc := range map[string]struct {
+		b    []byte
+		want []string
+	}{
+		"put":         {append(append([]byte{}, a...), c...), []string{"aaaaaaaa", strings.Repeat("c", 43)}},
+		"merged":      {append(append(append([]byte{}, a...), ','), c...), []string{"aaaaaaaa", strings.Repeat("c", 43)}},
+		"put, merged": {append(append(append(append([]byte{}, c...), a...), ','), a...), []string{strings.Repeat("c", 43), "aaaaaaaa", "aaaaaaaa"}},
+		"one value":   {a, []string{"aaaaaaaa"}},
+	} {
+		var got []string
+		if err := EachValue(tc.b, false, func(v []byte) error { got = append(got, string(v)); return nil }); err != nil || strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: %q %v", name, got, err)
+		}
+	}
+	if err := EachValue(append(append([]byte{}, a...), 1, 2), false, func([]byte) error { return nil }); err == nil {
+		t.Error("trailing bytes: no error")
+	}
 }
