@@ -128,7 +128,7 @@ func TestReadTWSEqualsSparkStateReader(t *testing.T) {
 	if _, err := os.Stat("../../testdata/spark-state/4.1.4/tws-changelog-v2/oracle/vars"); err != nil {
 		t.Errorf("no transformWithState fixture with checkpoint format v2: %v", err)
 	}
-	for _, rel := range []string{"4.0.2", "4.1.4"} {
+	for _, rel := range []string{"4.0.2", "4.1.4", "4.2.0"} {
 		if !releases[rel] {
 			t.Errorf("no transformWithState fixture of Spark %s", rel)
 		}
