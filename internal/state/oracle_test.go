@@ -218,9 +218,9 @@ func TestEveryFixtureIsComparedWithSpark(t *testing.T) {
 	}
 	for _, want := range []string{
 		"3.5.8/agg-ntz-hdfs", "4.0.2/agg-ntz-hdfs", "4.1.4/agg-ntz-hdfs", "4.2.0/agg-ntz-hdfs", // TIMESTAMP_NTZ
-		"4.0.2/tws", "4.1.4/tws", "4.1.4/tws-changelog", "4.1.4/tws-ttl", "4.2.0/tws", "4.2.0/tws-ttl", // transformWithState, TTL
+		"4.0.2/tws", "4.1.4/tws", "4.1.4/tws-changelog", "4.1.4/tws-ttl", "4.2.0/tws", "4.2.0/tws-changelog", "4.2.0/tws-ttl", // transformWithState, TTL
 		"4.0.2/tws-pandas", "4.1.4/tws-pandas", "4.2.0/tws-pandas", // transformWithStateInPandas
-		"4.0.2/agg-rocksdb-changelog-v2", "4.1.4/agg-rocksdb-changelog-v2", "4.2.0/agg-rocksdb-changelog-v2", "4.1.4/tws-changelog-v2", // checkpoint format v2
+		"4.0.2/agg-rocksdb-changelog-v2", "4.1.4/agg-rocksdb-changelog-v2", "4.2.0/agg-rocksdb-changelog-v2", "4.1.4/tws-changelog-v2", "4.2.0/tws-changelog-v2", // checkpoint format v2
 		"3.5.8/join-hdfs", "3.5.8/dedup-hdfs", "3.5.8/agg-hdfs-zstd", "3.5.8/dedup-rocksdb-changelog",
 		"4.2.0/agg-hdfs", "4.2.0/agg-rocksdb", "4.2.0/dedup-hdfs", "4.2.0/join-hdfs", "4.2.0/agg-rocksdb-changelog", "4.2.0/dedup-rocksdb-changelog",
 	} {
