@@ -223,6 +223,7 @@ func TestEveryFixtureIsComparedWithSpark(t *testing.T) {
 		"4.0.2/agg-rocksdb-changelog-v2", "4.1.4/agg-rocksdb-changelog-v2", "4.2.0/agg-rocksdb-changelog-v2", "4.1.4/tws-changelog-v2", "4.2.0/tws-changelog-v2", // checkpoint format v2
 		"3.5.8/join-hdfs", "3.5.8/dedup-hdfs", "3.5.8/agg-hdfs-zstd", "3.5.8/dedup-rocksdb-changelog",
 		"4.2.0/agg-hdfs", "4.2.0/agg-rocksdb", "4.2.0/dedup-hdfs", "4.2.0/join-hdfs", "4.2.0/agg-rocksdb-changelog", "4.2.0/dedup-rocksdb-changelog",
+		"4.2.0/agg-hdfs-zstd", "4.2.0/agg-hdfs-snappy", "4.2.0/agg-hdfs-lzf", "4.2.0/agg-rocksdb-fv6-zstd",
 	} {
 		if !have[want] {
 			t.Errorf("no fixture %s", want)
