@@ -42,18 +42,24 @@ func copyFixture(t *testing.T, rel string) string {
 	return dst
 }
 
+// loadCheckpoint loads the checkpoint in dir.
+func loadCheckpoint(t *testing.T, dir string) *checkpoint.Checkpoint {
+	t.Helper()
+	st, err := storage.Open(context.Background(), dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.Load(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
 func runDoctor(t *testing.T, dir string, opts Options) *Report {
 	t.Helper()
 	ctx := context.Background()
-	st, err := storage.Open(ctx, dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := checkpoint.Load(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(ctx, cp, opts)
+	rep, err := Run(ctx, loadCheckpoint(t, dir), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

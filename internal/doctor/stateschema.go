@@ -2,12 +2,8 @@ package doctor
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/state"
-	"github.com/ckpt-dev/ckpt/internal/statefmt"
-	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // CodeStateSchemaMismatch: a store's rows are not rows of its schema file (--deep).
@@ -61,55 +57,36 @@ checkpoint, or from a copy taken before the file was replaced. Setting
 the rows with the wrong schema.`,
 }
 
-// stateSchemaFit reports every store whose rows do not fit its schema file (Deep only): the
-// first rows of each partition of the version the restart loads.
+// stateSchemaFit reports every store whose rows do not fit its schema file (Deep only: the
+// first rows of each partition of the version the restart loads, read by state.WithState), with
+// the planner's verdict (recovery.StateLoad.Schemas): doctor decides nothing about Spark's
+// schema check itself.
 func (r *runner) stateSchemaFit() error {
-	if !r.hasC || !slices.ContainsFunc(r.cp.Root, func(e storage.Entry) bool { return e.IsDir && e.Path == "state" }) {
+	if r.res.State == nil {
 		return nil
 	}
-	l, err := state.Scan(r.ctx, r.cp.Store)
-	if err != nil {
-		return err
-	}
-	for _, op := range l.Operators {
-		for _, st := range op.Stores {
-			m, err := state.CheckSchemaFit(r.ctx, r.cp, l, op.ID, st.Name, r.C+1)
-			if err != nil || m == nil {
-				continue // a missing or damaged file: the chain checks report it
-			}
-			r.schemaMismatch(op, st, m)
-		}
+	for _, v := range r.res.State.Schemas {
+		r.schemaMismatch(r.res.State.Version, v)
 	}
 	return nil
 }
 
-// dedupValue is a dropDuplicates store's value: one null field.
-var dedupValue = statefmt.Struct(statefmt.Field{Name: "__dummy__", Type: &statefmt.Type{Name: "null"}, Nullable: true})
-
-func (r *runner) schemaMismatch(op *state.Operator, st *state.Store, m *state.Misfit) {
-	key := m.Key
-	msg := fmt.Sprintf("operator %d store %s: the rows of state version %d are not rows of %s: %v", op.ID, st.Name, r.C+1, m.SchemaFile, m.Err)
-	f := r.stateFinding(CodeStateSchemaMismatch, Error, m.SchemaFile, nil, msg)
-	b := r.C // the batch that wrote the version
+func (r *runner) schemaMismatch(version int64, v recovery.StateSchemaVerdict) {
+	msg := fmt.Sprintf("operator %d store %s: the rows of state version %d are not rows of %s: %s", v.Operator, v.Store, version, v.File, v.Detail)
+	f := r.stateFinding(CodeStateSchemaMismatch, Error, v.File, nil, msg)
+	b := version - 1 // the batch that wrote the version
 	f.Batch = &b
-	if !key && statefmt.FitRow(m.Value, dedupValue) == nil {
-		// A dropDuplicates store's rows, whose value schema Spark does not compare
-		// (testdata/spark-state-swap: dedup-with-agg-schema resumes on 3.5.7 and 4.1.1).
+	if !v.Fails {
 		f.Severity = Warning
 		f.Message += "; the rows are a dropDuplicates store's, whose value schema Spark does not check: the restart resumes, readers misread"
 		f.SparkError = nil
 		r.add(f)
 		return
 	}
-	if !key && slices.ContainsFunc(m.Keys, func(k []byte) bool { return statefmt.NarrowInWide(k, m.Family.Key) }) {
-		// The keys fit byte for byte, but hold ints where the file says timestamps or
-		// doubles: the file's key schema is not the query's either, and Spark compares keys
-		// first (agg-with-ntz-schema).
-		key = true
-		f.Message += "; the keys fit its key schema " + m.Family.KeyString + " byte for byte but hold narrower values (an int or a date where it says timestamp or double), so the key schema differs too"
+	if v.NarrowKeys {
+		f.Message += "; the keys fit its key schema byte for byte but hold narrower values (an int or a date where it says timestamp or double), so the key schema differs too"
 	}
-	exc, text := recovery.StateSchemaError(r.opts.SparkVersion, key, m.Family.Key.ScalaString(), m.Family.Value.ScalaString())
-	spark := exc + ": " + text
+	spark := v.Exception + ": " + v.Error
 	f.SparkError = &spark
 	r.add(f)
 }

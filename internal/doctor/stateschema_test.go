@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/state"
 )
 
 // swapCase is one line of testdata/spark-state-swap/cases.tsv.
@@ -57,6 +59,11 @@ type sparkGolden struct {
 	Exception  string  `json:"exception"`
 	Error      string  `json:"error"`
 	ErrorClass *string `json:"errorClass"`
+	// Chain is the query's exception chain from StreamingQueryException down.
+	Chain []struct {
+		Exception string `json:"exception"`
+		Message   string `json:"message"`
+	} `json:"chain"`
 }
 
 // placeholderMatch turns a text with the query's schema placeholders into a pattern that
@@ -67,6 +74,61 @@ func placeholderMatch(text string) *regexp.Regexp {
 		q = strings.ReplaceAll(q, regexp.QuoteMeta(p), `StructType\(.*\)`)
 	}
 	return regexp.MustCompile(`^` + q + `$`)
+}
+
+// taskPlaceholders matches the stage, task and host placeholders of a text with what Spark
+// printed there.
+var taskPlaceholders = strings.NewReplacer(regexp.QuoteMeta("<stage>"), `[0-9.]+`, regexp.QuoteMeta("<tid>"), `[0-9]+`, regexp.QuoteMeta("<host>"), `\S+`)
+
+// checkRestart compares the planner's prediction res (doctor's restart line, ckpt replay's
+// verdict) with Spark's restart g: it resumes, or it fails with Spark's exception under the
+// StreamingQueryException (3.5: the job's, with the schema exception as the root cause; 4.x:
+// the schema exception), its text with the query's schemas and the task's ids as placeholders,
+// and its error class.
+func checkRestart(t *testing.T, who string, res *recovery.Result, g sparkGolden) {
+	t.Helper()
+	if g.Outcome == "ok" {
+		if res.Failed() {
+			t.Errorf("%s: Spark resumed, the planner says it fails: %s %v", who, res.Reason, res.ErrorText())
+		}
+		return
+	}
+	if !res.Failed() || res.Reason != recovery.ReasonStateSchemaMismatch || res.FailedFile != "state/0/0/_metadata/schema" {
+		t.Fatalf("%s: Spark failed with %s, the planner: outcome %s reason %q file %q", who, g.Exception, res.Outcome, res.Reason, res.FailedFile)
+	}
+	if len(g.Chain) < 2 {
+		t.Fatalf("golden chain %d long", len(g.Chain))
+	}
+	top := g.Chain[1].Exception + ": " + g.Chain[1].Message
+	if i := strings.Index(top, "\n\tat "); i >= 0 {
+		top = top[:i] // the task's stack trace, which Spark's job failure carries
+	}
+	got := res.Exception + ": " + res.ErrorText()
+	pat := regexp.MustCompile(taskPlaceholders.Replace(placeholderMatch(got).String()))
+	if !pat.MatchString(top) {
+		t.Errorf("%s: error\n%s\nSpark\n%s", who, got, top)
+	}
+	rc := res.RootCause
+	if rc == nil || !placeholderMatch(rc.Exception+": "+rc.Error).MatchString(g.Exception+": "+g.Error) {
+		t.Errorf("%s: root cause %+v, Spark %s: %s", who, rc, g.Exception, g.Error)
+	}
+	want := ""
+	if g.ErrorClass != nil {
+		want = *g.ErrorClass
+	}
+	if res.ErrorClass != want {
+		t.Errorf("%s: error class %q, Spark %q", who, res.ErrorClass, want)
+	}
+}
+
+// replayRestart is ckpt replay's prediction for dir: state.Restart with the files read.
+func replayRestart(t *testing.T, dir, spark string) *recovery.Result {
+	t.Helper()
+	res, _, err := state.Restart(context.Background(), loadCheckpoint(t, dir), recovery.Options{SparkVersion: spark}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // TestStateSchemaSwapMatchesSpark applies every schema swap of testdata/spark-state-swap to its
@@ -87,7 +149,10 @@ func TestStateSchemaSwapMatchesSpark(t *testing.T) {
 			if err := json.Unmarshal(data, &g); err != nil {
 				t.Fatal(err)
 			}
-			rep := runDoctor(t, applySwap(t, c), Options{Deep: true, SparkVersion: c.spark})
+			dir := applySwap(t, c)
+			rep := runDoctor(t, dir, Options{Deep: true, SparkVersion: c.spark})
+			checkRestart(t, "doctor", rep.Restart, g)
+			checkRestart(t, "replay", replayRestart(t, dir, c.spark), g)
 			f := findCode(rep, CodeStateSchemaMismatch)
 			if g.Outcome == "ok" {
 				if f != nil && (f.Severity == Error || f.SparkError != nil) {

@@ -21,7 +21,7 @@ const (
 )
 
 // StateReasons are the Result.Reason values of a restart that fails loading state.
-var StateReasons = []string{ReasonStateFileMissing, ReasonStateFileCorrupt}
+var StateReasons = []string{ReasonStateFileMissing, ReasonStateFileCorrupt, ReasonStateSchemaMismatch}
 
 // Providers and file kinds of StateInventory (internal/state's names).
 const (
@@ -58,6 +58,9 @@ type StateStore struct {
 	Name       string
 	Provider   string
 	Partitions []StatePartition
+	// Schema is what reading the rows of the version the restart loads against the store's
+	// schema file found; nil when they fit or were not read.
+	Schema *StateSchemaFit
 }
 
 // StatePartition is one partition directory of a store, with its version files.
@@ -146,6 +149,10 @@ type StateLoad struct {
 	Loads []StatePartitionLoad `json:"loads"`
 	// Failure is the load Spark fails on, nil when every load succeeds.
 	Failure *StateFailure `json:"failure"`
+	// Schemas are the stores whose rows do not fit their schema file, by operator and store,
+	// with what Spark's schema check does; the first that fails fails the restart, before
+	// any load (Result.Reason ReasonStateSchemaMismatch).
+	Schemas []StateSchemaVerdict `json:"schemas,omitempty"`
 }
 
 // StatePartitionLoad is the load of one partition of one store.
@@ -244,10 +251,21 @@ func (p *planner) planState(inv *StateInventory) {
 	res.State = sl
 	ops := append([]StateOperator(nil), inv.Operators...)
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].ID < ops[j].ID })
+	var schemaFail *StateSchemaVerdict
+	schemaTask := 0
 	for _, op := range ops {
 		for _, st := range op.Stores {
 			parts := append([]StatePartition(nil), st.Partitions...)
 			sort.SliceStable(parts, func(i, j int) bool { return parts[i].ID < parts[j].ID })
+			if v := p.schemaVerdict(op, st); v != nil {
+				sl.Schemas = append(sl.Schemas, *v)
+				if v.Fails && schemaFail == nil {
+					schemaFail = v
+					if len(parts) > 0 {
+						schemaTask = parts[0].ID
+					}
+				}
+			}
 			for _, part := range parts {
 				steps := stateChain(part, st.Provider, v)
 				load := StatePartitionLoad{Operator: op.ID, Store: st.Name, Partition: part.ID, Files: []string{}}
@@ -268,6 +286,17 @@ func (p *planner) planState(inv *StateInventory) {
 				sl.Loads = append(sl.Loads, load)
 			}
 		}
+	}
+	if v := schemaFail; v != nil {
+		// Spark checks the schemas before it loads a store (4.x when it plans the batch, 3.5
+		// when the task gets the store): a damaged file is not reached.
+		res.recordFailure(ReasonStateSchemaMismatch, v.File, p.schemaFailure(v, schemaTask))
+		res.Warnings[len(res.Warnings)-1] = "the error text has placeholders where Spark prints what the checkpoint does not hold: the query's key and value schemas (" + QueryKeySchema + ", " + QueryValueSchema + ")"
+		if !p.rel.atLeast(4, 0) {
+			res.Warnings[len(res.Warnings)-1] += ", and the stage and task ids and the executor host (<stage>, <tid>, <host>)"
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the restart's first batch %d checks the schemas of the state version %d; Spark does so only when that batch runs (a restart that finds no new data runs none)", res.NextBatch, sl.Version))
+		return
 	}
 	if f := sl.Failure; f != nil {
 		reason := ReasonStateFileCorrupt

@@ -325,7 +325,8 @@ func Restart(ctx context.Context, cp *checkpoint.Checkpoint, opts recovery.Optio
 
 // WithState gives opts the state the restart loads, for recovery.Plan or recovery.Assess: the
 // checkpoint's state/ listed once and, with read, the files of every load read for damage (a
-// first Plan says which files those are). Without state/, or with opts.State already set, opts
+// first Plan says which files those are) and the first rows of each store checked against its
+// schema file (CheckSchemaFit). Without state/, or with opts.State already set, opts
 // is returned as it is. The listing is returned for the caller's own findings (nil without
 // state/).
 func WithState(ctx context.Context, cp *checkpoint.Checkpoint, opts recovery.Options, read bool) (recovery.Options, *Listing, error) {
@@ -352,5 +353,6 @@ func WithState(ctx context.Context, cp *checkpoint.Checkpoint, opts recovery.Opt
 	if err := checkLoads(ctx, cp.Store, l, inv, res.State); err != nil {
 		return opts, nil, err
 	}
+	checkSchemas(ctx, cp, l, inv, res.State.Version)
 	return opts, l, nil
 }

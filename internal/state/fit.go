@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
 )
 
@@ -142,4 +143,31 @@ func CheckSchemaFit(ctx context.Context, cp *checkpoint.Checkpoint, l *Listing, 
 		}
 	}
 	return nil, nil
+}
+
+// dedupValue is a dropDuplicates store's value: one null field.
+var dedupValue = statefmt.Struct(statefmt.Field{Name: "__dummy__", Type: &statefmt.Type{Name: "null"}, Nullable: true})
+
+// checkSchemas records in inv, per store, what CheckSchemaFit finds in state version v
+// (recovery.StateStore.Schema), for the planner to decide what Spark's schema check does. A
+// store whose rows do not read (a missing or damaged file: the planner's loads say so) or fit
+// gets none.
+func checkSchemas(ctx context.Context, cp *checkpoint.Checkpoint, l *Listing, inv *recovery.StateInventory, v int64) {
+	for oi := range inv.Operators {
+		op := &inv.Operators[oi]
+		for si := range op.Stores {
+			s := &op.Stores[si]
+			m, err := CheckSchemaFit(ctx, cp, l, op.ID, s.Name, v)
+			if err != nil || m == nil {
+				continue
+			}
+			s.Schema = &recovery.StateSchemaFit{
+				File: m.SchemaFile, Partition: m.Partition, Detail: m.Err.Error(),
+				KeyMisfit: m.Key, ValueMisfit: !m.Key,
+				DedupValue: !m.Key && statefmt.FitRow(m.Value, dedupValue) == nil,
+				NarrowKeys: slices.ContainsFunc(m.Keys, func(k []byte) bool { return statefmt.NarrowInWide(k, m.Family.Key) }),
+				KeySchema:  m.Family.Key.ScalaString(), ValueSchema: m.Family.Value.ScalaString(),
+			}
+		}
+	}
 }
