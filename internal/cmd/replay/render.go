@@ -304,6 +304,13 @@ func stateLine(st *recovery.StateLoad) string {
 		how = "files read"
 	}
 	s := fmt.Sprintf("version %d in %s (%s)", st.Version, render.Count(int64(len(st.Loads)), "partition"), how)
+	for _, v := range st.Schemas {
+		what := "its rows do not fit it; a dropDuplicates store's values, which Spark does not check"
+		if v.Fails {
+			what = "its rows do not fit it; Spark's schema check fails"
+		}
+		s += fmt.Sprintf("; operator %d store %s: %s: %s", v.Operator, render.Escape(v.Store), render.Escape(v.File), what)
+	}
 	if f := st.Failure; f != nil {
 		s += fmt.Sprintf("; operator %d store %s partition %d fails on %s (%s)", f.Operator, f.Store, f.Partition, f.File, f.Damage)
 	}
