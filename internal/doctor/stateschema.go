@@ -49,7 +49,9 @@ timestamp or double (no real timestamp lies in the first 72 minutes of 1970): th
 schema is then not the query's either. Spark 3.5 checks in the task that loads the store (the
 query fails with "Job aborted due to stage failure" around it), 4.x when it plans the batch.
 Observed on swapped copies of Spark-written checkpoints restarted by Spark 3.5.7, 4.0.0, 4.1.1
-and 4.2.0 (` + "`testdata/spark-state-swap`" + `). transformWithState stores (schema v3) are not checked.`,
+and 4.2.0 (` + "`testdata/spark-state-swap`" + `). transformWithState stores (schema v3) are not checked.
+Whether the restart fails is the recovery planner's verdict (` + "`ckpt replay`" + ` says the same, reason
+` + "`state-schema-mismatch`" + `): the restart line says it, and the finding takes its severity and text.`,
 	SparkError: schemaErrorDoc(),
 	Fix: `Put the operator's own schema file back (with its ` + "`.schema.crc`" + `): from a backup of this
 checkpoint, or from a copy taken before the file was replaced. Setting
