@@ -289,7 +289,9 @@ func (p *planner) planState(inv *StateInventory) {
 	}
 	if v := schemaFail; v != nil {
 		// Spark checks the schemas before it loads a store (4.x when it plans the batch, 3.5
-		// when the task gets the store): a damaged file is not reached.
+		// when the task gets the store, the lowest partition's task first): a damaged file is
+		// not reached. The goldens hold no swap with damage; 3.5's order against another
+		// partition's damage is the task order's, not a restart's observation.
 		res.recordFailure(ReasonStateSchemaMismatch, v.File, p.schemaFailure(v, schemaTask))
 		res.Warnings[len(res.Warnings)-1] = "the error text has placeholders where Spark prints what the checkpoint does not hold: the query's key and value schemas (" + QueryKeySchema + ", " + QueryValueSchema + ")"
 		if !p.rel.atLeast(4, 0) {
