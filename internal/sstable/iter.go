@@ -64,15 +64,33 @@ func (t *Table) Iter() *Iter {
 		it.err.(*Error).Err = ErrUnsupported
 		return it
 	}
+	// A two-level index's top level points to index partitions, whose values are as the
+	// index's; the top level has no first keys.
+	first := p.IndexType == IndexBinarySearchWithFirst
+	// A large uncompressed index (RocksDB does not compress index blocks unless told to) is
+	// walked a part at a time: a single-level index is about 1% of the file.
+	src, err := t.streamBlock(t.Footer.Index, "index block")
+	if err != nil {
+		it.err = err
+		return it
+	}
+	if src != nil {
+		if err := it.top.resetStreamed(src, "index block", p.IndexValueIsDeltaEncoded, first); err != nil {
+			it.err = err
+		}
+		return it
+	}
 	b, err := t.block(t.Footer.Index, "index block", nil)
 	if err != nil {
 		it.err = err
 		return it
 	}
-	// A two-level index's top level points to index partitions, whose values are as the
-	// index's; the top level has no first keys.
-	first := p.IndexType == IndexBinarySearchWithFirst
-	if err := it.top.reset(t.File, b, int64(t.Footer.Index.Offset), "index block", p.IndexValueIsDeltaEncoded, first && p.IndexType != IndexTwoLevel); err != nil {
+	// A compressed index was read into the scratch buffer, which data blocks reuse: it need
+	// not stay as large as the index for the table's life.
+	if cap(t.scratch) > indexChunk {
+		t.scratch = nil
+	}
+	if err := it.top.reset(t.File, b, int64(t.Footer.Index.Offset), "index block", p.IndexValueIsDeltaEncoded, first); err != nil {
 		it.err = err
 	}
 	return it

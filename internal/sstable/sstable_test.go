@@ -50,7 +50,21 @@ func readAll(t *testing.T, name string, data []byte) (*Table, []entry, error) {
 	if fmt.Sprint(err) != fmt.Sprint(err2) || !slices.Equal(out, out2) {
 		t.Errorf("%s: OpenReaderAt read %d entries (error %v), Open %d (error %v)", name, len(out2), err2, len(out), err)
 	}
+	// Again with every uncompressed index block streamed, 5 bytes at a time.
+	defer streamed(0, 5)()
+	_, out3, err3 := readTable(OpenReaderAt(name, bytes.NewReader(data), int64(len(data)), Options{Decompress: decompress}))
+	if fmt.Sprint(err) != fmt.Sprint(err3) || !slices.Equal(out, out3) {
+		t.Errorf("%s: the streamed index read %d entries (error %v), Open %d (error %v)", name, len(out3), err3, len(out), err)
+	}
 	return tb, out, err
+}
+
+// streamed makes OpenReaderAt's tables stream index blocks of min bytes or more, chunk bytes at
+// a time, until the returned func is called.
+func streamed(min uint64, chunk int) func() {
+	m, c := streamMin, indexChunk
+	streamMin, indexChunk = min, chunk
+	return func() { streamMin, indexChunk = m, c }
 }
 
 func readTable(tb *Table, err error) (*Table, []entry, error) {
@@ -327,17 +341,33 @@ func FuzzSSTable(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// A table with an uncompressed index of delta-encoded handles, which OpenReaderAt streams.
+	f.Add((&builder{version: 5, deltaIndex: true, indexInterval: 3}).build([][]kv{
+		{{ikey("a", 9, KindValue), "A9"}, {ikey("a", 3, KindValue), "A3"}},
+		{{ikey("b", 1, KindValue), "B1"}}, {{ikey("c", 2, KindValue), "C"}}, {{ikey("d", 2, KindValue), "D"}},
+	}))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tb, err := Open("f.sst", data, Options{Decompress: decompress})
-		if err == nil {
-			it := tb.Iter()
-			for it.Next() {
+		count := func(tb *Table, err error) (int, error) {
+			n := 0
+			if err == nil {
+				it := tb.Iter()
+				for it.Next() {
+					n++
+				}
+				err = it.Err()
 			}
-			err = it.Err()
+			var se *Error
+			if err != nil && !errors.As(err, &se) {
+				t.Fatalf("not an *Error: %v", err)
+			}
+			return n, err
 		}
-		var se *Error
-		if err != nil && !errors.As(err, &se) {
-			t.Fatalf("not an *Error: %v", err)
+		n, err := count(Open("f.sst", data, Options{Decompress: decompress}))
+		// The index streamed 3 bytes at a time reads the same entries, or fails the same way.
+		defer streamed(0, 3)()
+		n2, err2 := count(OpenReaderAt("f.sst", bytes.NewReader(data), int64(len(data)), Options{Decompress: decompress}))
+		if n != n2 || fmt.Sprint(err) != fmt.Sprint(err2) {
+			t.Fatalf("whole index: %d entries, %v; streamed: %d, %v", n, err, n2, err2)
 		}
 	})
 }

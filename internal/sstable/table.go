@@ -80,7 +80,7 @@ func OpenReaderAt(file string, r io.ReaderAt, size int64, opts Options) (*Table,
 // readAt returns n bytes at off: a slice of data, or read from r into buf (or a new slice
 // when buf is nil).
 func (t *Table) readAt(off int64, n int, buf *[]byte) ([]byte, error) {
-	if t.r == nil {
+	if t.r == nil || n == 0 {
 		return t.data[off : off+int64(n)], nil
 	}
 	var b []byte
@@ -217,12 +217,85 @@ func (t *Table) readProperties(h Handle) error {
 	return it.err
 }
 
+// checkHandle is an error unless h is a block (and its trailer) within the file.
+func (t *Table) checkHandle(h Handle, name string) error {
+	end := uint64(t.size - int64(t.Footer.Len))
+	if h.Offset > end || h.Size > end-h.Offset || end-h.Offset-h.Size < trailerLen {
+		return errf(t.File, int64(h.Offset), name, "a block within the file", "size %d at offset %d of a %d-byte file", h.Size, h.Offset, t.size)
+	}
+	return nil
+}
+
+// indexChunk is how many bytes of an index block a streamed walk reads at a time, and
+// streamMin the smallest block streamed (tests make both small).
+var (
+	indexChunk = 64 << 10
+	streamMin  = uint64(256 << 10)
+)
+
+// streamBlock returns the uncompressed block at h as a source read a part at a time, its
+// checksum checked first (read once, hashed as it is read); nil when the table is in memory,
+// the block is small, or it is compressed (then it is read whole).
+func (t *Table) streamBlock(h Handle, name string) (*blockSource, error) {
+	if t.r == nil || h.Size < streamMin {
+		return nil, nil
+	}
+	if err := t.checkHandle(h, name); err != nil {
+		return nil, err
+	}
+	var tb []byte
+	trailer, err := t.readAt(int64(h.Offset+h.Size), trailerLen, &tb)
+	if err != nil {
+		return nil, err
+	}
+	if Compression(trailer[0]) != NoCompression {
+		return nil, nil
+	}
+	src := &blockSource{t: t, off: int64(h.Offset), size: int(h.Size), chunk: indexChunk}
+	var crc uint32
+	var xs *xxh3Stream
+	if t.Footer.Checksum == ChecksumXXH3 {
+		xs = newXXH3Stream(int(h.Size))
+	}
+	for off := 0; off < src.size && (xs != nil || t.Footer.Checksum == ChecksumCRC32C); {
+		n := min(src.chunk, src.size-off)
+		b, err := t.readAt(src.off+int64(off), n, &src.buf)
+		if err != nil {
+			return nil, err
+		}
+		if xs != nil {
+			xs.Write(b)
+		} else {
+			crc = crc32.Update(crc, crc32c, b)
+		}
+		off += n
+	}
+	switch t.Footer.Checksum {
+	case ChecksumCRC32C:
+		err = t.checkSum(h, name, maskCRC(crc32.Update(crc, crc32c, trailer[:1])), trailer)
+	case ChecksumXXH3:
+		err = t.checkSum(h, name, uint32(xs.Sum())^uint32(trailer[0])*0x6b9083d9, trailer)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return src, nil
+}
+
+// blockSource is an uncompressed block read a part at a time from its table's ReaderAt.
+type blockSource struct {
+	t         *Table
+	off       int64 // the block's file offset
+	size      int   // its length, without the trailer
+	chunk     int
+	buf, rbuf []byte // the window of entries, of restart points
+}
+
 // block returns the uncompressed contents of the block at h, checking its trailer; *buf (when
 // buf is not nil) holds a decompressed block, reused when large enough.
 func (t *Table) block(h Handle, name string, buf *[]byte) ([]byte, error) {
-	end := uint64(t.size - int64(t.Footer.Len))
-	if h.Offset > end || h.Size > end-h.Offset || end-h.Offset-h.Size < trailerLen {
-		return nil, errf(t.File, int64(h.Offset), name, "a block within the file", "size %d at offset %d of a %d-byte file", h.Size, h.Offset, t.size)
+	if err := t.checkHandle(h, name); err != nil {
+		return nil, err
 	}
 	// An uncompressed block read from r is returned as read: it gets its own slice, so that
 	// a later read does not overwrite it (the index block lives as long as the iterator).
@@ -297,6 +370,12 @@ func (t *Table) verify(h Handle, name string, raw, trailer []byte) error {
 	default:
 		return nil
 	}
+	return t.checkSum(h, name, got, trailer)
+}
+
+// checkSum compares a block's checksum, got (before the footer's base context), with its
+// trailer's.
+func (t *Table) checkSum(h Handle, name string, got uint32, trailer []byte) error {
 	if b := t.Footer.BaseContextChecksum; b != 0 {
 		got += b ^ (uint32(h.Offset) + uint32(h.Offset>>32))
 	}
@@ -322,6 +401,13 @@ type blockIter struct {
 	firstKey     bool // index values carry the block's first key (index type 3)
 	handle       Handle
 	err          error
+	// A block read a part at a time: data is a window of the entries starting at block
+	// offset winOff, restarts a window starting at restart point rstBase.
+	src     *blockSource
+	winOff  int
+	rstBase int
+	nRst    int // restart points in the block
+	entries int // length of the block's entries
 }
 
 func newBlockIter(file string, b []byte, base int64, name string, deltaHandles, firstKey bool) (*blockIter, error) {
@@ -358,10 +444,144 @@ func (it *blockIter) reset(file string, b []byte, base int64, name string, delta
 	}
 	n -= int(num) * 4
 	it.data, it.restarts = b[:n], b[n:n+int(num)*4]
+	it.nRst, it.entries = int(num), n
 	return nil
 }
 
-func (it *blockIter) entryOffset() int64 { return it.base + int64(it.cur) }
+// resetStreamed is reset for a block read a part at a time from src; its checksum has been
+// checked (streamBlock).
+func (it *blockIter) resetStreamed(src *blockSource, name string, deltaHandles, firstKey bool) error {
+	t := src.t
+	*it = blockIter{file: t.File, name: name, base: src.off, key: it.key[:0], deltaHandles: deltaHandles, firstKey: firstKey, src: src}
+	if src.size < 4 {
+		return errf(t.File, src.off, name, "a block of at least 4 bytes (its restart count)", "%d bytes", src.size)
+	}
+	b, err := t.readAt(src.off+int64(src.size-4), 4, &src.rbuf)
+	if err != nil {
+		return err
+	}
+	num := uint64(binary.LittleEndian.Uint32(b))
+	n := src.size - 4
+	// Only data blocks have a hash index (and streamed blocks are larger than it allows).
+	if num == 0 || num*4 > uint64(n) {
+		return errf(t.File, src.off, name, "1 or more restart points within the block", "%d restarts in %d bytes", num, src.size)
+	}
+	it.nRst = int(num)
+	it.entries = n - int(num)*4
+	return nil
+}
+
+// fill makes a streamed block's windows hold the next entry and the next restart point.
+func (it *blockIter) fill() bool {
+	s := it.src
+	if it.err != nil {
+		return false
+	}
+	if it.nextRst < it.nRst && it.nextRst >= it.rstBase+len(it.restarts)/4 {
+		n := min(max(s.chunk/4, 1), it.nRst-it.nextRst)
+		b, err := s.t.readAt(s.off+int64(it.entries+4*it.nextRst), 4*n, &s.rbuf)
+		if err != nil {
+			it.err = err
+			return false
+		}
+		it.restarts, it.rstBase = b, it.nextRst
+	}
+	for {
+		end := it.winOff + len(it.data)
+		if it.pos >= len(it.data) && end >= it.entries {
+			return true
+		}
+		if e := it.entryEnd(); e >= 0 && e <= len(it.data) {
+			return true
+		}
+		if end >= it.entries {
+			return true // the entry runs past the block's entries: next says so
+		}
+		keep := len(it.data) - it.pos
+		want := min(keep+max(s.chunk, keep), it.entries-(it.winOff+it.pos))
+		if cap(s.buf) < want {
+			nb := make([]byte, want)
+			copy(nb, it.data[it.pos:])
+			s.buf = nb
+		} else {
+			copy(s.buf[:want], it.data[it.pos:])
+		}
+		var dst []byte = s.buf[keep:want]
+		if _, err := s.t.readAt(s.off+int64(end), len(dst), &dst); err != nil {
+			it.err = err
+			return false
+		}
+		it.winOff += it.pos
+		it.data, it.pos = s.buf[:want], 0
+	}
+}
+
+// isRestart is whether the entry at window offset p is the next restart point.
+func (it *blockIter) isRestart(p int) bool {
+	return it.nextRst < it.nRst && int(binary.LittleEndian.Uint32(it.restarts[(it.nextRst-it.rstBase)*4:])) == it.winOff+p
+}
+
+// entryEnd is the window offset where the entry at it.pos ends: -1 when the window ends
+// first, it.pos itself when the entry is damaged (next reports it).
+func (it *blockIter) entryEnd() int {
+	d, p := it.data, it.pos
+	uv := func() (uint64, int) {
+		if p > len(d) {
+			return 0, -1
+		}
+		v, n := binary.Uvarint(d[p:])
+		switch {
+		case n == 0:
+			return 0, -1
+		case n < 0:
+			return 0, it.pos
+		}
+		p += n
+		return v, 0
+	}
+	var l [3]uint64
+	nv := 3
+	if it.deltaHandles {
+		nv = 2
+	}
+	for i := 0; i < nv; i++ {
+		v, r := uv()
+		if r != 0 {
+			return r
+		}
+		l[i] = v
+	}
+	rest := uint64(it.entries - (it.winOff + p))
+	if l[1] > rest || l[2] > rest-l[1] {
+		return it.pos
+	}
+	p += int(l[1] + l[2])
+	if !it.deltaHandles {
+		return p
+	}
+	k := 1
+	if it.winOff+it.pos == 0 || it.isRestart(it.pos) {
+		k = 2
+	}
+	for i := 0; i < k; i++ {
+		if _, r := uv(); r != 0 {
+			return r
+		}
+	}
+	if it.firstKey {
+		v, r := uv()
+		if r != 0 {
+			return r
+		}
+		if v > uint64(it.entries-(it.winOff+p)) {
+			return it.pos
+		}
+		p += int(v)
+	}
+	return p
+}
+
+func (it *blockIter) entryOffset() int64 { return it.base + int64(it.winOff+it.cur) }
 
 func (it *blockIter) fail(expected, gotFormat string, args ...any) bool {
 	it.err = errf(it.file, it.entryOffset(), it.name, expected, gotFormat, args...)
@@ -371,13 +591,16 @@ func (it *blockIter) fail(expected, gotFormat string, args ...any) bool {
 
 // next moves to the next entry; false at the end or on an error (it.err).
 func (it *blockIter) next() bool {
+	if it.src != nil && !it.fill() {
+		return false
+	}
 	if it.pos >= len(it.data) {
 		return false
 	}
 	p := it.pos
 	it.cur = p
 	restart := false
-	if it.nextRst < len(it.restarts)/4 && int(binary.LittleEndian.Uint32(it.restarts[it.nextRst*4:])) == p {
+	if it.isRestart(p) {
 		restart = true
 		it.nextRst++
 	}
@@ -408,20 +631,20 @@ func (it *blockIter) next() bool {
 		return it.fail("a shared key prefix within the previous key", "%d shared bytes of a %d-byte key", shared, len(it.key))
 	}
 	if unshared > uint64(len(d)-p) {
-		return it.fail("a key within the block", "%d bytes at %d of %d", unshared, p, len(d))
+		return it.fail("a key within the block", "%d bytes at %d of %d", unshared, it.winOff+p, it.entries)
 	}
 	it.key = append(it.key[:shared], d[p:p+int(unshared)]...)
 	p += int(unshared)
 	if !it.deltaHandles {
 		if vlen > uint64(len(d)-p) {
-			return it.fail("a value within the block", "%d bytes at %d of %d", vlen, p, len(d))
+			return it.fail("a value within the block", "%d bytes at %d of %d", vlen, it.winOff+p, it.entries)
 		}
 		it.value = d[p : p+int(vlen)]
 		it.pos = p + int(vlen)
 		return true
 	}
 	start := p
-	if restart || it.pos == 0 {
+	if restart || it.winOff+it.pos == 0 {
 		h, n, ok := decodeHandle(d[p:])
 		if !ok {
 			return it.fail("a block handle", "bad varints")

@@ -17,6 +17,9 @@ type Writer struct {
 	Compress    func(src []byte) []byte
 	// BlockSize is the data block size to reach before a block is cut. Default 4096.
 	BlockSize int
+	// CompressIndex compresses the index block too, as RocksDB does by default
+	// (enable_index_compression) and so Spark's SST files have it.
+	CompressIndex bool
 
 	out      []byte
 	block    []byte
@@ -124,7 +127,7 @@ func (w *Writer) Finish() []byte {
 		ib = binary.AppendUvarint(ib, uint64(len(e[0])))
 		ib = append(append(ib, e[0]...), e[1]...)
 	}
-	index := w.writeBlock(w.finishBlock(ib, rs), false)
+	index := w.writeBlock(w.finishBlock(ib, rs), w.CompressIndex)
 	uv := func(v uint64) []byte { return binary.AppendUvarint(nil, v) }
 	props := w.writeBlock(w.simpleBlock([][2][]byte{
 		{[]byte("rocksdb.block.based.table.index.type"), binary.LittleEndian.AppendUint32(nil, IndexBinarySearch)},

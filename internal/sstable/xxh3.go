@@ -141,3 +141,80 @@ func accumulate(acc *[8]uint64, in []byte, s int) {
 		acc[i] += uint64(uint32(k)) * (k >> 32)
 	}
 }
+
+// xxh3Stream is xxh3 of n bytes given in pieces (Write), for a block read a part at a time:
+// it holds the 64-bit accumulators, a partial stripe and the last 64 bytes, not the input.
+type xxh3Stream struct {
+	n        int
+	stripes  int // stripes accumulated in the loop (the long input's blocks and last stripes)
+	full     int // stripes that belong to whole blocks (each block's are scrambled after it)
+	acc      [8]uint64
+	pend     []byte   // bytes of a stripe not yet complete
+	tail     [64]byte // the last 64 bytes seen
+	small    []byte   // the whole input when it is 240 bytes or fewer
+	stripeAt int      // stripes done
+}
+
+func newXXH3Stream(n int) *xxh3Stream {
+	s := &xxh3Stream{n: n, acc: [8]uint64{xp32_3, xp64_1, xp64_2, xp64_3, xp64_4, xp32_2, xp64_5, xp32_1}}
+	if n > 240 {
+		const perBlock = (192 - 64) / 8
+		blocks := (n - 1) / (64 * perBlock)
+		s.full = blocks * perBlock
+		s.stripes = s.full + ((n-1)-64*perBlock*blocks)/64
+	}
+	return s
+}
+
+func (s *xxh3Stream) Write(p []byte) {
+	if s.n <= 240 {
+		s.small = append(s.small, p...)
+		return
+	}
+	// The rolling tail: the last 64 bytes of everything written.
+	if len(p) >= 64 {
+		copy(s.tail[:], p[len(p)-64:])
+	} else {
+		copy(s.tail[:], s.tail[len(p):])
+		copy(s.tail[64-len(p):], p)
+	}
+	for len(p) > 0 && s.stripeAt < s.stripes {
+		var st []byte
+		if len(s.pend) == 0 && len(p) >= 64 {
+			st, p = p[:64], p[64:]
+		} else {
+			k := min(64-len(s.pend), len(p))
+			s.pend, p = append(s.pend, p[:k]...), p[k:]
+			if len(s.pend) < 64 {
+				return
+			}
+			st, s.pend = s.pend, s.pend[:0]
+		}
+		const perBlock = (192 - 64) / 8
+		i := s.stripeAt % perBlock
+		accumulate(&s.acc, st, i*8)
+		s.stripeAt++
+		if i == perBlock-1 && s.stripeAt <= s.full {
+			for j := range s.acc {
+				a := s.acc[j]
+				a ^= a >> 47
+				a ^= le64(xxh3Secret[:], 192-64+8*j)
+				s.acc[j] = a * xp32_1
+			}
+		}
+	}
+}
+
+// Sum is the hash, once all n bytes are written.
+func (s *xxh3Stream) Sum() uint64 {
+	if s.n <= 240 {
+		return xxh3(s.small)
+	}
+	acc := s.acc
+	accumulate(&acc, s.tail[:], 192-64-7)
+	r := uint64(s.n) * xp64_1
+	for i := 0; i < 4; i++ {
+		r += fold64(acc[2*i]^le64(xxh3Secret[:], 11+16*i), acc[2*i+1]^le64(xxh3Secret[:], 11+16*i+8))
+	}
+	return xxh3Avalanche(r)
+}

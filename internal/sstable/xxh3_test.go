@@ -28,3 +28,25 @@ func TestXXH3(t *testing.T) {
 		}
 	}
 }
+
+// TestXXH3Stream checks the streamed hash against xxh3 for lengths around the stripe and block
+// boundaries, the input given in pieces of several sizes.
+func TestXXH3Stream(t *testing.T) {
+	in := make([]byte, 5000)
+	for i := range in {
+		in[i] = byte(i*7 + i>>8)
+	}
+	for _, n := range []int{0, 1, 17, 240, 241, 255, 256, 257, 1023, 1024, 1025, 1088, 1089, 2048, 2049, 4999} {
+		for _, piece := range []int{1, 3, 63, 64, 65, 1000, n + 1} {
+			s := newXXH3Stream(n)
+			for b := in[:n]; len(b) > 0; {
+				k := min(piece, len(b))
+				s.Write(b[:k])
+				b = b[k:]
+			}
+			if got, want := s.Sum(), xxh3(in[:n]); got != want {
+				t.Errorf("%d bytes in pieces of %d: %#x, want %#x", n, piece, got, want)
+			}
+		}
+	}
+}
