@@ -344,21 +344,40 @@ func BenchmarkReadBinary1GB(b *testing.B) {
 // BenchmarkReadBinarySST runs the binary as BenchmarkReadBinary1GB does on version 5 of a
 // RocksDB partition held only in SST files (CKPT_BENCH_SST_ROWS rows, default 3,000,000):
 // the SST files are read a block at a time, so RSS does not grow with them.
+// CKPT_BENCH_SST_LZ4_INDEX=1 compresses the index blocks as Spark's RocksDB does (they are
+// then read whole; uncompressed ones are streamed).
 func BenchmarkReadBinarySST(b *testing.B) {
 	n := int64(3_000_000)
 	if v, err := strconv.ParseInt(os.Getenv("CKPT_BENCH_SST_ROWS"), 10, 64); err == nil && v > 0 {
 		n = v
 	}
+	lz4Index := os.Getenv("CKPT_BENCH_SST_LZ4_INDEX") == "1"
 	// Written by a child process: the SST writer holds the table in memory, and a child
 	// started by this process would report this process's peak RSS as its own (Linux keeps
 	// the high-water mark of the address space the child shares until exec).
+	// CKPT_BENCH_DIR keeps the files across runs (20M rows take minutes to write).
 	root := b.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWriteBenchSSTChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "CKPT_BENCH_SST_OUT="+root, "CKPT_BENCH_SST_ROWS="+strconv.FormatInt(n, 10))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("writing the SST files: %v: %s", err, out)
+	if d := os.Getenv("CKPT_BENCH_DIR"); d != "" {
+		root = filepath.Join(d, fmt.Sprintf("sst-%d", n))
+		if lz4Index {
+			root += "-lz4-index"
+		}
 	}
 	data, err := os.ReadFile(filepath.Join(root, "rows"))
+	if err != nil {
+		if err := os.RemoveAll(root); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestWriteBenchSSTChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "CKPT_BENCH_SST_OUT="+root, "CKPT_BENCH_SST_ROWS="+strconv.FormatInt(n, 10))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("writing the SST files: %v: %s", err, out)
+		}
+		data, err = os.ReadFile(filepath.Join(root, "rows"))
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -377,7 +396,7 @@ func TestWriteBenchSSTChild(t *testing.T) {
 	if out == "" || err != nil {
 		t.Skip("run by BenchmarkReadBinarySST")
 	}
-	rows, err := writeBenchSST(filepath.Join(out, "checkpoint"), n)
+	rows, err := writeBenchSST(filepath.Join(out, "checkpoint"), n, os.Getenv("CKPT_BENCH_SST_LZ4_INDEX") == "1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,8 +444,13 @@ func (c *lineCounter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// ckptBinary builds the binary once per run; CKPT_BENCH_BIN names a prebuilt one instead (to
+// compare two builds interleaved on the same data).
 func ckptBinary(b *testing.B) string {
 	b.Helper()
+	if bin := os.Getenv("CKPT_BENCH_BIN"); bin != "" {
+		return bin
+	}
 	benchState.binOnce.Do(func() {
 		d, err := os.MkdirTemp("", "ckpt-bench-bin-")
 		if err != nil {
@@ -475,8 +499,9 @@ func sampleHeap(peak *atomic.Uint64) (stop func()) {
 // Spark 4.1.4 wrote without changelogs (testdata/spark-state/4.1.4/agg-rocksdb), with
 // partition 0's 5.zip listing two SST files as Spark's RocksDB leaves them after a few
 // batches: a large one with every key (lz4 blocks of 4 KiB) and a newer small one with 1%
-// of the keys updated and 0.2% deleted (higher sequence numbers). It returns the rows.
-func writeBenchSST(dir string, n int64) (int64, error) {
+// of the keys updated and 0.2% deleted (higher sequence numbers). lz4Index compresses the
+// index blocks too. It returns the rows.
+func writeBenchSST(dir string, n int64, lz4Index bool) (int64, error) {
 	src := "../../testdata/spark-state/4.1.4/agg-rocksdb/checkpoint"
 	if err := copyBut00(src, dir); err != nil {
 		return 0, err
@@ -518,8 +543,8 @@ func writeBenchSST(dir string, n int64) (int64, error) {
 		return dst[:m]
 	}
 	var val []byte
-	big := &sstable.Writer{Compression: sstable.LZ4Compression, Compress: lz}
-	small := &sstable.Writer{Compression: sstable.LZ4Compression, Compress: lz}
+	big := &sstable.Writer{Compression: sstable.LZ4Compression, Compress: lz, CompressIndex: lz4Index}
+	small := &sstable.Writer{Compression: sstable.LZ4Compression, Compress: lz, CompressIndex: lz4Index}
 	rows := n
 	for _, i := range order {
 		val = append(append(val[:0], 0), benchValue(nil, tmpl, i, 3)...)
@@ -570,7 +595,7 @@ func writeBenchSST(dir string, n int64) (int64, error) {
 // one run.
 func BenchmarkReadSST(b *testing.B) {
 	root := b.TempDir()
-	want, err := writeBenchSST(filepath.Join(root, "checkpoint"), 300_000)
+	want, err := writeBenchSST(filepath.Join(root, "checkpoint"), 300_000, false)
 	if err != nil {
 		b.Fatal(err)
 	}
