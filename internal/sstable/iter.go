@@ -34,8 +34,9 @@ func (k Kind) String() string {
 // newest sequence number first. UserKey and Value are valid until the next call of Next.
 type Iter struct {
 	t       *Table
-	top     blockIter // the (top-level) index
-	part    blockIter // the current index partition (two-level index)
+	top     blockIter   // the (top-level) index
+	handles *handleList // the top-level index's handles, when it was compressed
+	part    blockIter   // the current index partition (two-level index)
 	data    blockIter
 	inData  bool
 	inPart  bool
@@ -92,8 +93,73 @@ func (t *Table) Iter() *Iter {
 	}
 	if err := it.top.reset(t.File, b, int64(t.Footer.Index.Offset), "index block", p.IndexValueIsDeltaEncoded, first); err != nil {
 		it.err = err
+		return it
+	}
+	// A large compressed index (Spark's) cannot be walked a part at a time: its handles are
+	// kept instead of its keys, about 3 bytes an entry instead of 40 or more.
+	if t.r != nil && uint64(len(b)) >= streamMin {
+		it.compactTop()
 	}
 	return it
+}
+
+// handleList is an index's block handles, each as a varint of its offset less the end of
+// the block before (0 for consecutive blocks) and a varint of its size, then the error
+// that ended the index, if any.
+type handleList struct {
+	b   []byte
+	pos int
+	end uint64
+	err error
+}
+
+func (l *handleList) next() (Handle, bool, error) {
+	if l.pos >= len(l.b) {
+		return Handle{}, false, l.err
+	}
+	d, n := binary.Varint(l.b[l.pos:])
+	size, m := binary.Uvarint(l.b[l.pos+n:])
+	l.pos += n + m
+	h := Handle{Offset: l.end + uint64(d), Size: size}
+	l.end = h.Offset + h.Size + trailerLen
+	return h, true, nil
+}
+
+// compactTop walks the top-level index into a handleList, which then stands for it.
+func (it *Iter) compactTop() {
+	l := &handleList{}
+	var end uint64
+	for {
+		h, ok, err := it.topHandle()
+		if err != nil || !ok {
+			l.err = err
+			break
+		}
+		l.b = binary.AppendVarint(l.b, int64(h.Offset-end))
+		l.b = binary.AppendUvarint(l.b, h.Size)
+		end = h.Offset + h.Size + trailerLen
+	}
+	l.b = append([]byte(nil), l.b...)
+	it.top, it.handles = blockIter{}, l
+}
+
+// topHandle is the next handle of the top-level index.
+func (it *Iter) topHandle() (Handle, bool, error) {
+	if it.handles != nil {
+		return it.handles.next()
+	}
+	if !it.top.next() {
+		return Handle{}, false, it.top.err
+	}
+	h, ok := it.top.indexHandle()
+	if !ok {
+		what := "a data block handle"
+		if it.t.Properties.IndexType == IndexTwoLevel {
+			what = "an index partition handle"
+		}
+		return h, false, errf(it.t.File, it.top.entryOffset(), "index block", what, "bad varints")
+	}
+	return h, true, nil
 }
 
 // Err is the error that stopped Next, or nil at the end of the table.
@@ -175,14 +241,7 @@ func (it *Iter) numbered(err error) error {
 func (it *Iter) nextDataHandle() (Handle, bool, error) {
 	p := it.t.Properties
 	if p.IndexType != IndexTwoLevel {
-		if !it.top.next() {
-			return Handle{}, false, it.top.err
-		}
-		h, ok := it.top.indexHandle()
-		if !ok {
-			return h, false, errf(it.t.File, it.top.entryOffset(), "index block", "a data block handle", "bad varints")
-		}
-		return h, true, nil
+		return it.topHandle()
 	}
 	for {
 		if it.inPart && it.part.next() {
@@ -195,12 +254,9 @@ func (it *Iter) nextDataHandle() (Handle, bool, error) {
 		if it.part.err != nil {
 			return Handle{}, false, it.part.err
 		}
-		if !it.top.next() {
-			return Handle{}, false, it.top.err
-		}
-		h, ok := it.top.indexHandle()
-		if !ok {
-			return h, false, errf(it.t.File, it.top.entryOffset(), "index block", "an index partition handle", "bad varints")
+		h, ok, err := it.topHandle()
+		if err != nil || !ok {
+			return h, false, err
 		}
 		b, err := it.t.block(h, "index partition", &it.pbuf)
 		if err != nil {

@@ -50,11 +50,12 @@ func readAll(t *testing.T, name string, data []byte) (*Table, []entry, error) {
 	if fmt.Sprint(err) != fmt.Sprint(err2) || !slices.Equal(out, out2) {
 		t.Errorf("%s: OpenReaderAt read %d entries (error %v), Open %d (error %v)", name, len(out2), err2, len(out), err)
 	}
-	// Again with every uncompressed index block streamed, 5 bytes at a time.
+	// Again with every index of any size streamed 5 bytes at a time (uncompressed) or kept
+	// as a list of handles (compressed).
 	defer streamed(0, 5)()
 	_, out3, err3 := readTable(OpenReaderAt(name, bytes.NewReader(data), int64(len(data)), Options{Decompress: decompress}))
 	if fmt.Sprint(err) != fmt.Sprint(err3) || !slices.Equal(out, out3) {
-		t.Errorf("%s: the streamed index read %d entries (error %v), Open %d (error %v)", name, len(out3), err3, len(out), err)
+		t.Errorf("%s: the index streamed or as handles read %d entries (error %v), Open %d (error %v)", name, len(out3), err3, len(out), err)
 	}
 	return tb, out, err
 }
@@ -382,9 +383,15 @@ func lz4Block(src []byte) []byte {
 	return dst[:n]
 }
 
-// TestWriter: what Writer builds (many lz4 blocks) reads back entry for entry.
+// TestWriter: what Writer builds (many lz4 blocks, the index compressed or not) reads back
+// entry for entry, its index read whole, streamed or kept as handles (readAll).
 func TestWriter(t *testing.T) {
-	w := &Writer{Compression: LZ4Compression, Compress: lz4Block, BlockSize: 512}
+	for _, ci := range []bool{false, true} {
+		testWriter(t, &Writer{Compression: LZ4Compression, Compress: lz4Block, BlockSize: 512, CompressIndex: ci})
+	}
+}
+
+func testWriter(t *testing.T, w *Writer) {
 	var want []string
 	for i := 0; i < 3000; i++ {
 		k := fmt.Sprintf("key-%06d", i)
