@@ -345,7 +345,9 @@ func BenchmarkReadBinary1GB(b *testing.B) {
 // RocksDB partition held only in SST files (CKPT_BENCH_SST_ROWS rows, default 3,000,000):
 // the SST files are read a block at a time, so RSS does not grow with them.
 // CKPT_BENCH_SST_LZ4_INDEX=1 compresses the index blocks as Spark's RocksDB does (they are
-// then read whole; uncompressed ones are streamed).
+// then read whole; uncompressed ones are streamed), and CKPT_BENCH_SST_FILES=k writes the
+// keys in k files of consecutive key ranges instead of one (RocksDB's compactions write
+// files of about 64 MB).
 func BenchmarkReadBinarySST(b *testing.B) {
 	n := int64(3_000_000)
 	if v, err := strconv.ParseInt(os.Getenv("CKPT_BENCH_SST_ROWS"), 10, 64); err == nil && v > 0 {
@@ -361,6 +363,9 @@ func BenchmarkReadBinarySST(b *testing.B) {
 		root = filepath.Join(d, fmt.Sprintf("sst-%d", n))
 		if lz4Index {
 			root += "-lz4-index"
+		}
+		if k := os.Getenv("CKPT_BENCH_SST_FILES"); k != "" {
+			root += "-files" + k
 		}
 	}
 	data, err := os.ReadFile(filepath.Join(root, "rows"))
@@ -396,7 +401,8 @@ func TestWriteBenchSSTChild(t *testing.T) {
 	if out == "" || err != nil {
 		t.Skip("run by BenchmarkReadBinarySST")
 	}
-	rows, err := writeBenchSST(filepath.Join(out, "checkpoint"), n, os.Getenv("CKPT_BENCH_SST_LZ4_INDEX") == "1")
+	k, _ := strconv.Atoi(os.Getenv("CKPT_BENCH_SST_FILES"))
+	rows, err := writeBenchSST(filepath.Join(out, "checkpoint"), n, os.Getenv("CKPT_BENCH_SST_LZ4_INDEX") == "1", max(k, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,8 +506,9 @@ func sampleHeap(peak *atomic.Uint64) (stop func()) {
 // partition 0's 5.zip listing two SST files as Spark's RocksDB leaves them after a few
 // batches: a large one with every key (lz4 blocks of 4 KiB) and a newer small one with 1%
 // of the keys updated and 0.2% deleted (higher sequence numbers). lz4Index compresses the
-// index blocks too. It returns the rows.
-func writeBenchSST(dir string, n int64, lz4Index bool) (int64, error) {
+// index blocks too; the large one is split into k files of consecutive keys. It returns the
+// rows.
+func writeBenchSST(dir string, n int64, lz4Index bool, k int) (int64, error) {
 	src := "../../testdata/spark-state/4.1.4/agg-rocksdb/checkpoint"
 	if err := copyBut00(src, dir); err != nil {
 		return 0, err
@@ -543,12 +550,15 @@ func writeBenchSST(dir string, n int64, lz4Index bool) (int64, error) {
 		return dst[:m]
 	}
 	var val []byte
-	big := &sstable.Writer{Compression: sstable.LZ4Compression, Compress: lz, CompressIndex: lz4Index}
+	var big []*sstable.Writer
+	for range k {
+		big = append(big, &sstable.Writer{Compression: sstable.LZ4Compression, Compress: lz, CompressIndex: lz4Index})
+	}
 	small := &sstable.Writer{Compression: sstable.LZ4Compression, Compress: lz, CompressIndex: lz4Index}
 	rows := n
-	for _, i := range order {
+	for j, i := range order {
 		val = append(append(val[:0], 0), benchValue(nil, tmpl, i, 3)...)
-		big.Add(keys[i], uint64(i+1), sstable.KindValue, val)
+		big[int64(j)*int64(k)/n].Add(keys[i], uint64(i+1), sstable.KindValue, val)
 		switch {
 		case i%500 == 7:
 			small.Add(keys[i], uint64(n+i+1), sstable.KindDeletion, nil)
@@ -563,7 +573,7 @@ func writeBenchSST(dir string, n int64, lz4Index bool) (int64, error) {
 		return 0, err
 	}
 	var files []statefmt.RocksDBFile
-	for i, w := range []*sstable.Writer{big, small} {
+	for i, w := range append(big, small) {
 		b := w.Finish()
 		name := fmt.Sprintf("%06d-bench.sst", 100+i)
 		if err := os.WriteFile(filepath.Join(part, "SSTs", name), b, 0o644); err != nil {
@@ -595,7 +605,7 @@ func writeBenchSST(dir string, n int64, lz4Index bool) (int64, error) {
 // one run.
 func BenchmarkReadSST(b *testing.B) {
 	root := b.TempDir()
-	want, err := writeBenchSST(filepath.Join(root, "checkpoint"), 300_000, false)
+	want, err := writeBenchSST(filepath.Join(root, "checkpoint"), 300_000, false, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
