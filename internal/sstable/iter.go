@@ -68,8 +68,9 @@ func (t *Table) Iter() *Iter {
 	// A two-level index's top level points to index partitions, whose values are as the
 	// index's; the top level has no first keys.
 	first := p.IndexType == IndexBinarySearchWithFirst
-	// A large uncompressed index (RocksDB does not compress index blocks unless told to) is
-	// walked a part at a time: a single-level index is about 1% of the file.
+	// A large uncompressed index (RocksDB stores it so with enable_index_compression off, or
+	// when compression does not shrink it) is walked a part at a time: a single-level index
+	// is about 1% of the file.
 	src, err := t.streamBlock(t.Footer.Index, "index block")
 	if err != nil {
 		it.err = err

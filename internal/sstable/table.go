@@ -71,8 +71,10 @@ func Open(file string, data []byte, opts Options) (*Table, error) {
 }
 
 // OpenReaderAt is Open for a table of size bytes read from r a block at a time, as the
-// iterator goes: memory holds the index and one data block, not the file (an SST file of a
-// large state partition is 64 MiB or more, and a version is many of them).
+// iterator goes: memory holds one data block and the index, not the file (an SST file of a
+// large state partition is 64 MiB or more, and a version is many of them). An index of 256
+// KiB or more is read a part at a time when uncompressed, and kept as its block handles
+// (about 3 bytes a block) when compressed.
 func OpenReaderAt(file string, r io.ReaderAt, size int64, opts Options) (*Table, error) {
 	return open(&Table{File: file, r: r, size: size, opts: opts, MetaBlocks: map[string]Handle{}})
 }
@@ -227,7 +229,8 @@ func (t *Table) checkHandle(h Handle, name string) error {
 }
 
 // indexChunk is how many bytes of an index block a streamed walk reads at a time, and
-// streamMin the smallest block streamed (tests make both small).
+// streamMin the smallest index streamed, or kept as handles when compressed (tests make both
+// small).
 var (
 	indexChunk = 64 << 10
 	streamMin  = uint64(256 << 10)
