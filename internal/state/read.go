@@ -375,22 +375,47 @@ func (f *keyFilter) mayHave(k []byte) bool {
 	return f.words[w]&bits == bits
 }
 
-// records streams the records of one file.
-func (r *Reader) records(ctx context.Context, f File, fn func(statefmt.Record) error) error {
+// open streams f decompressed, in the codec of the options or else the one its framing tells;
+// closing it closes the file too.
+func (r *Reader) open(ctx context.Context, f File) (io.ReadCloser, error) {
 	rc, err := r.st.Open(ctx, f.Path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 64<<10)
 	codec := r.opts.Codec
 	if codec == "" {
 		head, _ := br.Peek(8)
 		if codec = statefmt.DetectCodec(head); codec == "" {
-			return &statefmt.Error{File: f.Path, Offset: 0, Expected: "the framing of a compression codec (lz4, zstd, snappy, lzf)", Got: fmt.Sprintf("%q", head)}
+			rc.Close()
+			return nil, &statefmt.Error{File: f.Path, Offset: 0, Expected: "the framing of a compression codec (lz4, zstd, snappy, lzf)", Got: fmt.Sprintf("%q", head)}
 		}
 	}
 	dr, err := statefmt.Decompress(f.Path, codec, br)
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	return &decompressed{ReadCloser: dr, file: rc}, nil
+}
+
+// decompressed is a decompressing reader that closes its file after itself.
+type decompressed struct {
+	io.ReadCloser
+	file io.Closer
+}
+
+func (d *decompressed) Close() error {
+	err := d.ReadCloser.Close()
+	if ferr := d.file.Close(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// records streams the records of one file.
+func (r *Reader) records(ctx context.Context, f File, fn func(statefmt.Record) error) error {
+	dr, err := r.open(ctx, f)
 	if err != nil {
 		return err
 	}

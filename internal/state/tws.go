@@ -487,20 +487,7 @@ func (e *pendingTWS) resolve(base []byte, hasBase bool) ([]byte, bool) {
 // and deletes).
 func (tw *twsReader) changelog(ctx context.Context, f File, fn func(typ statefmt.RecordType, key, value []byte) error) error {
 	r := tw.r
-	rc, err := r.st.Open(ctx, f.Path)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	br := bufio.NewReaderSize(rc, 64<<10)
-	codec := r.opts.Codec
-	if codec == "" {
-		head, _ := br.Peek(8)
-		if codec = statefmt.DetectCodec(head); codec == "" {
-			return &statefmt.Error{File: f.Path, Offset: 0, Expected: "the framing of a compression codec (lz4, zstd, snappy, lzf)", Got: fmt.Sprintf("%q", head)}
-		}
-	}
-	dr, err := statefmt.Decompress(f.Path, codec, br)
+	dr, err := r.open(ctx, f)
 	if err != nil {
 		return err
 	}
