@@ -120,6 +120,9 @@ func ParseOperatorMetadata(file string, data []byte) (*OperatorMetadata, error) 
 				var st StoreMetadata
 				seen := 0
 				_, err := scanObject(obj, s2, 1, func(k []byte, kk jsonKind, s3, e3 int) *jsonErr {
+					if ver < 2 && string(k) == "stateSchemaFilePath" {
+						return nil // not a field of v1's StateStoreMetadataV1: json4s ignores it
+					}
 					switch string(k) {
 					case "storeName", "stateSchemaFilePath":
 						if kk != jString {
@@ -162,6 +165,9 @@ func ParseOperatorMetadata(file string, data []byte) (*OperatorMetadata, error) 
 			})
 			return err
 		case "operatorPropertiesJson":
+			if ver < 2 {
+				return nil // not a field of v1's OperatorStateMetadataV1: json4s ignores it
+			}
 			if kind != jString {
 				return fail("operatorPropertiesJson", "a string", v)
 			}
