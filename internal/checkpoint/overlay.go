@@ -345,6 +345,26 @@ func (o *Overlay) WriteFile(ctx context.Context, p string, data []byte) error {
 	return nil
 }
 
+// Create is WriteFile of src's bytes: the overlay holds its files in memory.
+func (o *Overlay) Create(ctx context.Context, p string, src storage.Source) error {
+	if _, err := o.Stat(ctx, p); err == nil {
+		return fmt.Errorf("write %s: %w", p, fs.ErrExist)
+	}
+	rc, err := src.Open(ctx)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, src.Size+1))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if int64(len(data)) != src.Size {
+		return fmt.Errorf("write %s: %w", p, storage.ErrSourceSize)
+	}
+	return o.WriteFile(ctx, p, data)
+}
+
 // Delete hides p; the base is not touched.
 func (o *Overlay) Delete(_ context.Context, p string) error {
 	o.Hide(p)

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -394,12 +392,28 @@ func (s *Azure) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 
 // WriteFile implements Store (see the type's doc).
 func (s *Azure) WriteFile(ctx context.Context, path string, data []byte) error {
+	return s.Create(ctx, path, BytesSource(data))
+}
+
+// AzureMaxPut is the largest blob one Put Blob may create (5000 MiB); ckpt does not stage
+// blocks, so Create refuses larger files.
+const AzureMaxPut = 5000 << 20
+
+// Create implements Store: WriteFile's Put Blob with the body streamed from src. The SDK's
+// retries rewind the body, which opens src again.
+func (s *Azure) Create(ctx context.Context, path string, src Source) error {
 	c, k, err := s.key(OpWrite, path, false)
 	if err != nil {
 		return err
 	}
+	if src.Size > AzureMaxPut {
+		return pathErr(OpWrite, s.uri, c, fmt.Errorf("a file of %d bytes is larger than one Azure Put Blob takes (5000 MiB), and ckpt does not stage blocks", src.Size))
+	}
+	ctx = withAnswerDeadline(ctx, s.timeout)
+	body := newRewinder(ctx, src)
+	defer body.Close()
 	etagAny := azcore.ETagAny
-	_, err = s.client.NewBlockBlobClient(k).Upload(withAnswerDeadline(ctx, s.timeout), streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{
+	_, err = s.client.NewBlockBlobClient(k).Upload(ctx, body, &blockblob.UploadOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &etagAny}},
 	})
 	if err != nil {

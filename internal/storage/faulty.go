@@ -17,8 +17,8 @@ var ErrInjected = errors.New("storage: injected fault")
 // configuration passes everything through unchanged. Faulty is safe for
 // concurrent use, and its settings may change while operations run.
 //
-// Each operation, in order: is counted; if it is a mutation (WriteFile or
-// Delete) takes the next mutation number; sleeps the latency configured for
+// Each operation, in order: is counted; if it is a mutation (WriteFile, Create
+// or Delete) takes the next mutation number; sleeps the latency configured for
 // its Op; calls the hook; applies the configured failure; then calls the
 // inner store. Injected errors come back as *PathError wrapping the
 // configured error.
@@ -313,6 +313,18 @@ func (f *Faulty) WriteFile(ctx context.Context, path string, data []byte) error 
 		return err
 	}
 	if err := f.inner.WriteFile(ctx, path, data); err != nil {
+		return err
+	}
+	return after
+}
+
+// Create implements Store, as a write (OpWrite) for the counters and faults.
+func (f *Faulty) Create(ctx context.Context, path string, src Source) error {
+	after, err := f.before(ctx, OpWrite, path)
+	if err != nil {
+		return err
+	}
+	if err := f.inner.Create(ctx, path, src); err != nil {
 		return err
 	}
 	return after

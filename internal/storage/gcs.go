@@ -252,7 +252,7 @@ func gcsTransient(err error) bool {
 type gcsRequest struct {
 	method string
 	url    string
-	body   []byte // sent as application/octet-stream when not nil
+	body   *Source // sent as application/octet-stream when not nil, opened again per attempt
 }
 
 // do sends req until it succeeds, fails for good or has been tried gcsAttempts times. On a 2xx
@@ -292,16 +292,18 @@ func (s *GCS) do(ctx context.Context, req gcsRequest, read func(*http.Response) 
 }
 
 func (s *GCS) attempt(ctx context.Context, req gcsRequest, read func(*http.Response) (bool, error)) error {
-	var body io.Reader
-	if req.body != nil {
-		body = bytes.NewReader(req.body)
-	}
-	hr, err := http.NewRequestWithContext(ctx, req.method, req.url, body)
+	hr, err := http.NewRequestWithContext(ctx, req.method, req.url, nil)
 	if err != nil {
 		return err
 	}
 	if req.body != nil {
 		hr.Header.Set("Content-Type", "application/octet-stream")
+		hr.ContentLength = req.body.Size
+		hr.Body = http.NoBody
+		if req.body.Size > 0 {
+			// The transport closes it, also when the attempt fails.
+			hr.Body = newRewinder(ctx, *req.body)
+		}
 	}
 	hr.Header.Set("User-Agent", "ckpt")
 	resp, err := s.client.Do(hr)
@@ -551,6 +553,12 @@ func (s *GCS) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 
 // WriteFile implements Store (see the type's doc).
 func (s *GCS) WriteFile(ctx context.Context, path string, data []byte) error {
+	return s.Create(ctx, path, BytesSource(data))
+}
+
+// Create implements Store: WriteFile's upload with the body streamed from src, opened again
+// for each attempt.
+func (s *GCS) Create(ctx context.Context, path string, src Source) error {
 	c, k, err := s.key(OpWrite, path, false)
 	if err != nil {
 		return err
@@ -558,12 +566,9 @@ func (s *GCS) WriteFile(ctx context.Context, path string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return pathErr(OpWrite, s.uri, c, err)
 	}
-	if data == nil {
-		data = []byte{} // an empty body, still sent
-	}
 	q := url.Values{"uploadType": {"media"}, "name": {k}, "ifGenerationMatch": {"0"}, "fields": {"name"}}
 	u := s.endpoint + "/upload/storage/v1/b/" + gcsEscape(s.bucket) + "/o?" + q.Encode()
-	err = s.do(ctx, gcsRequest{method: http.MethodPost, url: u, body: data}, nil)
+	err = s.do(ctx, gcsRequest{method: http.MethodPost, url: u, body: &src}, nil)
 	if err != nil {
 		var ge *GCSError
 		if errors.As(err, &ge) && ge.Status == http.StatusPreconditionFailed {

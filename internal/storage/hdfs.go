@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -217,17 +216,18 @@ func (s *HDFS) err(err error) error {
 
 // do sends a request; a non-2xx answer (other than a redirect returned by noFollow) becomes an
 // *HDFSError.
-func (s *HDFS) do(ctx context.Context, c *http.Client, method, u string, body []byte) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+func (s *HDFS) do(ctx context.Context, c *http.Client, method, u string, body *Source) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/octet-stream")
+		req.ContentLength = body.Size
+		req.Body = http.NoBody
+		if body.Size > 0 {
+			req.Body = newRewinder(ctx, *body) // closed by the transport
+		}
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -403,9 +403,9 @@ func (s *HDFS) Open(ctx context.Context, p string) (io.ReadCloser, error) {
 	return openStream(ctx, s.uri, p, s.get, s.err)
 }
 
-// create writes data to the new file full (overwrite=false): the NameNode redirects to a
+// create writes src to the new file full (overwrite=false): the NameNode redirects to a
 // DataNode, which takes the bytes.
-func (s *HDFS) create(ctx context.Context, full string, data []byte) error {
+func (s *HDFS) create(ctx context.Context, full string, src Source) error {
 	resp, err := s.do(ctx, s.noFollow, http.MethodPut, s.opURL(full, "CREATE", "overwrite", "false"), nil)
 	if err != nil {
 		return err
@@ -416,10 +416,7 @@ func (s *HDFS) create(ctx context.Context, full string, data []byte) error {
 	if resp.StatusCode != http.StatusTemporaryRedirect || loc == "" {
 		return fmt.Errorf("WebHDFS CREATE answered HTTP %d without a DataNode location", resp.StatusCode)
 	}
-	if data == nil {
-		data = []byte{}
-	}
-	resp, err = s.do(ctx, s.noFollow, http.MethodPut, loc, data)
+	resp, err = s.do(ctx, s.noFollow, http.MethodPut, loc, &src)
 	if err != nil {
 		return err
 	}
@@ -433,6 +430,11 @@ func (s *HDFS) create(ctx context.Context, full string, data []byte) error {
 
 // WriteFile implements Store (see the type's doc).
 func (s *HDFS) WriteFile(ctx context.Context, p string, data []byte) error {
+	return s.Create(ctx, p, BytesSource(data))
+}
+
+// Create implements Store: WriteFile with the temp file's content streamed from src.
+func (s *HDFS) Create(ctx context.Context, p string, src Source) error {
 	c, full, err := s.key(OpWrite, p, false)
 	if err != nil {
 		return err
@@ -446,14 +448,14 @@ func (s *HDFS) WriteFile(ctx context.Context, p string, data []byte) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return pathErr(OpWrite, s.uri, c, err)
 	}
-	return s.publish(ctx, c, full, data)
+	return s.publish(ctx, c, full, src)
 }
 
 // publish writes a temp file beside full and renames it to full, refusing an existing target.
-func (s *HDFS) publish(ctx context.Context, c, full string, data []byte) error {
+func (s *HDFS) publish(ctx context.Context, c, full string, src Source) error {
 	dir, name := path.Split(full)
 	tmp := dir + TempName(name)
-	if err := s.create(ctx, tmp, data); err != nil {
+	if err := s.create(ctx, tmp, src); err != nil {
 		s.removeTemp(tmp)
 		return pathErr(OpWrite, s.uri, c, err)
 	}
@@ -469,11 +471,28 @@ func (s *HDFS) publish(ctx context.Context, c, full string, data []byte) error {
 }
 
 // removeTemp deletes a temp file of a failed write, even when the caller's context is done.
+// A body cut off mid-way leaves the DataNode to create and close the temp file on its own
+// time, possibly after the first delete: it is deleted again while it keeps reappearing, for a
+// short while (--resume removes what is left after that).
 func (s *HDFS) removeTemp(full string) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	_ = s.doJSON(ctx, http.MethodDelete, s.opURL(full, "DELETE", "recursive", "false"), nil)
+	for range tempChecks {
+		_ = s.doJSON(ctx, http.MethodDelete, s.opURL(full, "DELETE", "recursive", "false"), nil)
+		if sleepCtx(ctx, tempCheckGap) != nil {
+			return
+		}
+		if _, err := s.status(ctx, full); err != nil {
+			return // gone, or the NameNode no longer answers
+		}
+	}
 }
+
+// tempChecks and tempCheckGap bound removeTemp's wait for a temp file that reappears.
+const (
+	tempChecks   = 10
+	tempCheckGap = 100 * time.Millisecond
+)
 
 // Delete implements Store. A missing file is not an error; a non-empty directory is.
 func (s *HDFS) Delete(ctx context.Context, p string) error {

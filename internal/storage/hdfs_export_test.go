@@ -9,5 +9,5 @@ func HDFSPublishForTest(ctx context.Context, s *HDFS, p string, data []byte) err
 	if err != nil {
 		return err
 	}
-	return s.publish(ctx, c, full, data)
+	return s.publish(ctx, c, full, BytesSource(data))
 }

@@ -467,16 +467,61 @@ func (l *Local) checkInsideStat(dir string, fi fs.FileInfo, lerr error) error {
 
 // WriteFile implements Store (see the type's doc for the recipe).
 func (l *Local) WriteFile(ctx context.Context, path string, data []byte) error {
-	return l.write(ctx, path, data, false)
+	return l.write(ctx, path, writeBytes(data), false)
 }
 
 // WriteFileDeferred implements DeferredSyncer: WriteFile without the fsync
 // of the directory.
 func (l *Local) WriteFileDeferred(ctx context.Context, path string, data []byte) error {
-	return l.write(ctx, path, data, true)
+	return l.write(ctx, path, writeBytes(data), true)
 }
 
-func (l *Local) write(ctx context.Context, path string, data []byte, deferred bool) error {
+// Create implements Store: WriteFile's recipe, the content copied from src through one buffer.
+func (l *Local) Create(ctx context.Context, path string, src Source) error {
+	// An early answer before copying a large file; linkat or rename is what refuses.
+	if c, p, err := l.resolve(OpWrite, path, false); err == nil {
+		if _, err := os.Lstat(p); err == nil {
+			return pathErr(OpWrite, l.uri, c, fs.ErrExist)
+		}
+	}
+	return l.write(ctx, path, func(w io.Writer) error { return copySource(ctx, w, src) }, false)
+}
+
+// writeBytes is the fill of a write of data.
+func writeBytes(data []byte) func(io.Writer) error {
+	return func(w io.Writer) error { _, err := w.Write(data); return err }
+}
+
+// copySource writes src to w through a pooled buffer, stopping when ctx is done.
+func copySource(ctx context.Context, w io.Writer, src Source) error {
+	rc, err := src.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	r := newExact(rc, src.Size)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := r.Read(*bp)
+		if n > 0 {
+			if _, werr := w.Write((*bp)[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (l *Local) write(ctx context.Context, path string, fill func(io.Writer) error, deferred bool) error {
 	c, p, err := l.resolve(OpWrite, path, false)
 	if err != nil {
 		return err
@@ -484,13 +529,14 @@ func (l *Local) write(ctx context.Context, path string, data []byte, deferred bo
 	if err := ctx.Err(); err != nil {
 		return pathErr(OpWrite, l.uri, c, err)
 	}
-	if err := l.writeFile(p, data, deferred); err != nil {
+	if err := l.writeFile(p, fill, deferred); err != nil {
 		return pathErr(OpWrite, l.uri, c, err)
 	}
 	return nil
 }
 
-func (l *Local) writeFile(p string, data []byte, deferred bool) (err error) {
+// writeFile publishes a new file p whose content fill writes to its descriptor.
+func (l *Local) writeFile(p string, fill func(io.Writer) error, deferred bool) (err error) {
 	dir, name := filepath.Split(p)
 	dir = filepath.Clean(dir)
 	if err := l.prepareDir(dir); err != nil {
@@ -504,7 +550,7 @@ func (l *Local) writeFile(p string, data []byte, deferred bool) (err error) {
 		others = l.syncBeforeName(dir, dirs)
 	}
 	if !l.named.Load() {
-		err := writeUnnamed(dir, p, data, others)
+		err := writeUnnamed(dir, p, fill, others)
 		if !errors.Is(err, errNoUnnamed) {
 			if err != nil {
 				return localErr(err)
@@ -520,7 +566,7 @@ func (l *Local) writeFile(p string, data []byte, deferred bool) (err error) {
 		return fs.ErrExist
 	}
 	tmp := filepath.Join(dir, TempName(name))
-	werr := writeSynced(tmp, data)
+	werr := writeSynced(tmp, fill)
 	others()
 	if werr != nil {
 		if !errors.Is(werr, fs.ErrExist) {

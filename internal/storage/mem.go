@@ -256,6 +256,12 @@ func (m *Mem) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 
 // WriteFile implements Store. The data is copied.
 func (m *Mem) WriteFile(ctx context.Context, path string, data []byte) error {
+	return m.Create(ctx, path, BytesSource(data))
+}
+
+// Create implements Store. The file is read into one buffer of its size, the memory the store
+// keeps it in.
+func (m *Mem) Create(ctx context.Context, path string, src Source) error {
 	c, k, err := m.key(OpWrite, path, false)
 	if err != nil {
 		return err
@@ -263,13 +269,51 @@ func (m *Mem) WriteFile(ctx context.Context, path string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return pathErr(OpWrite, m.uri, c, err)
 	}
+	if m.exists(k) {
+		return pathErr(OpWrite, m.uri, c, fs.ErrExist) // before reading a large source
+	}
+	data, err := readSource(ctx, src)
+	if err != nil {
+		return pathErr(OpWrite, m.uri, c, err)
+	}
 	m.d.mu.Lock()
 	defer m.d.mu.Unlock()
 	if _, ok := m.d.files[k]; ok {
 		return pathErr(OpWrite, m.uri, c, fs.ErrExist)
 	}
-	m.d.files[k] = memFile{data: bytes.Clone(data), mod: m.d.now()}
+	m.d.files[k] = memFile{data: data, mod: m.d.now()}
 	return nil
+}
+
+func (m *Mem) exists(k string) bool {
+	m.d.mu.Lock()
+	defer m.d.mu.Unlock()
+	_, ok := m.d.files[k]
+	return ok
+}
+
+// readSource reads a source whole into a buffer of exactly its size.
+func readSource(ctx context.Context, src Source) ([]byte, error) {
+	rc, err := src.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data := make([]byte, src.Size)
+	r := newExact(rc, src.Size)
+	if _, err := io.ReadFull(r, data); err != nil {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			err = fmt.Errorf("%w: it ended early", ErrSourceSize)
+		}
+		return nil, err
+	}
+	if _, err := r.Read(nil); err != io.EOF {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // Delete implements Store.

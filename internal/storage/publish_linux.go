@@ -4,6 +4,7 @@ package storage
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -56,13 +57,13 @@ var (
 	}
 )
 
-// writeUnnamed writes data to an unnamed file in dir, fsyncs it, waits for
+// writeUnnamed writes the content (fill) to an unnamed file in dir, fsyncs it, waits for
 // others (the fsyncs that must precede the name), and links it as p; linkat
 // fails with EEXIST when p exists (fs.ErrExist), so nothing is replaced. It
 // costs one directory change less than a named temporary file and a rename,
 // and a crash leaves nothing: the kernel frees an unnamed file with its last
 // descriptor. errNoUnnamed: nothing was written or named, use a named file.
-func writeUnnamed(dir, p string, data []byte, others func()) error {
+func writeUnnamed(dir, p string, fill func(io.Writer) error, others func()) error {
 	fd, err := openUnnamed(dir)
 	if err != nil {
 		// EISDIR: kernels before 3.11 read O_TMPFILE as O_DIRECTORY.
@@ -75,7 +76,7 @@ func writeUnnamed(dir, p string, data []byte, others func()) error {
 	// The name is given, or not, only after the fsync; a close error then
 	// loses nothing, so it is not one.
 	defer unix.Close(fd)
-	err = writeAll(fd, data)
+	err = fill(fdWriter(fd))
 	if err == nil {
 		err = fileSync(fd)
 	}

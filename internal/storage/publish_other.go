@@ -2,7 +2,10 @@
 
 package storage
 
-import "errors"
+import (
+	"errors"
+	"io"
+)
 
 // publish gives the fsync'd temporary file tmp the name p unless p exists
 // (fs.ErrExist), by a hard link; tmp is left for the caller to remove.
@@ -15,7 +18,7 @@ var errNoUnnamed = errors.New("no unnamed temporary files here")
 
 // writeUnnamed is Linux's O_TMPFILE write; elsewhere WriteFile uses a named
 // temporary file.
-func writeUnnamed(dir, p string, data []byte, others func()) error {
+func writeUnnamed(dir, p string, fill func(io.Writer) error, others func()) error {
 	return errNoUnnamed
 }
 

@@ -69,8 +69,14 @@ type guard struct {
 	timeout time.Duration
 }
 
-// answerByKey is the context key of the answer deadline (a time.Time).
+// answerByKey is the context key of the answer deadline (an *answerDeadline).
 type answerByKey struct{}
+
+// answerDeadline is when the answer of a call must have come, over all its attempts.
+type answerDeadline struct {
+	mu sync.Mutex
+	by time.Time
+}
 
 // withAnswerDeadline gives the requests made with the returned context one deadline for their
 // answer: timeout from now, over all attempts. A context that has one already keeps it.
@@ -78,22 +84,48 @@ func withAnswerDeadline(ctx context.Context, timeout time.Duration) context.Cont
 	if timeout <= 0 {
 		return ctx
 	}
-	if _, ok := ctx.Value(answerByKey{}).(time.Time); ok {
+	if _, ok := ctx.Value(answerByKey{}).(*answerDeadline); ok {
 		return ctx
 	}
-	return context.WithValue(ctx, answerByKey{}, time.Now().Add(timeout))
+	return context.WithValue(ctx, answerByKey{}, &answerDeadline{by: time.Now().Add(timeout)})
+}
+
+// answerBy returns the answer deadline of ctx, if it has one.
+func answerBy(ctx context.Context) (time.Time, bool) {
+	d, ok := ctx.Value(answerByKey{}).(*answerDeadline)
+	if !ok {
+		return time.Time{}, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.by, true
+}
+
+// extendAnswer moves the answer deadline of ctx by d: time spent reading the call's own body
+// (a client that reads it whole for a checksum before sending) is not waiting for the endpoint.
+func extendAnswer(ctx context.Context, d time.Duration) {
+	if a, ok := ctx.Value(answerByKey{}).(*answerDeadline); ok {
+		a.mu.Lock()
+		a.by = a.by.Add(d)
+		a.mu.Unlock()
+	}
 }
 
 // deadlineError is a request the guard gave up on.
 type deadlineError struct {
 	// stalled: the headers came, then the body stopped; else no answer came.
 	stalled bool
+	// sending: the endpoint stopped taking the request's body.
+	sending bool
 	limit   time.Duration
 }
 
 func (e *deadlineError) Error() string {
 	if e.stalled {
 		return fmt.Sprintf("the answer stopped: no data for %s", e.limit)
+	}
+	if e.sending {
+		return fmt.Sprintf("the upload stopped: the endpoint took no data for %s", e.limit)
 	}
 	return fmt.Sprintf("no answer within %s", e.limit)
 }
@@ -112,7 +144,7 @@ func (e *deadlineError) NonRetriable() {}
 
 // RoundTrip implements http.RoundTripper.
 func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
-	by, ok := req.Context().Value(answerByKey{}).(time.Time)
+	by, ok := answerBy(req.Context())
 	if !ok {
 		by = time.Now().Add(g.timeout)
 	}
@@ -127,14 +159,22 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fail(false)
 	}
 	ctx, cancel := context.WithCancel(req.Context())
-	var fired atomic.Bool
-	t := time.AfterFunc(wait, func() { fired.Store(true); cancel() })
+	var fired, sending atomic.Bool
+	var upload atomic.Pointer[uploadBody]
+	t := time.AfterFunc(wait, func() {
+		if u := upload.Load(); u != nil {
+			sending.Store(u.sending())
+		}
+		fired.Store(true)
+		cancel()
+	})
 	out := req.WithContext(ctx)
 	var ub *uploadBody
 	if req.Body != nil && req.Body != http.NoBody {
 		// Sending a large file is not waiting for an answer: while the body goes out, the
 		// limit is between reads of it, and the answer deadline moves by the time it took.
 		ub = &uploadBody{rc: req.Body, timer: t, limit: g.timeout, by: by}
+		upload.Store(ub)
 		out.Body = ub
 	}
 	resp, err := g.do(out)
@@ -146,6 +186,9 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body.Close()
 		}
 		cancel()
+		if sending.Load() {
+			return nil, &url.Error{Op: req.Method, URL: req.URL.String(), Err: &deadlineError{sending: true, limit: g.timeout}}
+		}
 		return nil, fail(false)
 	}
 	if err != nil {
@@ -197,6 +240,13 @@ func (b *uploadBody) Read(p []byte) (int, error) {
 }
 
 func (b *uploadBody) Close() error { return b.rc.Close() }
+
+// sending reports a body started and not yet read to its end.
+func (b *uploadBody) sending() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.started.IsZero() && !b.done
+}
 
 // finish stops the body from touching the timer: the round trip is over.
 func (b *uploadBody) finish() {
@@ -274,6 +324,10 @@ func timeoutWhat(err error, limit time.Duration) string {
 	}
 	if stalled(err) {
 		return "stopped sending an answer: no data" + within
+	}
+	var de *deadlineError
+	if errors.As(err, &de) && de.sending {
+		return "stopped taking the file being written: no progress" + within
 	}
 	return "did not answer" + within
 }

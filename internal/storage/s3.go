@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -457,9 +456,31 @@ func (s *S3) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 
 // WriteFile implements Store (see the type's doc).
 func (s *S3) WriteFile(ctx context.Context, path string, data []byte) error {
+	return s.put(ctx, path, BytesSource(data))
+}
+
+// S3MaxPut is the largest object one PutObject may create (5 GiB); ckpt does not use multipart
+// uploads, so Create refuses larger files.
+const S3MaxPut = 5 << 30
+
+// Create implements Store: WriteFile's PutObject with the body streamed from src. Over HTTPS the
+// SDK reads it once, as it sends it, with a trailing checksum; over plain HTTP it reads it once
+// more first, for the checksum and the payload's SHA-256 in the signature. Either way the server
+// refuses a body that is not what was declared, so a source that ends early publishes nothing
+// (an unsigned payload made versitygw store the truncated file). Retries rewind the body,
+// which opens src again.
+func (s *S3) Create(ctx context.Context, path string, src Source) error {
+	return s.put(ctx, path, src)
+}
+
+// put is WriteFile and Create: a HeadObject, then a conditional PutObject with opts.
+func (s *S3) put(ctx context.Context, path string, src Source, opts ...func(*s3.Options)) error {
 	c, k, err := s.key(OpWrite, path, false)
 	if err != nil {
 		return err
+	}
+	if src.Size > S3MaxPut {
+		return pathErr(OpWrite, s.uri, c, fmt.Errorf("a file of %d bytes is larger than one S3 PutObject takes (5 GiB), and ckpt does not do multipart uploads", src.Size))
 	}
 	_, err = s.client.HeadObject(withAnswerDeadline(ctx, s.timeout), &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
 	if err == nil {
@@ -468,12 +489,16 @@ func (s *S3) WriteFile(ctx context.Context, path string, data []byte) error {
 	if err = s.s3Err(err); !errors.Is(err, fs.ErrNotExist) {
 		return pathErr(OpWrite, s.uri, c, err)
 	}
-	_, err = s.client.PutObject(withAnswerDeadline(ctx, s.timeout), &s3.PutObjectInput{
-		Bucket:      aws.String(s.bucket),
-		Key:         aws.String(k),
-		Body:        bytes.NewReader(data),
-		IfNoneMatch: aws.String("*"),
-	})
+	pctx := withAnswerDeadline(ctx, s.timeout)
+	body := newRewinder(pctx, src)
+	defer body.Close()
+	_, err = s.client.PutObject(pctx, &s3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(k),
+		Body:          body,
+		ContentLength: aws.Int64(src.Size),
+		IfNoneMatch:   aws.String("*"),
+	}, opts...)
 	if err != nil {
 		if isExists(err) {
 			return pathErr(OpWrite, s.uri, c, fs.ErrExist)

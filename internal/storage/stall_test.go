@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -255,4 +256,80 @@ func TestStoresSlowUploadIsNotATimeout(t *testing.T) {
 	if el := time.Since(start); el < 2*limit {
 		t.Fatalf("the upload took %s, not over the limit %s: the test shows nothing", el, limit)
 	}
+}
+
+// stallUpload is a server that takes the start of an uploaded file and then stops reading it,
+// holding the connection until the client hangs up. It answers what each store asks first: S3's
+// HEAD and WebHDFS's GETFILESTATUS say the file is missing, WebHDFS's CREATE redirects to itself
+// as a DataNode.
+func stallUpload(t *testing.T, took *atomic.Int64) *httptest.Server {
+	t.Helper()
+	var srv *httptest.Server
+	stop := make(chan struct{})
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		switch {
+		case r.Method == http.MethodHead:
+			w.Header().Set("x-amz-request-id", "stall")
+			w.WriteHeader(http.StatusNotFound)
+		case r.Method == http.MethodGet || r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"RemoteException":{"exception":"FileNotFoundException","javaClassName":"java.io.FileNotFoundException","message":"no"}}`)
+		case q.Get("op") == "CREATE" && q.Get("datanode") == "":
+			w.Header().Set("Location", srv.URL+r.URL.Path+"?op=CREATE&datanode=1")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+		default:
+			n, _ := io.CopyN(io.Discard, r.Body, 1<<20)
+			took.Add(n)
+			// An unread body keeps the server from seeing the client hang up.
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+		}
+	}))
+	t.Cleanup(func() { close(stop); srv.Close() })
+	return srv
+}
+
+// A server that stops taking a file being written, mid-body, fails the streamed Create within
+// the idle limit, with a timeout error naming the endpoint and saying what stopped, instead of
+// hanging: the write deadline covers the whole upload.
+func TestStoresUploadStalls(t *testing.T) {
+	const idle = 400 * time.Millisecond
+	for _, kind := range remoteKinds {
+		t.Run(kind, func(t *testing.T) {
+			var took atomic.Int64
+			srv := stallUpload(t, &took)
+			s := openRemote(t, kind, strings.TrimPrefix(srv.URL, "http://"), idle)
+			// 256 MiB, generated as it is read: far more than the socket buffers hold.
+			const size = 256 << 20
+			src := Source{Size: size, Open: func(context.Context) (io.ReadCloser, error) {
+				return io.NopCloser(io.LimitReader(zeroReader{}, size)), nil
+			}}
+			start := time.Now()
+			err := within(t, 30*time.Second, "create", func() error { return s.Create(context.Background(), "state/0/0/1.snapshot", src) })
+			el := time.Since(start)
+			if took.Load() == 0 {
+				t.Fatalf("the server took none of the file (%v): the test shows nothing", err)
+			}
+			ep, limit, _, ok := timeoutOf(err)
+			if !ok || ep != srv.URL || limit != idle {
+				t.Fatalf("create: %v, want a timeout error naming %s and the limit %s", err, srv.URL, idle)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "endpoint "+srv.URL+" stopped taking the file being written: no progress within "+idle.String()) {
+				t.Errorf("message = %s", msg)
+			}
+			if el > 10*time.Second {
+				t.Errorf("gave up after %s, with an idle limit of %s", el, idle)
+			}
+		})
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

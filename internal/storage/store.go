@@ -60,6 +60,13 @@ type Store interface {
 	// (Spark's createAtomic with overwriteIfPossible=false). Readers never
 	// see a partial file.
 	WriteFile(ctx context.Context, path string, data []byte) error
+	// Create is WriteFile with the content streamed from src (see Source), for files that may
+	// be large (data and state files, compact logs): the store holds a copy buffer, not the
+	// file. Create-only and atomic as WriteFile, and its errors are PathErrors of OpWrite. A
+	// source that gives other than src.Size bytes fails it (ErrSourceSize) and publishes
+	// nothing. Remote stores send the file in one request, which limits its size: S3 5 GiB,
+	// Azure 5000 MiB (a larger source fails before anything is sent).
+	Create(ctx context.Context, path string, src Source) error
 	// Delete removes a file. A missing path is not an error, so deletes can
 	// be retried. Directories are not removed recursively (Local removes an
 	// empty directory, matching object stores where empty directories do
@@ -78,7 +85,7 @@ const (
 	OpStat   Op = "stat"
 	OpRead   Op = "read" // ReadFile
 	OpOpen   Op = "open"
-	OpWrite  Op = "write" // WriteFile
+	OpWrite  Op = "write" // WriteFile and Create
 	OpDelete Op = "delete"
 )
 

@@ -2,19 +2,22 @@
 
 package storage
 
-import "os"
+import (
+	"io"
+	"os"
+)
 
 // syncDir is a no-op where directories cannot be fsynced (Windows: NTFS
 // journals metadata itself).
 func syncDir(string) {}
 
-// writeSynced creates name (it must not exist), writes data and fsyncs it.
-func writeSynced(name string, data []byte) error {
+// writeSynced creates name (it must not exist), writes its content with fill and fsyncs it.
+func writeSynced(name string, fill func(io.Writer) error) error {
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := fill(f); err != nil {
 		f.Close()
 		return err
 	}

@@ -21,15 +21,15 @@ func syncDir(dir string) {
 	_ = syscall.Close(fd)
 }
 
-// writeSynced creates name (it must not exist), writes data and fsyncs it,
+// writeSynced creates name (it must not exist), writes its content with fill and fsyncs it,
 // with plain system calls as syncDir.
 // Errors are the bare errno, as localErr leaves them.
-func writeSynced(name string, data []byte) error {
+func writeSynced(name string, fill func(io.Writer) error) error {
 	fd, err := openRetry(name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o644)
 	if err != nil {
 		return err
 	}
-	if err := writeAll(fd, data); err != nil {
+	if err := fill(fdWriter(fd)); err != nil {
 		syscall.Close(fd)
 		return err
 	}
@@ -43,6 +43,16 @@ func writeSynced(name string, data []byte) error {
 // fileSync is fsync(2) of a new file's descriptor; tests replace it to see the
 // order of the fsyncs.
 var fileSync = syscall.Fsync
+
+// fdWriter writes to a descriptor with writeAll.
+type fdWriter int
+
+func (w fdWriter) Write(b []byte) (int, error) {
+	if err := writeAll(int(w), b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
 
 // writeAll writes data to fd, again after EINTR and short writes.
 func writeAll(fd int, data []byte) error {

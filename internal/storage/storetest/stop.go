@@ -93,6 +93,11 @@ func (s *stopper) WriteFile(ctx context.Context, p string, data []byte) (err err
 	return err
 }
 
+func (s *stopper) Create(ctx context.Context, p string, src storage.Source) (err error) {
+	s.call(storage.OpWrite, p, func() error { err = s.Store.Create(ctx, p, src); return err })
+	return err
+}
+
 func (s *stopper) Delete(ctx context.Context, p string) (err error) {
 	s.call(storage.OpDelete, p, func() error { err = s.Store.Delete(ctx, p); return err })
 	return err
