@@ -605,22 +605,27 @@ func logKind(kind, p string) string {
 	return ""
 }
 
-// copyFile copies one file, rewriting a log's paths. changed reports a rewrite.
+// copyFile copies one file, rewriting a log's paths. changed reports a rewrite. Files are
+// streamed (storage.Store.Create): a data or state file, or a compact log, costs a copy buffer,
+// not its size; the log files Spark reads whole are read capped (ReadCapped) first.
 func (c *copier) copyFile(ctx context.Context, p Pair, f file) (changed bool, err error) {
-	var data []byte
+	src := storage.FileSource(p.Src, f.path, f.size)
 	if capped(p.Kind, f.path) {
 		// A log file Spark reads whole costs at most logformat.MaxFileBytes, as in every other
 		// command: a corrupt offsets file of one 1 GiB line cost cp over 1 GiB.
-		data, err = checkpoint.ReadCapped(ctx, p.Src, f.path)
-	} else {
-		data, err = p.Src.ReadFile(ctx, f.path)
+		data, err := checkpoint.ReadCapped(ctx, p.Src, f.path)
+		if err != nil {
+			return false, err
+		}
+		src = storage.BytesSource(data)
 	}
-	if err != nil {
-		return false, err
-	}
-	var checks []MissingPath
-	if lk := logKind(p.Kind, f.path); lk != "" && len(c.rewrites) > 0 {
-		out, n, un, paths, ok := c.rewrite(lk, f.path, data)
+	orig := src
+	lk := logKind(p.Kind, f.path)
+	if lk != "" && len(c.rewrites) > 0 {
+		n, un, size, ok, err := c.rewriteScan(ctx, lk, f.path, src)
+		if err != nil {
+			return false, fmt.Errorf("read %s/%s: %w", p.Src.URI(), f.path, err)
+		}
 		if ok {
 			c.mu.Lock()
 			c.res.Unrewritten += un
@@ -630,28 +635,32 @@ func (c *copier) copyFile(ctx context.Context, p Pair, f file) (changed bool, er
 			}
 			c.mu.Unlock()
 			if n > 0 {
-				data, changed = out, true
-				for _, rp := range paths {
-					checks = append(checks, MissingPath{Path: rp, LogFile: f.path})
-				}
+				src, changed = c.rewritten(lk, f.path, orig, size), true
 			}
 		}
 	}
-	skipped, err := c.write(ctx, p.Dst, f.path, data)
+	skipped, err := c.write(ctx, p.Dst, f.path, src)
 	if err != nil {
 		return changed, err
 	}
-	if p.Kind == KindSink {
-		c.checkInside(p.Dst, checks)
-	} else if err := c.check(ctx, checks); err != nil {
-		return changed, err
+	if changed {
+		err := c.eachRewritten(ctx, lk, f.path, orig, func(batch []MissingPath) error {
+			if p.Kind == KindSink {
+				c.checkInside(p.Dst, batch)
+				return nil
+			}
+			return c.check(ctx, batch)
+		})
+		if err != nil {
+			return changed, err
+		}
 	}
 	c.mu.Lock()
 	if skipped {
 		c.res.Skipped++
 	} else {
 		c.res.Files++
-		c.res.Bytes += int64(len(data))
+		c.res.Bytes += src.Size
 	}
 	c.mu.Unlock()
 	c.tick(f, f.size)
@@ -661,8 +670,8 @@ func (c *copier) copyFile(ctx context.Context, p Pair, f file) (changed bool, er
 // capped reports whether p is a file of a log that Spark and ckpt read whole, whose read is
 // capped at logformat.MaxFileBytes (checkpoint.ReadCapped): metadata, offsets/ and commits/, and
 // the batch files of a file source's or sink's log. Data and state files, and compact files of
-// the logs (a sink's may hold millions of entries), may legitimately be large: they are read
-// whole, one file per copying worker.
+// the logs (a sink's may hold millions of entries), may legitimately be large: they are
+// streamed, uncapped.
 func capped(kind, p string) bool {
 	if kind == KindCheckpoint && (p == "metadata" || strings.HasPrefix(p, "offsets/") || strings.HasPrefix(p, "commits/")) {
 		return true
@@ -670,9 +679,9 @@ func capped(kind, p string) bool {
 	return logKind(kind, p) != "" && logformat.ParseName(path.Base(p)).Kind == logformat.NameBatch
 }
 
-// holds reports whether dst holds p with exactly data, streaming it through the hash (a resumed
-// copy of a large file must not cost twice its size); exists is false when p is missing.
-func holds(ctx context.Context, dst storage.Store, p string, data []byte) (exists, equal bool, err error) {
+// holds reports whether dst holds p with exactly src's bytes, streaming both through a hash
+// (a resumed copy of a large file must not cost its size); exists is false when p is missing.
+func holds(ctx context.Context, dst storage.Store, p string, src storage.Source) (exists, equal bool, err error) {
 	rc, err := dst.Open(ctx, p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, false, nil
@@ -681,20 +690,37 @@ func holds(ctx context.Context, dst storage.Store, p string, data []byte) (exist
 		return false, false, err
 	}
 	defer rc.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(rc, int64(len(data))+1))
+	got, n, err := digest(rc, src.Size)
 	if err != nil {
 		return true, false, fmt.Errorf("read %s/%s: %w", dst.URI(), p, err)
 	}
-	want := sha256.Sum256(data)
-	return true, n == int64(len(data)) && bytes.Equal(h.Sum(nil), want[:]), nil
+	if n != src.Size {
+		return true, false, nil
+	}
+	sr, err := src.Open(ctx)
+	if err != nil {
+		return true, false, err
+	}
+	defer sr.Close()
+	want, m, err := digest(sr, src.Size)
+	if err != nil {
+		return true, false, err
+	}
+	return true, m == src.Size && bytes.Equal(got, want), nil
 }
 
-// write creates p in dst. A resumed copy accepts a file that already holds exactly these bytes
-// (stores write atomically, so a file there is whole) and refuses any other.
-func (c *copier) write(ctx context.Context, dst storage.Store, p string, data []byte) (skipped bool, err error) {
+// digest is the SHA-256 of r's first size+1 bytes and how many there were.
+func digest(r io.Reader, size int64) ([]byte, int64, error) {
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(r, size+1))
+	return h.Sum(nil), n, err
+}
+
+// write creates p in dst with src's bytes. A resumed copy accepts a file that already holds
+// exactly these bytes (stores write atomically, so a file there is whole) and refuses any other.
+func (c *copier) write(ctx context.Context, dst storage.Store, p string, src storage.Source) (skipped bool, err error) {
 	if c.opts.Resume {
-		exists, equal, err := holds(ctx, dst, p, data)
+		exists, equal, err := holds(ctx, dst, p, src)
 		if err != nil {
 			return false, err
 		}
@@ -705,10 +731,10 @@ func (c *copier) write(ctx context.Context, dst storage.Store, p string, data []
 			return false, fmt.Errorf("--resume: %s/%s exists with other bytes than the copy would write; it was not written by this copy", dst.URI(), p)
 		}
 	}
-	err = dst.WriteFile(ctx, p, data)
+	err = dst.Create(ctx, p, src)
 	if err != nil {
 		// A write whose acknowledgement was lost: the bytes may be there.
-		if _, equal, rerr := holds(ctx, dst, p, data); rerr == nil && equal {
+		if _, equal, rerr := holds(ctx, dst, p, src); rerr == nil && equal {
 			return false, nil
 		}
 		return false, fmt.Errorf("write %s/%s: %w", dst.URI(), p, err)
@@ -768,60 +794,6 @@ func (c *copier) apply(p string) (string, bool) {
 		}
 	}
 	return p, false
-}
-
-// rewrite rewrites the paths of a log file. A file that does not parse as its log is copied
-// as it is (ok false): a Kafka source's sources/<i>/0 holds initial offsets, not a file log.
-// paths are the rewritten paths of add entries (a delete names a file that is gone).
-func (c *copier) rewrite(kind, name string, data []byte) (out []byte, n, unrewritten int, paths []string, ok bool) {
-	switch kind {
-	case "sink":
-		lg, err := logformat.ParseSinkLog(name, data)
-		if err != nil || lg.CRBreaks > 0 {
-			return nil, 0, 0, nil, false
-		}
-		for i := range lg.Entries {
-			e := &lg.Entries[i]
-			np, hit := c.apply(e.Path)
-			if !hit {
-				unrewritten++
-				continue
-			}
-			if np != e.Path {
-				e.Path = np
-				n++
-				if e.Action == "add" {
-					paths = append(paths, np)
-				}
-			}
-		}
-		if n == 0 {
-			return data, 0, unrewritten, nil, true
-		}
-		return lg.Marshal(), n, unrewritten, paths, true
-	default:
-		lg, err := logformat.ParseFileSourceLog(name, data)
-		if err != nil || lg.CRBreaks > 0 {
-			return nil, 0, 0, nil, false
-		}
-		for i := range lg.Entries {
-			e := &lg.Entries[i]
-			np, hit := c.apply(e.Path)
-			if !hit {
-				unrewritten++
-				continue
-			}
-			if np != e.Path {
-				e.Path = np
-				n++
-				paths = append(paths, np)
-			}
-		}
-		if n == 0 {
-			return data, 0, unrewritten, nil, true
-		}
-		return lg.Marshal(), n, unrewritten, paths, true
-	}
 }
 
 // checkInside counts the rewritten sink entries that do not name a file in the sink's
