@@ -333,3 +333,76 @@ func (zeroReader) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
 }
+
+// dropFirstUpload is a server whose first upload attempt takes part of the body and then drops
+// the connection; the next one is taken whole and its body recorded in got. It answers what each
+// store asks first, as stallUpload does.
+func dropFirstUpload(t *testing.T, got *bytes.Buffer, uploads *atomic.Int64) *httptest.Server {
+	t.Helper()
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		switch {
+		case r.Method == http.MethodHead:
+			w.Header().Set("x-amz-request-id", "drop")
+			w.WriteHeader(http.StatusNotFound)
+		case r.Method == http.MethodGet || r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNotFound)
+		case q.Get("op") == "CREATE" && q.Get("datanode") == "":
+			w.Header().Set("Location", srv.URL+r.URL.Path+"?op=CREATE&datanode=1")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+		case q.Get("op") == "RENAME":
+			_, _ = io.WriteString(w, `{"boolean":true}`)
+		default:
+			if uploads.Add(1) == 1 {
+				_, _ = io.CopyN(io.Discard, r.Body, 64<<10)
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+				return
+			}
+			got.Reset()
+			_, _ = io.Copy(got, r.Body)
+			h := w.Header()
+			h.Set("ETag", `"1"`)
+			h.Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+			h.Set("x-amz-request-id", "drop")
+			h.Set("x-ms-request-id", "drop")
+			h.Set("x-ms-version", "2023-11-03")
+			h.Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"name":"x"}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A connection dropped while a file is sent is retried by the stores that retry (S3, GCS, Azure)
+// and the retry sends the whole file again, read anew from the source: nothing of it is kept in
+// memory between the attempts, and what arrives is the source's bytes.
+func TestStoresUploadRetryRereadsSource(t *testing.T) {
+	for _, kind := range []string{"S3", "GCS", "Azure Blob Storage"} {
+		t.Run(kind, func(t *testing.T) {
+			var got bytes.Buffer
+			var uploads, opens atomic.Int64
+			srv := dropFirstUpload(t, &got, &uploads)
+			s := openRemote(t, kind, strings.TrimPrefix(srv.URL, "http://"), 10*time.Second)
+			data := bytes.Repeat([]byte("0123456789abcdef"), 256<<10) // 4 MiB
+			src := Source{Size: int64(len(data)), Open: func(context.Context) (io.ReadCloser, error) {
+				opens.Add(1)
+				return io.NopCloser(bytes.NewReader(data)), nil
+			}}
+			if err := s.Create(context.Background(), "state/0/0/1.snapshot", src); err != nil {
+				t.Fatalf("Create: %v (%d uploads)", err, uploads.Load())
+			}
+			if uploads.Load() != 2 || !bytes.Equal(got.Bytes(), data) {
+				t.Fatalf("%d uploads, the last took %d bytes equal %v; want 2 and the source's %d", uploads.Load(), got.Len(), bytes.Equal(got.Bytes(), data), len(data))
+			}
+			if opens.Load() < 2 {
+				t.Fatalf("the source was opened %d times for 2 uploads", opens.Load())
+			}
+		})
+	}
+}

@@ -126,6 +126,41 @@ func testCreateWrongSize(t *testing.T, s storage.Store) {
 	wantList(t, "Walk", es, err, "")
 }
 
+// testCreateCanceled: a Create whose context ends while the file is being sent (a signal
+// during a copy) fails and publishes nothing, no temporary file either.
+func testCreateCanceled(t *testing.T, s storage.Store) {
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	const size = 16 << 20
+	src := storage.Source{Size: size, Open: func(context.Context) (io.ReadCloser, error) {
+		return io.NopCloser(&cancelAfter{r: &patternReader{n: size}, left: 1 << 20, cancel: cancel}), nil
+	}}
+	err := s.Create(ctx, "state/0/0/2.delta", src)
+	if err == nil {
+		t.Fatal("Create went on after its context was canceled")
+	}
+	if _, serr := s.Stat(ctxT(t), "state/0/0/2.delta"); !errors.Is(serr, fs.ErrNotExist) {
+		t.Fatalf("after the canceled Create (%v) Stat = %v, want fs.ErrNotExist", err, serr)
+	}
+	es, err := s.Walk(ctxT(t), "")
+	wantList(t, "Walk", es, err, "")
+}
+
+// cancelAfter cancels once left bytes have been read.
+type cancelAfter struct {
+	r      io.Reader
+	left   int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if c.left -= n; c.left <= 0 {
+		c.cancel()
+	}
+	return n, err
+}
+
 // HoldsGenerated reports (nil) whether p of s holds the size bytes of GeneratedSource,
 // streaming it.
 func HoldsGenerated(ctx context.Context, s storage.Store, p string, size int64) error {

@@ -39,6 +39,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"CreateStreams", testCreate},
 		{"CreateNeverOverwrites", testCreateNoOverwrite},
 		{"CreateWrongSizePublishesNothing", testCreateWrongSize},
+		{"CreateCanceledPublishesNothing", testCreateCanceled},
 		{"ConcurrentWritersOneWinner", testConcurrentWriters},
 		{"EmptyFile", testEmptyFile},
 		{"CleanPathsAccepted", testCleanPaths},
