@@ -92,3 +92,37 @@ func TestOverlay(t *testing.T) {
 		t.Errorf("offsets %v commits %v", cp.Offsets.IDs(), cp.Commits.IDs())
 	}
 }
+
+// Create on an overlay keeps WriteFile's contract: create-only over the overlay and the base,
+// the source's bytes, and a source of another size refused with nothing added.
+func TestOverlayCreate(t *testing.T) {
+	ctx := context.Background()
+	base := storage.NewMem()
+	write(t, base, map[string]string{"offsets/0": "a"})
+	o := checkpoint.NewOverlay(base, nil)
+	if err := o.Create(ctx, "offsets/0", storage.BytesSource([]byte("x"))); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("Create over a base file = %v, want fs.ErrExist", err)
+	}
+	if err := o.Create(ctx, "offsets/1", storage.BytesSource([]byte("b"))); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := o.ReadFile(ctx, "offsets/1"); err != nil || string(d) != "b" {
+		t.Fatalf("ReadFile = %q, %v", d, err)
+	}
+	if err := o.Create(ctx, "offsets/1", storage.BytesSource([]byte("c"))); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second Create = %v, want fs.ErrExist", err)
+	}
+	short := storage.Source{Size: 5, Open: func(context.Context) (io.ReadCloser, error) {
+		return io.NopCloser(io.LimitReader(zeros{}, 3)), nil
+	}}
+	if err := o.Create(ctx, "offsets/2", short); !errors.Is(err, storage.ErrSourceSize) {
+		t.Fatalf("Create of a short source = %v, want ErrSourceSize", err)
+	}
+	if _, err := o.Stat(ctx, "offsets/2"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after a failed Create: %v", err)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
