@@ -4,7 +4,8 @@
 //
 // Every Store gives the guarantee Spark's HDFSMetadataLog relies on
 // (CheckpointFileManager.createAtomic with overwriteIfPossible=false): a
-// WriteFile either publishes the complete file or nothing, and it never
+// WriteFile (or Create, which streams a large file from a re-openable Source)
+// either publishes the complete file or nothing, and it never
 // replaces a file that already exists; the loser of a race gets an error
 // wrapping fs.ErrExist and the winner's bytes stay. ckpt's repair depends on
 // that: it must be impossible for it to clobber a batch file a running query

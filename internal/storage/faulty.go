@@ -111,8 +111,8 @@ func (f *Faulty) SetHook(hook func(ctx context.Context, op Op, path string) erro
 	return f
 }
 
-// FailMutation makes the k-th mutation (1-based, counting WriteFile and
-// Delete calls since NewFaulty or ResetCounts, failed ones included) fail
+// FailMutation makes the k-th mutation (1-based, counting WriteFile, Create
+// and Delete calls since NewFaulty or ResetCounts, failed ones included) fail
 // with err before it reaches the inner store, so nothing changes. A nil err
 // means ErrInjected.
 func (f *Faulty) FailMutation(k int, err error) *Faulty {
