@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ckpt-dev/ckpt/internal/statefmt"
+	"github.com/klauspost/compress/snappy"
 )
 
 // indexHandles is every data block handle the table's index gives, in order.
@@ -244,4 +248,178 @@ func TestCompressedIndexScratch(t *testing.T) {
 	if n != 60_000 || it.Err() != nil || cap(tb.scratch) > 4096 {
 		t.Errorf("%d entries, %v, scratch %d bytes", n, it.Err(), cap(tb.scratch))
 	}
+}
+
+// rangeReads is a ReaderAt that records the longest read overlapping [lo, hi).
+type rangeReads struct {
+	r       io.ReaderAt
+	lo, hi  int64
+	longest int
+}
+
+func (r *rangeReads) ReadAt(p []byte, off int64) (int, error) {
+	if off < r.hi && off+int64(len(p)) > r.lo {
+		r.longest = max(r.longest, len(p))
+	}
+	return r.r.ReadAt(p, off)
+}
+
+// indexReads opens data as OpenReaderAt does, walks its entries, and returns them with the
+// longest read of its index block.
+func indexReads(t *testing.T, name string, data []byte) ([]entry, int, error) {
+	t.Helper()
+	tb, err := Open(name, data, Options{Decompress: decompress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := tb.Footer.Index
+	rr := &rangeReads{r: bytes.NewReader(data), lo: int64(h.Offset), hi: int64(h.Offset + h.Size)}
+	_, es, err := readTable(OpenReaderAt(name, rr, int64(len(data)), Options{Decompress: decompress}))
+	return es, rr.longest, err
+}
+
+// TestCompressedIndexStreamed: a compressed index (lz4 or snappy, as Spark's RocksDB stores
+// them) is decoded as a stream, a chunk at a time, never read whole: Spark's SST files and
+// Writer tables with large lz4 and snappy indexes read the entries the whole read reads.
+func TestCompressedIndexStreamed(t *testing.T) {
+	type table struct {
+		name string
+		data []byte
+	}
+	var tables []table
+	for _, typ := range []Compression{LZ4Compression, SnappyCompression} {
+		w := &Writer{BlockSize: 256, Compression: typ, Compress: lz4Block, CompressIndex: true}
+		if typ == SnappyCompression {
+			w.Compress = snappyFragments
+		}
+		for i := 0; i < 60_000; i++ {
+			w.Add([]byte(fmt.Sprintf("key-%020d-%08d", i, i*7)), uint64(i+1), KindValue, []byte("v"))
+		}
+		tables = append(tables, table{typ.String() + ".sst", w.Finish()})
+	}
+	for _, f := range fixtureSSTs(t) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, table{f, data})
+	}
+	streamedTypes := map[Compression]int{}
+	for _, c := range tables {
+		tb, want, err := readTable(Open(c.name, c.data, Options{Decompress: decompress}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := tb.Footer.Index
+		typ := Compression(c.data[h.Offset+h.Size])
+		for _, chunk := range []int{1, 13, 4096} {
+			restore := streamed(0, chunk)
+			got, longest, err := indexReads(t, c.name, c.data)
+			restore()
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("%s, chunks of %d: %d entries (%v), want %d", c.name, chunk, len(got), err, len(want))
+			}
+			switch {
+			case typ == NoCompression || typ == ZSTDCompression:
+				// Uncompressed ones are read at offsets (TestStreamedIndex); zstd ones whole.
+			case longest > max(chunk, trailerLen):
+				t.Errorf("%s (%s index of %d bytes), chunks of %d: a read of %d bytes", c.name, typ, h.Size, chunk, longest)
+			default:
+				streamedTypes[typ]++
+			}
+		}
+	}
+	if streamedTypes[LZ4Compression] == 0 || streamedTypes[SnappyCompression] == 0 {
+		t.Errorf("streamed indexes: %v; want lz4 and snappy ones", streamedTypes)
+	}
+	// At the default sizes, the large ones: no read of the index over 64 KiB.
+	for _, c := range tables[:2] {
+		if _, longest, err := indexReads(t, c.name, c.data); err != nil || longest > indexChunk {
+			t.Errorf("%s: a read of %d bytes of the index, %v", c.name, longest, err)
+		}
+	}
+}
+
+// snappyFragments compresses as Google's snappy library (RocksDB's) does: 64 KiB fragments
+// each compressed on its own, so that no copy reaches into an earlier one.
+func snappyFragments(src []byte) []byte {
+	out := binary.AppendUvarint(nil, uint64(len(src)))
+	for len(src) > 0 {
+		n := min(len(src), 64<<10)
+		enc := snappy.Encode(nil, src[:n])
+		_, k := binary.Uvarint(enc)
+		out = append(out, enc[k:]...)
+		src = src[n:]
+	}
+	return out
+}
+
+// TestSnappyFarCopy: a snappy index whose copies reach back past 64 KiB (klauspost's encoder
+// makes them; Google's, RocksDB's, does not) is read whole: the same entries.
+func TestSnappyFarCopy(t *testing.T) {
+	w := &Writer{BlockSize: 256, Compression: SnappyCompression, CompressIndex: true,
+		Compress: func(b []byte) []byte { return snappy.Encode(nil, b) }}
+	for i := 0; i < 60_000; i++ {
+		w.Add([]byte(fmt.Sprintf("key-%020d-%08d", i, i*7)), uint64(i+1), KindValue, []byte("v"))
+	}
+	data := w.Finish()
+	_, want, err := readTable(Open("s.sst", data, Options{Decompress: decompress}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, longest, err := indexReads(t, "s.sst", data)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("%d entries (%v), want %d", len(got), err, len(want))
+	}
+	tb, _ := Open("s.sst", data, Options{})
+	if h := tb.Footer.Index; longest != int(h.Size)+trailerLen {
+		t.Errorf("the index (%d bytes) read in reads of at most %d bytes, not whole", h.Size, longest)
+	}
+}
+
+// FuzzUnpack: the streamed decoder decodes any lz4 or snappy block as the whole-block codec
+// does, or fails; it fails on a block the codec decodes only when a snappy copy reaches past
+// its window. (Whenever it fails, the block is read whole: streamBlock.)
+func FuzzUnpack(f *testing.F) {
+	text := []byte(strings.Repeat("key-00000000000000000042-00000294 ", 300))
+	f.Add(false, append(binary.AppendUvarint(nil, uint64(len(text))), lz4Block(text)...))
+	f.Add(true, snappyFragments(text))
+	f.Add(true, snappy.Encode(nil, text))
+	f.Fuzz(func(t *testing.T, isSnappy bool, block []byte) {
+		typ, codec := LZ4Compression, statefmt.CodecLZ4
+		src := block
+		var want []byte
+		var werr error
+		if isSnappy {
+			typ, codec = SnappyCompression, statefmt.CodecSnappy
+			want, werr = statefmt.DecompressBlock(codec, nil, src)
+		} else if v, n := binary.Uvarint(block); n > 0 && n <= 5 && v <= max(1<<20, 256*uint64(len(block))) {
+			// As block does: the decoded bytes must be as many as the prefix says.
+			if want, werr = statefmt.DecompressBlock(codec, make([]byte, v), block[n:]); werr == nil && uint64(len(want)) != v {
+				werr = errUnpack
+			}
+		} else {
+			werr = errUnpack
+		}
+		tb := &Table{File: "f.sst", r: bytes.NewReader(block), size: int64(len(block)), Footer: Footer{FormatVersion: 5}}
+		defer streamed(0, 7)()
+		var got []byte
+		u, err := tb.newUnpacker(Handle{Size: uint64(len(block))}, typ, nil)
+		if err == nil {
+			got = make([]byte, u.size)
+			if err = u.read(got, u.size); err == nil {
+				err = u.finish()
+			}
+			if err == nil && !u.exhausted() {
+				err = errUnpack
+			}
+		}
+		switch {
+		case err == nil && (werr != nil || !bytes.Equal(got, want)):
+			t.Fatalf("streamed %d bytes, whole %d (%v)", len(got), len(want), werr)
+		case err != nil && werr == nil && !errors.Is(err, errUnpackWindow) && len(want) > 0:
+			// (An empty block is not streamed.)
+			t.Fatalf("streamed: %v; whole: %d bytes", err, len(want))
+		}
+	})
 }

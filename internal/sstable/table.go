@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -236,11 +237,15 @@ var (
 	streamMin  = uint64(256 << 10)
 )
 
-// streamBlock returns the uncompressed block at h as a source read a part at a time, its
-// checksum checked first (read once, hashed as it is read); nil when the table is in memory,
-// the block is small, or it is compressed (then it is read whole).
+// streamBlock returns the block at h as a source read a part at a time, its checksum checked
+// first (read once, hashed as it is read): an uncompressed block is read at offsets, an lz4 or
+// snappy one decoded as a stream (unpacker). It returns nil when the table is in memory, the
+// block is small, or it is not read so: then it is read whole, and a compressed block that the
+// checking pass found damaged is read whole too, so that its error is the whole read's.
 func (t *Table) streamBlock(h Handle, name string) (*blockSource, error) {
-	if t.r == nil || h.Size < streamMin {
+	// A compressed block is streamed when it decodes to streamMin bytes or more: lz4 and
+	// snappy shrink an index 3 to 8 times.
+	if t.r == nil || h.Size < streamMin/8 {
 		return nil, nil
 	}
 	if err := t.checkHandle(h, name); err != nil {
@@ -251,47 +256,127 @@ func (t *Table) streamBlock(h Handle, name string) (*blockSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	if Compression(trailer[0]) != NoCompression {
-		return nil, nil
-	}
-	src := &blockSource{t: t, off: int64(h.Offset), size: int(h.Size), chunk: indexChunk}
+	typ := Compression(trailer[0])
+	src := &blockSource{t: t, h: h, name: name, off: int64(h.Offset), size: int(h.Size), chunk: indexChunk, typ: typ}
 	var crc uint32
 	var xs *xxh3Stream
-	if t.Footer.Checksum == ChecksumXXH3 {
-		xs = newXXH3Stream(int(h.Size))
-	}
-	for off := 0; off < src.size && (xs != nil || t.Footer.Checksum == ChecksumCRC32C); {
-		n := min(src.chunk, src.size-off)
-		b, err := t.readAt(src.off+int64(off), n, &src.buf)
-		if err != nil {
-			return nil, err
-		}
+	hash := func(b []byte) {
 		if xs != nil {
 			xs.Write(b)
 		} else {
 			crc = crc32.Update(crc, crc32c, b)
 		}
+	}
+	if t.Footer.Checksum == ChecksumXXH3 {
+		xs = newXXH3Stream(int(h.Size))
+	}
+	if t.Footer.Checksum != ChecksumXXH3 && t.Footer.Checksum != ChecksumCRC32C {
+		hash = nil
+	}
+	if typ == NoCompression && h.Size < streamMin {
+		return nil, nil
+	}
+	if typ != NoCompression {
+		if t.opts.Decompress == nil || !t.unpackable(typ) || hash == nil {
+			return nil, nil
+		}
+		// The checking pass decodes the whole block too (what is decoded is dropped but its
+		// last 4 bytes, the restart count): the walk then meets no damage a whole read would
+		// have reported first.
+		u, err := t.newUnpacker(h, typ, hash)
+		if err == nil && uint64(u.size) < streamMin {
+			return nil, nil
+		}
+		if err == nil {
+			src.size = u.size
+			err = u.read(nil, u.size-4)
+		}
+		if err == nil {
+			_, err = u.at(u.size-4, 4, &src.rbuf)
+		}
+		if err == nil {
+			copy(src.count[:], src.rbuf)
+			err = u.finish()
+		}
+		if err == nil && !u.exhausted() {
+			err = errUnpack
+		}
+		if err == nil {
+			err = t.checkSum(h, name, t.sum(crc, xs, trailer), trailer)
+		}
+		if err != nil {
+			return nil, nil
+		}
+		return src, nil
+	}
+	for off := 0; off < src.size && hash != nil; {
+		n := min(src.chunk, src.size-off)
+		b, err := t.readAt(src.off+int64(off), n, &src.buf)
+		if err != nil {
+			return nil, err
+		}
+		hash(b)
 		off += n
 	}
-	switch t.Footer.Checksum {
-	case ChecksumCRC32C:
-		err = t.checkSum(h, name, maskCRC(crc32.Update(crc, crc32c, trailer[:1])), trailer)
-	case ChecksumXXH3:
-		err = t.checkSum(h, name, uint32(xs.Sum())^uint32(trailer[0])*0x6b9083d9, trailer)
-	}
-	if err != nil {
-		return nil, err
+	if hash != nil {
+		if err := t.checkSum(h, name, t.sum(crc, xs, trailer), trailer); err != nil {
+			return nil, err
+		}
 	}
 	return src, nil
 }
 
-// blockSource is an uncompressed block read a part at a time from its table's ReaderAt.
+// sum is a block's checksum from its hash state (crc32c, or XXH3 when xs is not nil) and the
+// trailer's compression type.
+func (t *Table) sum(crc uint32, xs *xxh3Stream, trailer []byte) uint32 {
+	if xs != nil {
+		return uint32(xs.Sum()) ^ uint32(trailer[0])*0x6b9083d9
+	}
+	return maskCRC(crc32.Update(crc, crc32c, trailer[:1]))
+}
+
+// blockSource is a block read a part at a time: from its table's ReaderAt at offsets when it
+// is uncompressed, else decoded forward by two unpackers, one for its entries and one for its
+// restart points.
 type blockSource struct {
 	t         *Table
+	h         Handle
+	name      string
 	off       int64 // the block's file offset
-	size      int   // its length, without the trailer
+	size      int   // its length, without the trailer (decoded, when compressed)
 	chunk     int
 	buf, rbuf []byte // the window of entries, of restart points
+	typ       Compression
+	ents, rst *unpacker
+	count     [4]byte // a compressed block's last 4 bytes, its restart count
+}
+
+// read returns n bytes at block offset pos into *buf: of the entries, or of the restart
+// points (restarts). Each of the two is read forward.
+func (s *blockSource) read(pos, n int, buf *[]byte, restarts bool) ([]byte, error) {
+	if s.typ == NoCompression {
+		return s.t.readAt(s.off+int64(pos), n, buf)
+	}
+	u := &s.ents
+	if restarts {
+		u = &s.rst
+	}
+	var err error
+	if *u == nil {
+		*u, err = s.t.newUnpacker(s.h, s.typ, nil)
+	}
+	var b []byte
+	if err == nil {
+		b, err = (*u).at(pos, n, buf)
+	}
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, err
+		}
+		return nil, &Error{File: s.t.File, Offset: s.off, Block: s.name, Expected: "a valid " + s.typ.String() + " block", Err: err}
+	}
+	return b, nil
 }
 
 // block returns the uncompressed contents of the block at h, checking its trailer; *buf (when
@@ -459,9 +544,12 @@ func (it *blockIter) resetStreamed(src *blockSource, name string, deltaHandles, 
 	if src.size < 4 {
 		return errf(t.File, src.off, name, "a block of at least 4 bytes (its restart count)", "%d bytes", src.size)
 	}
-	b, err := t.readAt(src.off+int64(src.size-4), 4, &src.rbuf)
-	if err != nil {
-		return err
+	b := src.count[:]
+	if src.typ == NoCompression {
+		var err error
+		if b, err = t.readAt(src.off+int64(src.size-4), 4, &src.rbuf); err != nil {
+			return err
+		}
 	}
 	num := uint64(binary.LittleEndian.Uint32(b))
 	n := src.size - 4
@@ -482,7 +570,7 @@ func (it *blockIter) fill() bool {
 	}
 	if it.nextRst < it.nRst && it.nextRst >= it.rstBase+len(it.restarts)/4 {
 		n := min(max(s.chunk/4, 1), it.nRst-it.nextRst)
-		b, err := s.t.readAt(s.off+int64(it.entries+4*it.nextRst), 4*n, &s.rbuf)
+		b, err := s.read(it.entries+4*it.nextRst, 4*n, &s.rbuf, true)
 		if err != nil {
 			it.err = err
 			return false
@@ -510,7 +598,7 @@ func (it *blockIter) fill() bool {
 			copy(s.buf[:want], it.data[it.pos:])
 		}
 		var dst []byte = s.buf[keep:want]
-		if _, err := s.t.readAt(s.off+int64(end), len(dst), &dst); err != nil {
+		if _, err := s.read(end, len(dst), &dst, false); err != nil {
 			it.err = err
 			return false
 		}
