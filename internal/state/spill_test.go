@@ -312,3 +312,88 @@ func TestAbbreviateOrdersAsBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRoundTrip: a run's records (compressed blocks of runBlock bytes) read back as
+// written, records larger than a block and records cut across blocks included; a run cut
+// short or with a damaged block is an error naming the run.
+func TestRunRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	type rec struct {
+		key, value []byte
+		del        bool
+	}
+	var recs []rec
+	for i := range 3000 {
+		r := rec{key: fmt.Appendf(nil, "key-%08d", i), del: i%7 == 3}
+		if !r.del {
+			n := rng.IntN(300)
+			if i%500 == 1 {
+				n = 3*runBlock + rng.IntN(runBlock) // spans blocks
+			}
+			r.value = make([]byte, n)
+			for j := range r.value {
+				r.value[j] = byte(rng.IntN(4))
+			}
+		}
+		recs = append(recs, r)
+	}
+	tmp, err := newSpillDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.remove()
+	s := newSpiller(context.Background(), tmp, "t", rebuildOptions{Budget: 1 << 20, FanIn: 4}, false)
+	path, err := s.newRun(func(w *runWriter) error {
+		for _, r := range recs {
+			if err := w.write(r.key, r.value, r.del); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(b []byte) (int, error) {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.mergeRuns([]string{path}, false)
+		if err != nil {
+			return 0, err
+		}
+		defer m.close()
+		n := 0
+		for m.next() {
+			r := recs[n]
+			if !bytes.Equal(m.key, r.key) || m.del != r.del || !bytes.Equal(m.value, r.value) {
+				t.Fatalf("record %d: %q (%d bytes, del %v), want %q (%d bytes, del %v)", n, m.key, len(m.value), m.del, r.key, len(r.value), r.del)
+			}
+			n++
+		}
+		return n, m.err
+	}
+	if n, err := read(data); n != len(recs) || err != nil {
+		t.Fatalf("read %d records of %d: %v", n, len(recs), err)
+	}
+	raw := 0
+	for _, r := range recs {
+		raw += len(r.key) + len(r.value) + 4
+	}
+	if len(data) > raw*3/4 {
+		t.Errorf("a run of %d bytes for %d bytes of records: not compressed", len(data), raw)
+	}
+	for name, b := range map[string][]byte{
+		"cut short":     data[:len(data)/2],
+		"no end mark":   data[:len(data)-4],
+		"damaged block": append(append(bytes.Clone(data[:len(data)/2]), 0xff, 0xff, 0xff), data[len(data)/2+3:]...),
+	} {
+		if _, err := read(b); err == nil || !strings.Contains(err.Error(), "reading the spilled run "+path) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
