@@ -28,10 +28,11 @@ const (
 	mapEntryBytes = 80
 	// spillRecBytes is a record's index entry in the spill buffer.
 	spillRecBytes = 24
-	// defaultFanIn is how many runs are merged at once: 256 readers of a block of 16 KiB
-	// (about 5 MiB, taken when the spill buffer has been let go). A 1 GB delta at the default
-	// budget is about 330 runs.
-	defaultFanIn   = 256
+	// defaultFanIn is how many runs are merged at once: 512 readers of a block of 16 KiB
+	// (about 9 MiB, taken when the spill buffer has been let go). A 1 GB delta at the default
+	// budget is about 330 runs: merged in one pass, none of them merged first (that rewrote
+	// a fifth of the records, 12% of the CPU time).
+	defaultFanIn   = 512
 	runBlock       = 16 << 10
 	runWriteBuffer = 64 << 10
 	// ctxEvery is how many records pass between checks of the context.
