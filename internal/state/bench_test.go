@@ -345,7 +345,8 @@ func BenchmarkReadBinary1GB(b *testing.B) {
 // RocksDB partition held only in SST files (CKPT_BENCH_SST_ROWS rows, default 3,000,000):
 // the SST files are read a block at a time, so RSS does not grow with them.
 // CKPT_BENCH_SST_LZ4_INDEX=1 compresses the index blocks as Spark's RocksDB does (they are
-// then read whole; uncompressed ones are streamed), and CKPT_BENCH_SST_FILES=k writes the
+// then decoded as a stream into their block handles; uncompressed ones are read at offsets),
+// and CKPT_BENCH_SST_FILES=k writes the
 // keys in k files of consecutive key ranges instead of one (RocksDB's compactions write
 // files of about 64 MB).
 func BenchmarkReadBinarySST(b *testing.B) {
