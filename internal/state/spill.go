@@ -212,7 +212,12 @@ func emitHeld(ctx context.Context, pending map[string][]byte, base baseSource, e
 // record names: the base keys the filter of the step keys lets pass are sorted with their
 // positions (spilling as the step records did) and merged with the step runs.
 func touchedBase(ctx context.Context, o rebuildOptions, tmp *spillDir, deltas *spiller, base baseSource) (*bitset, error) {
-	keys := newSpiller(ctx, tmp, "base", o, false)
+	// The two merges below are open together: the base keys' (records of a key and 8 bytes,
+	// few runs) takes a quarter of the fan-in, so that both hold at most 640 files and
+	// cursors, not twice 512.
+	ko := o
+	ko.FanIn = max(2, o.FanIn/4)
+	keys := newSpiller(ctx, tmp, "base", ko, false)
 	var pos [8]byte
 	i := 0
 	err := base(func(key, _ []byte) error {
