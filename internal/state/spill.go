@@ -595,7 +595,11 @@ func (s *spiller) finish() error {
 			return err
 		}
 	}
-	s.buf, s.recs, s.spare = nil, nil, nil // all on disk: the base's keys may need the memory
+	// All on disk: the buffer is given back before the merges' cursors (about as much) are
+	// taken; without the collection the two were live together at times (peak RSS 52-58 MB
+	// on the 1.07 GB delta, 47.6-48.2 MB with it).
+	s.buf, s.recs, s.spare = nil, nil, nil
+	debug.FreeOSMemory()
 	// Merge passes until FanIn runs remain, each merging consecutive groups of at most FanIn
 	// runs, no more of them than it takes: 330 runs and a fan-in of 256 merge 75 of them
 	// once, not all of them.
