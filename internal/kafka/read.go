@@ -316,17 +316,25 @@ func (t *task) run(ctx context.Context, fn func(p logformat.TopicPartition, rows
 			if rec.Attrs.IsControl() {
 				continue
 			}
-			row := Row{
-				Key: rec.Key, Value: rec.Value, Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
-				Timestamp: rec.Timestamp, TimestampType: int32(rec.Attrs.TimestampType()),
+			// The row is filled in place, field by field: a Row built aside and appended is
+			// copied whole, which while the garbage collector runs (most of a large batch)
+			// goes through the runtime's bulk write barrier, 7% of a Kafka→Kafka copy's CPU.
+			if len(rows) < cap(rows) {
+				rows = rows[:len(rows)+1]
+			} else {
+				rows = append(rows, Row{})
 			}
+			row := &rows[len(rows)-1]
+			row.Key, row.Value, row.Topic = rec.Key, rec.Value, rec.Topic
+			row.Partition, row.Offset = rec.Partition, rec.Offset
+			row.Timestamp, row.TimestampType = rec.Timestamp, int32(rec.Attrs.TimestampType())
+			row.Headers = nil // the slot may hold a row of an earlier poll
 			if includeHeaders && len(rec.Headers) > 0 {
 				row.Headers = make([]Header, len(rec.Headers))
 				for i, h := range rec.Headers {
 					row.Headers[i] = Header{Key: h.Key, Value: h.Value}
 				}
 			}
-			rows = append(rows, row)
 		}
 		if t.next >= t.r.Until {
 			done = true

@@ -226,3 +226,56 @@ func TestReadHeadersAndErrors(t *testing.T) {
 		t.Error("cancelled read: want error")
 	}
 }
+
+// TestReadReusedRowHasNoStaleHeaders reads a record with headers and then, into the same slot of
+// the task's reused row buffer, one without: its row has no headers. The slot is reused when a
+// range starts with records the reader held from the previous range (one chunk) and goes on
+// with a poll (the next chunk).
+func TestReadReusedRowHasNoStaleHeaders(t *testing.T) {
+	topic := newTopic(t, 1)
+	ctx := testCtx(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testBroker.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx,
+		&kgo.Record{Topic: topic, Value: []byte("0")},
+		&kgo.Record{Topic: topic, Value: []byte("1"), Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("x")}}},
+	).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := newSource(t, map[string]string{"subscribe": topic, "startingOffsets": "earliest", "includeHeaders": "true"}, nil)
+	tp := logformat.TopicPartition{Topic: topic, Partition: 0}
+	at := func(o int64) logformat.KafkaOffsets {
+		return logformat.NewKafkaOffsets(map[logformat.TopicPartition]int64{tp: o})
+	}
+	// [0, 1): the reader fetches records 0 and 1 and holds 1.
+	if err := s.Read(ctx, at(0), at(1), 1, func(logformat.TopicPartition, []Row) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("2")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// [1, 3): record 1 from what the reader held, then record 2 from a poll.
+	var chunks [][]Row
+	if err := s.Read(ctx, at(1), at(3), 1, func(_ logformat.TopicPartition, rs []Row) error {
+		chunks = append(chunks, append([]Row(nil), rs...))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var rows []Row
+	for _, c := range chunks {
+		rows = append(rows, c...)
+	}
+	if len(rows) != 2 || string(rows[0].Value) != "1" || len(rows[0].Headers) != 1 || string(rows[1].Value) != "2" {
+		t.Fatalf("rows %+v", rows)
+	}
+	if len(chunks) != 2 {
+		t.Fatalf("%d chunks, want 2 (held, then polled): the test no longer reuses a slot", len(chunks))
+	}
+	if rows[1].Headers != nil {
+		t.Errorf("record 2 has no headers, its row has %+v", rows[1].Headers)
+	}
+}
