@@ -180,8 +180,13 @@ func (e *Engine) logf(format string, a ...any) {
 // is cancelled (a graceful stop: the running batch finishes within StopTimeout or is abandoned).
 func (e *Engine) Run(ctx context.Context) (Stats, error) {
 	e.stats = Stats{LastBatch: -1, LastDurableCommit: -1, Checkpoint: e.opts.Store.URI()}
-	defer e.src.Close()
-	defer e.sink.Close()
+	defer func() {
+		// Side by side: each closes Kafka clients, whose Close waits for round trips.
+		var wg sync.WaitGroup
+		wg.Go(e.src.Close)
+		e.sink.Close()
+		wg.Wait()
+	}()
 	if err := e.start(ctx); err != nil {
 		return e.stats, err
 	}
