@@ -243,7 +243,7 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		midSink = func() { e.failAt(b.id, PhaseMidSink) }
 	}
 	var stream StreamingSink
-	if s, ok := e.sink.(StreamingSink); ok && s.Streams() {
+	if s, ok := e.sink.(StreamingSink); ok && s.Streams() && e.agg == nil {
 		stream = s
 	}
 	readMid := midSink
@@ -251,7 +251,12 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		m.SetMidSink(midSink) // the sink knows when part of the batch is durable
 		readMid = nil
 	}
-	batch, err := e.read(bctx, b.id, from, b.end, stream, readMid)
+	var batch *Batch
+	if e.agg != nil {
+		batch, err = e.aggregate(bctx, b.id, from, b.end)
+	} else {
+		batch, err = e.read(bctx, b.id, from, b.end, stream, readMid)
+	}
 	if stream != nil {
 		if ferr := stream.FinishBatch(bctx, b.id); err == nil {
 			err = ferr

@@ -99,6 +99,8 @@ type Engine struct {
 	seedOffsets, seedCommits []int64
 	evalPool                 sync.Pool
 	parallelism              int
+	// agg is the streaming aggregation's state; nil for a stateless query.
+	agg *aggregator
 }
 
 type pendingBatch struct {
@@ -126,6 +128,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err := checkOrderVersion(opts.SparkVersion); err != nil {
 		return nil, err
 	}
+	var err error
 	e := &Engine{opts: opts, q: opts.Query, clock: opts.Clock, runID: opts.RunID, scala213: scala213(opts.SparkVersion)}
 	if e.runID == "" {
 		e.runID = uuid.NewString()
@@ -138,6 +141,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.parallelism = runtime.GOMAXPROCS(0)
 	}
 	e.conf = SparkConf35(e.q.ShufflePartitions)
+	if e.q.Grouping != nil {
+		if e.agg, err = newAggregator(e.q, opts.SparkVersion); err != nil {
+			return nil, err
+		}
+	}
 	prog := e.q.Program
 	e.evalPool.New = func() any { return prog.NewEvaluator() }
 	// The query id: read it (or pick the one start will write) before building the sink, whose

@@ -207,6 +207,14 @@ type Query struct {
 	// Select is the projection: items "expression AS name" or bare column names. Default: the
 	// Kafka columns unchanged.
 	Select []string `yaml:"select,omitempty"`
+	// GroupBy are the grouping columns of a streaming aggregation: items "expression AS name"
+	// or Kafka column names, over the Kafka columns (after Filter). Needs Agg.
+	GroupBy []string `yaml:"groupBy,omitempty"`
+	// Agg are the aggregates: "fn(expression) AS name" with fn count (count(*) counts rows),
+	// sum, min, max or avg; an item may hold several separated by commas.
+	Agg []string `yaml:"agg,omitempty"`
+	// OutputMode is Spark's outputMode: append (the default), update or complete.
+	OutputMode string `yaml:"outputMode,omitempty"`
 	// Conf are Spark SQL confs: spark.sql.shuffle.partitions (recorded in offsets, default 200)
 	// and spark.sql.streaming.minBatchesToRetain (default 100).
 	Conf map[string]string `yaml:"conf,omitempty"`
@@ -261,6 +269,15 @@ func (q *Query) Merge(o *Query) {
 	}
 	if len(o.Select) > 0 {
 		q.Select = o.Select
+	}
+	if len(o.GroupBy) > 0 {
+		q.GroupBy = o.GroupBy
+	}
+	if len(o.Agg) > 0 {
+		q.Agg = o.Agg
+	}
+	if o.OutputMode != "" {
+		q.OutputMode = o.OutputMode
 	}
 	if o.Parallelism != 0 {
 		q.Parallelism = o.Parallelism
@@ -326,7 +343,27 @@ type Resolved struct {
 	// asyncProgressTrackingCheckpointIntervalMs (0: every batch is persisted).
 	AsyncProgressTracking     bool
 	AsyncCheckpointIntervalMs int64
+	// Grouping is the streaming aggregation (nil: a stateless query); OutputMode the output
+	// mode (OutputAppend, OutputUpdate, OutputComplete).
+	Grouping   *transform.Grouping
+	OutputMode string
 }
+
+// Output modes (Spark's OutputMode).
+const (
+	OutputAppend   = "append"
+	OutputUpdate   = "update"
+	OutputComplete = "complete"
+)
+
+// Spark's refusals of an output mode (UnsupportedOperationChecker.checkForStreaming): append
+// with an aggregation and no watermark in 3.5 and in 4.x (an error class since 4.0; the live
+// hand-over test checks each against the release), complete without an aggregation.
+const (
+	SparkAppendAggregation  = "Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark"
+	SparkAppendAggregation4 = "[STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: append. This output mode is not supported for streaming aggregations without watermark on streaming DataFrames/DataSets. SQLSTATE: 42KDE"
+	SparkCompleteStateless  = "Complete output mode not supported when there are no streaming aggregations on streaming DataFrames/Datasets"
+)
 
 // sink option keys accepted per sink (kafka sink options are checked by internal/kafka).
 var sinkKeys = map[string][]string{
@@ -483,22 +520,69 @@ func (q *Query) Validate() (*Resolved, error) {
 	if q.Parallelism < 0 {
 		bad("--parallelism %d: want ≥ 0 (0 = one reader per partition)", q.Parallelism)
 	}
-	prog, err := transform.Compile(q.Filter, q.Select)
-	if err != nil {
-		bad("%v", err)
+	switch m := strings.ToLower(strings.TrimSpace(q.OutputMode)); m {
+	case "", OutputAppend:
+		r.OutputMode = OutputAppend
+	case OutputUpdate, OutputComplete:
+		r.OutputMode = m
+	default:
+		bad("unknown output mode %q: want append, update or complete", q.OutputMode)
 	}
-	r.Program = prog
-	if q.Sink == SinkKafka && prog != nil && prog.Projects() {
+	var outCols []transform.Column
+	if len(q.GroupBy) > 0 || len(q.Agg) > 0 {
+		if len(q.Select) > 0 {
+			bad("--select with --group-by is not supported yet: write the expressions in --group-by and --agg")
+		}
+		g, err := transform.CompileGrouping(q.Filter, q.GroupBy, q.Agg)
+		if err != nil {
+			bad("%v", err)
+		} else {
+			r.Grouping = g
+			outCols = g.Columns()
+		}
+		if r.OutputMode == OutputAppend {
+			bad("%s (Spark 3.5's AnalysisException; Spark 4: %s). ckpt run has no watermark yet: use --output-mode update or complete", SparkAppendAggregation, SparkAppendAggregation4)
+		}
+		if q.Sink == SinkFile {
+			// Spark's file sink takes append only (FileStreamSink).
+			bad("Data source %s does not support %s output mode (Spark's file sink writes append only: use the kafka, console or noop sink)", r.FileFormat, strings.ToUpper(r.OutputMode[:1])+r.OutputMode[1:])
+		}
+		if r.AsyncProgressTracking {
+			bad("async progress tracking with a stateful query: ckpt run does not support it yet")
+		}
+		// The Program still carries the plain Kafka columns for code that reads them; the
+		// aggregation's output columns are outCols.
+		prog, err := transform.Compile("", nil)
+		if err != nil {
+			bad("%v", err)
+		}
+		r.Program = prog
+	} else {
+		if r.OutputMode == OutputComplete {
+			bad("%s (Spark's AnalysisException)", SparkCompleteStateless)
+		}
+		prog, err := transform.Compile(q.Filter, q.Select)
+		if err != nil {
+			bad("%v", err)
+		}
+		r.Program = prog
+		if prog != nil && prog.Projects() {
+			outCols = prog.Columns()
+		}
+	}
+	if q.Sink == SinkKafka && outCols != nil {
 		names := map[string]bool{}
-		for _, c := range prog.Columns() {
+		for _, c := range outCols {
 			names[c.Name] = true
 		}
 		if !names["value"] {
-			bad("the kafka sink needs a column named value: add \"... AS value\" to --select")
+			bad("the kafka sink needs a column named value: add \"... AS value\" to --select (or --agg)")
 		}
 		for n := range names {
-			if !slices.Contains([]string{"key", "value", "topic", "partition", "headers"}, n) {
-				bad("the kafka sink writes only key, value, topic, partition and headers; --select has %q", n)
+			// An aggregation's other columns are left out, as Spark's Kafka writer leaves out
+			// every column but these.
+			if r.Grouping == nil && !slices.Contains([]string{"key", "value", "topic", "partition", "headers"}, n) {
+				bad("the kafka sink writes only key, value, topic, partition and headers; the query outputs %q", n)
 			}
 		}
 	}

@@ -46,6 +46,9 @@ type Options struct {
 	Trigger     string
 	Filter      string
 	Select      []string
+	GroupBy     []string
+	Agg         []string
+	OutputMode  string
 	Conf        []string
 	Parallelism int
 
@@ -91,7 +94,9 @@ Sinks: kafka (topic, exactlyOnce), file (path, format=json|parquet), console (nu
 Async progress tracking (kafka, console, noop sinks): --sink-option asyncProgressTrackingEnabled=true,
 asyncProgressTrackingCheckpointIntervalMs (1000; 0 = every batch). To switch it off: --async-switch-off.
 Transform: --filter and --select take expressions over key, value, topic, partition, offset,
-timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --select 'json(value, "user") AS user'.`,
+timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --select 'json(value, "user") AS user'.
+Aggregation: --group-by 'string(key) AS k' --agg 'count(*) AS n, sum(int(string(value))) AS s'
+--output-mode update|complete; the state is written as Spark's HDFS-backed store writes it.`,
 		Example: `  ckpt run --demo
   ckpt run --source kafka --option kafka.bootstrap.servers=host:9092 --option subscribe=in \
       --sink kafka --sink-option kafka.bootstrap.servers=host:9092 --sink-option topic=out \
@@ -116,6 +121,9 @@ timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --
 	f.StringVar(&o.Trigger, "trigger", "", "trigger: default, an interval such as 10s, once, availableNow")
 	f.StringVar(&o.Filter, "filter", "", "keep rows where this expression is true")
 	f.StringArrayVar(&o.Select, "select", nil, "output column: \"expression AS name\" or a column name (repeatable)")
+	f.StringArrayVar(&o.GroupBy, "group-by", nil, "grouping column of a streaming aggregation: \"expression AS name\" or a column name (repeatable, or comma-separated)")
+	f.StringArrayVar(&o.Agg, "agg", nil, "aggregate: \"count(*) AS n\", sum(e), min(e), max(e), avg(e) with AS name (repeatable, or comma-separated); needs --group-by")
+	f.StringVar(&o.OutputMode, "output-mode", "", "output mode: append (default), update, complete (Spark's outputMode)")
 	f.StringArrayVar(&o.Conf, "conf", nil, "Spark SQL conf key=value: spark.sql.shuffle.partitions (200), spark.sql.streaming.minBatchesToRetain (100), spark.sql.streaming.fileSink.log.deletion (true), .compactInterval (10), .cleanupDelay (10m)")
 	f.IntVar(&o.Parallelism, "parallelism", 0, "partitions read at once (default: one per partition, up to one per CPU, as Spark runs a task per core)")
 	cli.AddOutputFlag(cmd, &o.Output)
@@ -146,7 +154,7 @@ func buildQuery(o *Options) (*query.Query, error) {
 		q = fq
 	}
 	flags := &query.Query{Name: o.Name, Source: o.Source, Sink: o.Sink, Checkpoint: o.Checkpoint, Trigger: o.Trigger,
-		Filter: o.Filter, Select: o.Select, Parallelism: o.Parallelism}
+		Filter: o.Filter, Select: o.Select, GroupBy: o.GroupBy, Agg: o.Agg, OutputMode: o.OutputMode, Parallelism: o.Parallelism}
 	var err error
 	if flags.Options, err = query.ParseKV("option", o.SourceOpts); err != nil {
 		return nil, exitcode.UsageError(err)

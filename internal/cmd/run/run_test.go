@@ -13,6 +13,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -71,6 +72,9 @@ func TestRunValidatesBeforeDemoStarts(t *testing.T) {
 		{"source option", func(o *Options) { o.SourceOpts = []string{"maxOffsetsPerTrigger=many"} }, "maxOffsetsPerTrigger"},
 		{"metrics address", func(o *Options) { o.MetricsAddr = "no-port" }, "--metrics-addr"},
 		{"demo partitions", func(o *Options) { o.DemoPartition = 0 }, "--demo-partitions"},
+		{"aggregation in append mode", func(o *Options) {
+			o.GroupBy, o.Agg = []string{"string(key) AS k"}, []string{"count(*) AS n"}
+		}, query.SparkAppendAggregation},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, errOut, tmp := newOptions(t)
@@ -147,5 +151,18 @@ func TestNewCmdFlags(t *testing.T) {
 	}
 	if !got.Demo || !got.Keep || got.MaxBatches != 2 || got.IO != io || got.OpenStore == nil {
 		t.Fatalf("options %+v", got)
+	}
+	cmd = NewCmd(&cli.Env{IO: io}, func(o *Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"--group-by", "string(key) AS k", "--agg", "count(*) AS n, max(offset) AS o", "--agg", "avg(partition)", "--output-mode", "update"})
+	cmd.SetOut(&bytes.Buffer{})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	q, err := buildQuery(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.GroupBy) != 1 || len(q.Agg) != 2 || q.OutputMode != "update" {
+		t.Fatalf("query %+v", q)
 	}
 }
