@@ -91,7 +91,7 @@ func Prepare(q *query.Query, o Options) (*Demo, error) {
 	if q.Trigger == "" {
 		q.Trigger = Trigger
 	}
-	if len(q.Select) == 0 && (q.Sink == "" || q.Sink == query.SinkConsole) {
+	if len(q.Select) == 0 && len(q.GroupBy) == 0 && (q.Sink == "" || q.Sink == query.SinkConsole) {
 		q.Select = []string{"CAST(key AS STRING) AS key", `json(value, "amount") AS amount`, "partition", "offset", "CAST(value AS STRING) AS value"}
 	}
 	if q.Checkpoint == "" && q.SinkOptions["checkpointLocation"] == "" {

@@ -6,13 +6,16 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/query"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/state"
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -34,6 +37,25 @@ func produceKV(t testing.TB, addr, topic string, partition int32, keys []string,
 	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// readState opens the latest state of operator 0 with ckpt's state reader.
+func readState(t *testing.T, store storage.Store) (*checkpoint.Checkpoint, *state.Reader) {
+	t.Helper()
+	ctx := context.Background()
+	cp, err := checkpoint.Load(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := state.Scan(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := state.NewReader(ctx, cp, l, state.ReadOptions{Operator: 0, Partition: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp, r
 }
 
 type aggWant struct {
@@ -124,20 +146,9 @@ func TestAggregationUpdateRestart(t *testing.T) {
 		}
 	}
 
-	// The state: version 5 (batches 0-4: 29+15 rows at 7 per batch), read back by ckpt's reader
+	// The state: version 7 (batches 0-6: 29+15 rows at 7 per batch), read back by ckpt's reader
 	// (the one `ckpt state read` uses), every key in Spark's hash partition.
-	cp, err := checkpoint.Load(ctx, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := state.Scan(ctx, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := state.NewReader(ctx, cp, l, state.ReadOptions{Operator: 0, Partition: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, r := readState(t, store)
 	if r.Version != 7 {
 		t.Errorf("state version %d, want 7 (batches 0-6)", r.Version)
 	}
@@ -171,6 +182,19 @@ func TestAggregationUpdateRestart(t *testing.T) {
 				t.Errorf("partition %d version %d: %v", p, v, err)
 			}
 		}
+	}
+	// The planner (replay, rewind) and doctor (state checks included) read the checkpoint with
+	// no warning and no finding.
+	plan, err := recovery.Plan(ctx, cp, recovery.Options{Mode: recovery.ModeSync, SparkVersion: SparkVersion})
+	if err != nil || plan.Outcome != recovery.OutcomeResume || len(plan.Warnings) > 0 {
+		t.Errorf("planner: %v %s, warnings %v", err, plan.Verdict(), plan.Warnings)
+	}
+	rep, err := doctor.Run(ctx, cp, doctor.Options{Mode: recovery.ModeSync, SparkVersion: SparkVersion, Deep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("doctor: %s %s %s", f.Code, f.Severity, f.Message)
 	}
 	if _, err := store.Stat(ctx, "state/0/_metadata/metadata"); err == nil {
 		t.Error("operator metadata written for Spark 3.5, which does not write it")
@@ -247,5 +271,54 @@ func TestAggregationBufferSchemaSpark(t *testing.T) {
 		if kf := a.keyType.Fields[0]; kf.Type.String() != sk.Type.String() || kf.Nullable != sk.Nullable {
 			t.Errorf("%s: key %+v, Spark's %+v", rel, kf, sk)
 		}
+	}
+}
+
+type crashed struct{}
+
+// TestAggregationCrashRerun: a crash at every phase of batch 1 (after offsets/1, mid-sink,
+// before commits/1: the last two after state version 2 was written), then a restart: batch 1
+// re-runs against state version 1 and rewrites version 2, so no row is counted twice.
+func TestAggregationCrashRerun(t *testing.T) {
+	b := startBroker(t, embedkafka.TopicSpec{Name: "in", Partitions: 1})
+	keys := []string{"a", "b", "c"}
+	produceKV(t, b.Addr(), "in", 0, keys, 0, 21)
+	ctx := context.Background()
+	for _, phase := range []string{PhaseAfterOffsets, PhaseMidSink, PhaseBeforeCommit} {
+		t.Run(phase, func(t *testing.T) {
+			store := storage.NewMem()
+			func() {
+				defer func() {
+					if r := recover(); r != nil && r != (crashed{}) {
+						panic(r)
+					}
+				}()
+				e, err := New(ctx, Options{Query: resolve(t, aggQuery(b.Addr(), query.OutputUpdate)), Store: store, Sink: &collectSink{},
+					FailAt: &FailAt{Batch: 1, Phase: phase}, Exit: func(int) { panic(crashed{}) }, PollingDelay: time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = e.Run(ctx)
+				t.Fatal("no crash")
+			}()
+			st, err := runQuery(t, ctx, resolve(t, aggQuery(b.Addr(), query.OutputUpdate)), store, runOpts{sink: &collectSink{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Reran == nil || *st.Reran != 1 || st.LastBatch != 2 {
+				t.Errorf("restart: %+v, want batch 1 re-run and batch 2 last", st)
+			}
+			_, r := readState(t, store)
+			counts := map[string]int64{}
+			if err := r.Each(ctx, func(row *state.Row) error {
+				counts[row.Key().Values[0].(string)] = row.Value().Values[0].(int64)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(counts) != "map[a:7 b:7 c:7]" {
+				t.Errorf("counts after the re-run: %v, want 7 each", counts)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package transform
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"time"
 
@@ -18,6 +19,8 @@ const (
 	AggMax   = "max"
 	AggAvg   = "avg"
 )
+
+var windowRE = regexp.MustCompile(`(?i)^\s*(window|session_window)\s*\(`)
 
 // Aggregate is one aggregate of a grouping: fn(expression) AS name.
 type Aggregate struct {
@@ -125,6 +128,9 @@ func CompileGrouping(filter string, groupBy, aggs []string) (*Grouping, error) {
 			g.keyProgs = append(g.keyProgs, nil)
 			g.keyIx = append(g.keyIx, ix)
 			continue
+		}
+		if windowRE.MatchString(text) {
+			return nil, fmt.Errorf("group-by %q: window() grouping (and --watermark, append mode for aggregations) is not supported yet", s)
 		}
 		prog, err := expr.Compile(rewriteSQL(text), options()...)
 		if err != nil {
