@@ -64,6 +64,9 @@ type Grouping struct {
 	keyProgs    []*vm.Program
 	keyIx       []int
 	Aggs        []Aggregate
+	// sameArg[i] is an earlier aggregate with aggregate i's argument text (evaluated once per
+	// row: expressions are deterministic), -1 for none.
+	sameArg []int
 }
 
 // KeyIsExpr reports whether grouping column i is an expression (not a plain Kafka column).
@@ -157,7 +160,15 @@ func CompileGrouping(filter string, groupBy, aggs []string) (*Grouping, error) {
 		if err := name(a.Name); err != nil {
 			return nil, err
 		}
+		same := -1
+		for j := range g.Aggs {
+			if !a.Star && !g.Aggs[j].Star && g.Aggs[j].Expr == a.Expr {
+				same = j
+				break
+			}
+		}
 		g.Aggs = append(g.Aggs, a)
+		g.sameArg = append(g.sameArg, same)
 	}
 	return g, nil
 }
@@ -306,6 +317,10 @@ func (e *GroupEvaluator) Eval(r *Row, keys, args []any) (bool, []any, []any, err
 	}
 	for i := range e.g.Aggs {
 		a := &e.g.Aggs[i]
+		if j := e.g.sameArg[i]; j >= 0 {
+			args = append(args, args[j]) // the same expression as an earlier aggregate's
+			continue
+		}
 		var v any
 		switch {
 		case a.Star:
