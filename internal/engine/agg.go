@@ -67,9 +67,10 @@ func newAggregator(q *query.Resolved, sparkVersion string) (*aggregator, error) 
 			return nil, fmt.Errorf("group-by %s: %v", k.Name, err)
 		}
 		// Spark's analyzer pulls a grouping expression that is not a plain column out into
-		// an attribute named _groupingexpression (PullOutGroupingExpressions): the state key
-		// field has that name, the output column the alias.
-		name := k.Name
+		// an attribute named _groupingexpression (PullOutGroupingExpressions), and trims the
+		// alias of a plain column (CleanupAliases): the state key field has that name, the
+		// output column the alias.
+		name := k.Expr
 		if g.KeyIsExpr(i) {
 			name = "_groupingexpression"
 		}

@@ -322,3 +322,29 @@ func TestAggregationCrashRerun(t *testing.T) {
 		})
 	}
 }
+
+// TestAggregationKeyNames: the state key fields are named as Spark's analyzer leaves the
+// grouping attributes: _groupingexpression for an expression (seen in Spark's schema check by
+// the live hand-over), the Kafka column for a plain column even under an alias.
+func TestAggregationKeyNames(t *testing.T) {
+	q := &query.Query{Checkpoint: "mem://x", Sink: "noop", OutputMode: "update",
+		GroupBy: []string{"string(key) AS k, topic AS t, partition"}, Agg: []string{"count(*) AS n"}}
+	r, err := q.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAggregator(r, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.keyType.String(); got != "struct<_groupingexpression:string,topic:string,partition:int>" {
+		t.Errorf("key schema %s", got)
+	}
+	var out []string
+	for _, c := range r.Grouping.Columns() {
+		out = append(out, c.Name)
+	}
+	if fmt.Sprint(out) != "[k t partition n]" {
+		t.Errorf("output columns %v", out)
+	}
+}
