@@ -57,8 +57,9 @@ func (a *Aggregate) ResultKind() Kind {
 // for concurrent use; each goroutine evaluates with its own GroupEvaluator.
 type Grouping struct {
 	filter *vm.Program
-	// Keys are the grouping columns; KeyNullable says whether each may be null (Kafka's key,
-	// value and headers, and every expression, may; the other Kafka columns may not).
+	// Keys are the grouping columns; KeyNullable says whether each may be null in Spark's
+	// schema: always, as Spark's Kafka source declares every column nullable and ckpt does not
+	// derive an expression's nullability.
 	Keys        []Column
 	KeyNullable []bool
 	keyProgs    []*vm.Program
@@ -127,7 +128,7 @@ func CompileGrouping(filter string, groupBy, aggs []string) (*Grouping, error) {
 				return nil, fmt.Errorf("group-by %q: grouping by headers is not supported", s)
 			}
 			g.Keys = append(g.Keys, col)
-			g.KeyNullable = append(g.KeyNullable, ix <= 1)
+			g.KeyNullable = append(g.KeyNullable, true) // Spark's Kafka schema: every column nullable
 			g.keyProgs = append(g.keyProgs, nil)
 			g.keyIx = append(g.keyIx, ix)
 			continue

@@ -27,8 +27,8 @@ func TestGroupingEval(t *testing.T) {
 	if fmt.Sprint(names) != "[k:string partition:int count(1):bigint c:bigint s:bigint ts:timestamp a:double]" {
 		t.Errorf("columns %v", names)
 	}
-	if !g.KeyIsExpr(0) || g.KeyIsExpr(1) || !g.KeyNullable[0] || g.KeyNullable[1] {
-		t.Errorf("key 0 expression nullable, key 1 a plain non-null column: %v %v", g.KeyIsExpr(0), g.KeyNullable)
+	if !g.KeyIsExpr(0) || g.KeyIsExpr(1) || !g.KeyNullable[0] || !g.KeyNullable[1] {
+		t.Errorf("key 0 an expression, key 1 a plain column, both nullable: %v %v", g.KeyIsExpr(0), g.KeyNullable)
 	}
 	ev := g.NewEvaluator()
 	ts := time.UnixMilli(1700000000123).UTC()
