@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/scenario"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -71,8 +71,8 @@ func snapshot(t *testing.T, s storage.Store) map[string]string {
 	return out
 }
 
-func execOpts() repair.ExecOptions {
-	return repair.ExecOptions{Now: func() time.Time { return testNow }, Tool: "ckpt test"}
+func execOpts() journal.ExecOptions {
+	return journal.ExecOptions{Now: func() time.Time { return testNow }, Tool: "ckpt test"}
 }
 
 var broker = logs{
@@ -119,7 +119,7 @@ func TestResetTargets(t *testing.T) {
 			if skip != c.skip || reread != c.reread {
 				t.Errorf("skipped %d, re-read %d; want %d, %d", skip, reread, c.skip, c.reread)
 			}
-			done, err := repair.Execute(ctx, s, p.RepairPlan(), execOpts())
+			done, err := journal.Execute(ctx, s, p.RepairPlan(), execOpts())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,11 +152,11 @@ func TestResetTargets(t *testing.T) {
 				}
 			}
 			// Undo restores every byte.
-			j, err := repair.ReadJournal(ctx, repair.Location{Store: s, Dir: repair.RepairsDir + "/" + done.ID})
+			j, err := journal.ReadJournal(ctx, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + done.ID})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := repair.Undo(ctx, s, repair.Location{Store: s, Dir: repair.RepairsDir + "/" + j.ID}, execOpts()); err != nil {
+			if _, err := journal.Undo(ctx, s, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + j.ID}, execOpts()); err != nil {
 				t.Fatal(err)
 			}
 			if after := snapshot(t, s); fmt.Sprint(after) != fmt.Sprint(orig) {
@@ -248,7 +248,7 @@ func TestRewind(t *testing.T) {
 	if p.RerunRecords == nil || *p.RerunRecords != 3*(10+11+12) {
 		t.Errorf("rerun records %v", p.RerunRecords)
 	}
-	done, err := repair.Execute(ctx, s, p.RepairPlan(), execOpts())
+	done, err := journal.Execute(ctx, s, p.RepairPlan(), execOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,11 +263,11 @@ func TestRewind(t *testing.T) {
 			t.Errorf("%s is still there", gone)
 		}
 	}
-	j, err := repair.ReadJournal(ctx, repair.Location{Store: s, Dir: repair.RepairsDir + "/" + done.ID})
+	j, err := journal.ReadJournal(ctx, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + done.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repair.Undo(ctx, s, repair.Location{Store: s, Dir: repair.RepairsDir + "/" + j.ID}, execOpts()); err != nil {
+	if _, err := journal.Undo(ctx, s, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + j.ID}, execOpts()); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(snapshot(t, s)) != fmt.Sprint(orig) {

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // StrategyReset names an offsets reset in its journal.
-const StrategyReset repair.Strategy = "offsets-reset"
+const StrategyReset journal.Strategy = "offsets-reset"
 
 // ResetOptions configures PlanReset.
 type ResetOptions struct {
@@ -76,7 +76,7 @@ type ResetPlan struct {
 	// BrokerCounts is true when Skipped and Reread were counted on the broker.
 	BrokerCounts bool `json:"brokerCounts"`
 	// Actions are the file changes: offsets/L+1 written, commits/L+1 copied from commits/L.
-	Actions []repair.Action `json:"actions"`
+	Actions []journal.Action `json:"actions"`
 	// Before and After are the planner's restart of the checkpoint as it is and as the reset
 	// leaves it.
 	Before *recovery.Result `json:"before"`
@@ -102,7 +102,7 @@ func PlanReset(ctx context.Context, s storage.Store, opts ResetOptions) (*ResetP
 	if err != nil {
 		return nil, err
 	}
-	p := &ResetPlan{Checkpoint: s.URI(), Rows: []Row{}, Actions: []repair.Action{}, Warnings: []string{}, options: opts.Planner}
+	p := &ResetPlan{Checkpoint: s.URI(), Rows: []Row{}, Actions: []journal.Action{}, Warnings: []string{}, options: opts.Planner}
 	if p.Before, err = recovery.Plan(ctx, cp, opts.Planner); err != nil {
 		return nil, err
 	}
@@ -253,11 +253,11 @@ func PlanReset(ctx context.Context, s storage.Store, opts ResetOptions) (*ResetP
 	}
 
 	L1 := L + 1
-	offs := repair.Action{Op: repair.OpWrite, Path: fmt.Sprintf("%s/%d", checkpoint.DirOffsets, L1), Data: newSeq.Marshal(),
+	offs := journal.Action{Op: journal.OpWrite, Path: fmt.Sprintf("%s/%d", checkpoint.DirOffsets, L1), Data: newSeq.Marshal(),
 		Reason: fmt.Sprintf("batch %d: offsets/%d with the new position, so the query resumes at batch %d from it", L1, L, L1+1)}
-	commit := repair.Action{Op: repair.OpCopy, Path: fmt.Sprintf("%s/%d", checkpoint.DirCommits, L1), From: cp.Commits.Path(L),
+	commit := journal.Action{Op: journal.OpCopy, Path: fmt.Sprintf("%s/%d", checkpoint.DirCommits, L1), From: cp.Commits.Path(L),
 		Reason: fmt.Sprintf("commit of batch %d, a copy of commits/%d (same watermark): batch %d is never run", L1, L, L1)}
-	p.Actions, p.After, p.Refused, err = finish(ctx, cp, []repair.Action{offs, commit}, opts.Planner, L1+1)
+	p.Actions, p.After, p.Refused, err = finish(ctx, cp, []journal.Action{offs, commit}, opts.Planner, L1+1)
 	if err != nil || p.Refused != "" || opts.Sink == nil {
 		return p, err
 	}
@@ -267,23 +267,23 @@ func PlanReset(ctx context.Context, s storage.Store, opts ResetOptions) (*ResetP
 
 // finish fills the actions' digests, predicts the restart on an overlay with them applied, and
 // refuses when the planner does not resume the query at batch next with nothing re-run.
-func finish(ctx context.Context, cp *checkpoint.Checkpoint, actions []repair.Action, popts recovery.Options, next int64) ([]repair.Action, *recovery.Result, string, error) {
+func finish(ctx context.Context, cp *checkpoint.Checkpoint, actions []journal.Action, popts recovery.Options, next int64) ([]journal.Action, *recovery.Result, string, error) {
 	ov := cp.Overlay(nil) // lists nothing again: cp's listings with the actions applied
 	for i := range actions {
 		a := &actions[i]
-		if err := repair.Fill(ctx, ov, a); err != nil {
+		if err := journal.Fill(ctx, ov, a); err != nil {
 			return nil, nil, "", err
 		}
 		switch a.Op {
-		case repair.OpDelete:
+		case journal.OpDelete:
 			ov.Hide(a.Path)
-		case repair.OpCopy:
+		case journal.OpCopy:
 			data, err := ov.ReadFile(ctx, a.From)
 			if err != nil {
 				return nil, nil, "", err
 			}
 			ov.Set(a.Path, data)
-		case repair.OpWrite:
+		case journal.OpWrite:
 			ov.Set(a.Path, a.Data)
 		}
 	}
@@ -296,27 +296,27 @@ func finish(ctx context.Context, cp *checkpoint.Checkpoint, actions []repair.Act
 		return nil, nil, "", err
 	}
 	if after.Failed() || after.RerunBatch != nil || after.NextBatch != next {
-		return []repair.Action{}, after, fmt.Sprintf("the recovery planner predicts %q afterwards, not a resume at batch %d with nothing re-run", after.Verdict(), next), nil
+		return []journal.Action{}, after, fmt.Sprintf("the recovery planner predicts %q afterwards, not a resume at batch %d with nothing re-run", after.Verdict(), next), nil
 	}
 	return actions, after, "", nil
 }
 
-// RepairPlan is the plan in the form repair.Execute applies.
-func (p *ResetPlan) RepairPlan() *repair.Plan {
+// RepairPlan is the plan in the form journal.Execute applies.
+func (p *ResetPlan) RepairPlan() *journal.Plan {
 	as := p.Actions
 	if p.Sink != nil {
 		as = withSink(as, p.Sink.Actions)
 	}
-	return &repair.Plan{Checkpoint: p.Checkpoint, Strategy: StrategyReset, Actions: as, Before: p.Before, After: p.After, Options: p.options, Warnings: p.Warnings}
+	return &journal.Plan{Strategy: StrategyReset, Actions: as, After: p.After, Options: p.options}
 }
 
 // withSink appends the file sink half to the checkpoint's actions, in one journal: an
 // interruption anywhere is then finished or undone by one `ckpt repair resume|undo`, and the
 // verification checks that the sink's log agrees with the checkpoint.
-func withSink(cp, sink []repair.Action) []repair.Action {
-	out := append([]repair.Action(nil), cp...)
+func withSink(cp, sink []journal.Action) []journal.Action {
+	out := append([]journal.Action(nil), cp...)
 	for _, a := range sink {
-		a.Store = repair.StoreSink
+		a.Store = journal.StoreSink
 		out = append(out, a)
 	}
 	return out

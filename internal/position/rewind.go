@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // StrategyRewind names a rewind in its journal.
-const StrategyRewind repair.Strategy = "rewind"
+const StrategyRewind journal.Strategy = "rewind"
 
 // RewindOptions configures PlanRewind. Exactly one of ToBatch and ToTime is set.
 type RewindOptions struct {
@@ -57,7 +57,7 @@ type RewindPlan struct {
 	DuplicateRecords *int64 `json:"duplicateRecords,omitempty"`
 	// Sink is the file sink half (--sink), applied after the checkpoint's.
 	Sink     *SinkRewind      `json:"sink,omitempty"`
-	Actions  []repair.Action  `json:"actions"`
+	Actions  []journal.Action `json:"actions"`
 	Before   *recovery.Result `json:"before"`
 	After    *recovery.Result `json:"after"`
 	Refused  string           `json:"refused,omitempty"`
@@ -66,13 +66,13 @@ type RewindPlan struct {
 	options recovery.Options
 }
 
-// RepairPlan is the plan in the form repair.Execute applies.
-func (p *RewindPlan) RepairPlan() *repair.Plan {
+// RepairPlan is the plan in the form journal.Execute applies.
+func (p *RewindPlan) RepairPlan() *journal.Plan {
 	as := p.Actions
 	if p.Sink != nil {
 		as = withSink(as, p.Sink.Actions)
 	}
-	return &repair.Plan{Checkpoint: p.Checkpoint, Strategy: StrategyRewind, Actions: as, Before: p.Before, After: p.After, Options: p.options, Warnings: p.Warnings}
+	return &journal.Plan{Strategy: StrategyRewind, Actions: as, After: p.After, Options: p.options}
 }
 
 // PlanRewind plans moving the checkpoint in s back to batch N: offsets and commits above N and
@@ -83,7 +83,7 @@ func PlanRewind(ctx context.Context, s storage.Store, opts RewindOptions) (*Rewi
 	if err != nil {
 		return nil, err
 	}
-	p := &RewindPlan{Checkpoint: s.URI(), Actions: []repair.Action{}, Warnings: []string{}, options: opts.Planner}
+	p := &RewindPlan{Checkpoint: s.URI(), Actions: []journal.Action{}, Warnings: []string{}, options: opts.Planner}
 	if p.Before, err = recovery.Plan(ctx, cp, opts.Planner); err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func PlanRewind(ctx context.Context, s storage.Store, opts RewindOptions) (*Rewi
 		p.Warnings = append(p.Warnings, fmt.Sprintf("--allow-duplicates: the Kafka sink receives the output of batches %s again (%s)", idRange(N+1, C), recordsText(p.RerunRecords)))
 	}
 
-	var actions []repair.Action
+	var actions []journal.Action
 	// Commits first, newest first, then offsets, then state: at every step a commit has its
 	// offsets, and a crash leaves a checkpoint the journal explains.
 	for _, l := range []*checkpoint.Log{cp.Commits, cp.Offsets} {
@@ -164,16 +164,16 @@ func PlanRewind(ctx context.Context, s storage.Store, opts RewindOptions) (*Rewi
 		return nil, err
 	}
 	sort.SliceStable(state, func(i, j int) bool {
-		vi, _ := repair.StateVersion(state[i].Path)
-		vj, _ := repair.StateVersion(state[j].Path)
+		vi, _ := journal.StateVersion(state[i].Path)
+		vj, _ := journal.StateVersion(state[j].Path)
 		return vi > vj
 	})
 	for _, e := range state {
-		v, ok := repair.StateVersion(e.Path)
+		v, ok := journal.StateVersion(e.Path)
 		if !ok || v <= N+1 {
 			continue
 		}
-		actions = append(actions, repair.Action{Op: repair.OpDelete, Path: e.Path,
+		actions = append(actions, journal.Action{Op: journal.OpDelete, Path: e.Path,
 			Reason: fmt.Sprintf("state version %d, written by batch %d: batch %d loads version %d", v, v-1, N+1, N+1)})
 		if !isCRC(e.Path) {
 			p.StateFiles++
@@ -211,14 +211,14 @@ func rewindTarget(ctx context.Context, cp *checkpoint.Checkpoint, opts RewindOpt
 
 // batchFiles are the delete actions of batch id in l: the file and its checksums (Hadoop's
 // .N.crc and the N.crc of Spark's checksum file manager).
-func batchFiles(l *checkpoint.Log, id int64, reason string) []repair.Action {
+func batchFiles(l *checkpoint.Log, id int64, reason string) []journal.Action {
 	p := l.FilePath(id)
-	out := []repair.Action{{Op: repair.OpDelete, Path: p, Reason: reason}}
+	out := []journal.Action{{Op: journal.OpDelete, Path: p, Reason: reason}}
 	name := path.Base(p)
 	for _, es := range [][]storage.Entry{l.Checksums, l.Others} {
 		for _, c := range es {
 			if !c.IsDir && (path.Base(c.Path) == "."+name+".crc" || path.Base(c.Path) == name+".crc") {
-				out = append(out, repair.Action{Op: repair.OpDelete, Path: c.Path, Reason: "checksum of " + p + ", moved with it"})
+				out = append(out, journal.Action{Op: journal.OpDelete, Path: c.Path, Reason: "checksum of " + p + ", moved with it"})
 			}
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/storage/storetest"
 )
@@ -28,10 +28,10 @@ func TestResetAndRewindS3(t *testing.T) {
 		}
 	}
 	orig := snapshot(t, s)
-	undo := func(j *repair.Journal) {
+	undo := func(j *journal.Journal) {
 		t.Helper()
-		loc := repair.Location{Store: s, Dir: repair.RepairsDir + "/" + j.ID}
-		if _, err := repair.Undo(ctx, s, loc, execOpts()); err != nil {
+		loc := journal.Location{Store: s, Dir: journal.RepairsDir + "/" + j.ID}
+		if _, err := journal.Undo(ctx, s, loc, execOpts()); err != nil {
 			t.Fatal(err)
 		}
 		if fmt.Sprint(snapshot(t, s)) != fmt.Sprint(orig) {
@@ -43,7 +43,7 @@ func TestResetAndRewindS3(t *testing.T) {
 	if err != nil || p.Refused != "" {
 		t.Fatalf("%v %q", err, p.Refused)
 	}
-	j, err := repair.Execute(ctx, s, p.RepairPlan(), execOpts())
+	j, err := journal.Execute(ctx, s, p.RepairPlan(), execOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestResetAndRewindS3(t *testing.T) {
 	if err != nil || r.Refused != "" {
 		t.Fatalf("%v %q", err, r.Refused)
 	}
-	if j, err = repair.Execute(ctx, s, r.RepairPlan(), execOpts()); err != nil {
+	if j, err = journal.Execute(ctx, s, r.RepairPlan(), execOpts()); err != nil {
 		t.Fatal(err)
 	}
 	if j.Verified == nil || j.Verified.NextBatch != 2 {

@@ -7,14 +7,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // StrategySinkReset names the sink half of an offsets reset in its journal (the sink's own store).
-const StrategySinkReset repair.Strategy = "reset-sink"
+const StrategySinkReset journal.Strategy = "reset-sink"
 
 // sinkDefaultCompactInterval is spark.sql.streaming.fileSink.log.compactInterval's default.
 const sinkDefaultCompactInterval = 10
@@ -27,13 +27,13 @@ const sinkDefaultCompactInterval = 10
 // no file, what Spark writes for a batch without data.
 type SinkReset struct {
 	// Sink is the output directory (the store's root).
-	Sink    string          `json:"sink"`
-	Actions []repair.Action `json:"actions"`
+	Sink    string           `json:"sink"`
+	Actions []journal.Action `json:"actions"`
 }
 
-// RepairPlan is the sink half in the form repair.Execute applies (to the sink's store).
-func (p *SinkReset) RepairPlan() *repair.Plan {
-	return &repair.Plan{Checkpoint: p.Sink, Strategy: StrategySinkReset, Actions: p.Actions, Warnings: []string{}}
+// RepairPlan is the sink half in the form journal.Execute applies (to the sink's store).
+func (p *SinkReset) RepairPlan() *journal.Plan {
+	return &journal.Plan{Strategy: StrategySinkReset, Actions: p.Actions}
 }
 
 // planSinkReset plans the empty log entry of batch next in sink (its output directory), whose log
@@ -48,7 +48,7 @@ func planSinkReset(ctx context.Context, sink storage.Store, next int64) (*SinkRe
 	var compacts []int64
 	for _, e := range es {
 		name := path.Base(e.Path)
-		if e.IsDir || !repair.IsSinkLogFile(e.Path) || strings.HasSuffix(name, ".crc") {
+		if e.IsDir || !journal.IsSinkLogFile(e.Path) || strings.HasSuffix(name, ".crc") {
 			continue
 		}
 		nm := logformat.ParseName(strings.TrimSuffix(name, ".compact"))
@@ -68,10 +68,10 @@ func planSinkReset(ctx context.Context, sink storage.Store, next int64) (*SinkRe
 	if sinklog.IsCompactionBatch(next, interval) {
 		return nil, fmt.Sprintf("batch %d is a compaction batch of the file sink's log (interval %d): its entry would have to hold every file of the output, which ckpt offsets reset does not write. Let the query run one more batch first", next, interval), nil
 	}
-	p := &SinkReset{Sink: sink.URI(), Actions: []repair.Action{{Op: repair.OpWrite, Path: fmt.Sprintf("%s/%d", sinklog.Dir, next), Data: []byte("v1"),
+	p := &SinkReset{Sink: sink.URI(), Actions: []journal.Action{{Op: journal.OpWrite, Path: fmt.Sprintf("%s/%d", sinklog.Dir, next), Data: []byte("v1"),
 		Reason: fmt.Sprintf("file sink log entry of batch %d, with no file: the batch never runs, and a log without it fails every reader of the output", next)}}}
 	for i := range p.Actions {
-		if err := repair.Fill(ctx, sink, &p.Actions[i]); err != nil {
+		if err := journal.Fill(ctx, sink, &p.Actions[i]); err != nil {
 			return nil, "", err
 		}
 	}

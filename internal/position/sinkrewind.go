@@ -6,14 +6,14 @@ import (
 	"path"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // StrategySinkRewind names the sink half of a rewind in its journal (the sink's own store).
-const StrategySinkRewind repair.Strategy = "rewind-sink"
+const StrategySinkRewind journal.Strategy = "rewind-sink"
 
 // SinkRewind is the file sink half of a rewind: its log entries above N move into a backup in
 // the sink's own store, with a journal `ckpt repair undo` reads like any other.
@@ -23,14 +23,14 @@ type SinkRewind struct {
 	// Entries are the log files moved; DataFiles the data files they added, left in place (no log
 	// entry lists them any more, so readers of the sink do not see them; Spark writes new files
 	// under new names when it re-runs the batches).
-	Entries   []string        `json:"entries"`
-	DataFiles []string        `json:"dataFiles"`
-	Actions   []repair.Action `json:"actions"`
+	Entries   []string         `json:"entries"`
+	DataFiles []string         `json:"dataFiles"`
+	Actions   []journal.Action `json:"actions"`
 }
 
-// RepairPlan is the sink half in the form repair.Execute applies (to the sink's store).
-func (p *SinkRewind) RepairPlan() *repair.Plan {
-	return &repair.Plan{Checkpoint: p.Sink, Strategy: StrategySinkRewind, Actions: p.Actions, Warnings: []string{}}
+// RepairPlan is the sink half in the form journal.Execute applies (to the sink's store).
+func (p *SinkRewind) RepairPlan() *journal.Plan {
+	return &journal.Plan{Strategy: StrategySinkRewind, Actions: p.Actions}
 }
 
 // planSinkRewind lists the file sink log entries above n in sink (its output directory). A
@@ -41,7 +41,7 @@ func planSinkRewind(ctx context.Context, sink storage.Store, n int64) (*SinkRewi
 	if err != nil {
 		return nil, "", err
 	}
-	sr := &SinkRewind{Sink: sink.URI(), Entries: []string{}, DataFiles: []string{}, Actions: []repair.Action{}}
+	sr := &SinkRewind{Sink: sink.URI(), Entries: []string{}, DataFiles: []string{}, Actions: []journal.Action{}}
 	type file struct {
 		id   int64
 		path string
@@ -52,7 +52,7 @@ func planSinkRewind(ctx context.Context, sink storage.Store, n int64) (*SinkRewi
 		if e.IsDir {
 			continue
 		}
-		if !repair.IsSinkLogFile(e.Path) || strings.HasSuffix(name, ".crc") {
+		if !journal.IsSinkLogFile(e.Path) || strings.HasSuffix(name, ".crc") {
 			continue
 		}
 		nm := logformat.ParseName(strings.TrimSuffix(name, ".compact"))
@@ -81,16 +81,16 @@ func planSinkRewind(ctx context.Context, sink storage.Store, n int64) (*SinkRewi
 			}
 		}
 		sr.Entries = append(sr.Entries, f.path)
-		sr.Actions = append(sr.Actions, repair.Action{Op: repair.OpDelete, Path: f.path,
+		sr.Actions = append(sr.Actions, journal.Action{Op: journal.OpDelete, Path: f.path,
 			Reason: fmt.Sprintf("file sink log entry of batch %d, above batch %d: the re-run writes it again", f.id, n)})
 		for _, c := range es {
 			if path.Base(c.Path) == "."+path.Base(f.path)+".crc" {
-				sr.Actions = append(sr.Actions, repair.Action{Op: repair.OpDelete, Path: c.Path, Reason: "checksum of " + f.path + ", moved with it"})
+				sr.Actions = append(sr.Actions, journal.Action{Op: journal.OpDelete, Path: c.Path, Reason: "checksum of " + f.path + ", moved with it"})
 			}
 		}
 	}
 	for i := range sr.Actions {
-		if err := repair.Fill(ctx, sink, &sr.Actions[i]); err != nil {
+		if err := journal.Fill(ctx, sink, &sr.Actions[i]); err != nil {
 			return nil, "", err
 		}
 	}

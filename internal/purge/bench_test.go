@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/scenario"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/storage/storetest"
@@ -59,12 +59,12 @@ func BenchmarkPurgeLocal(b *testing.B) {
 		}
 		b.StartTimer()
 		t0 := time.Now()
-		j, err := repair.Execute(ctx, s, p.RepairPlan(), repair.ExecOptions{Tool: "bench"})
+		j, err := journal.Execute(ctx, s, p.RepairPlan(), journal.ExecOptions{Tool: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if _, err := repair.Undo(ctx, s, repair.Location{Store: s, Dir: repair.RepairsDir + "/" + j.ID}, repair.ExecOptions{Tool: "bench"}); err != nil {
+		if _, err := journal.Undo(ctx, s, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + j.ID}, journal.ExecOptions{Tool: "bench"}); err != nil {
 			b.Fatal(err)
 		}
 		exec += t1.Sub(t0)
@@ -138,12 +138,12 @@ func benchPurgeRemote(b *testing.B, newStore func() (fill, timed storage.Store))
 		}
 		b.StartTimer()
 		t0 := time.Now()
-		j, err := repair.Execute(ctx, s, p.RepairPlan(), repair.ExecOptions{Tool: "bench"})
+		j, err := journal.Execute(ctx, s, p.RepairPlan(), journal.ExecOptions{Tool: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if _, err := repair.Undo(ctx, s, repair.Location{Store: s, Dir: repair.RepairsDir + "/" + j.ID}, repair.ExecOptions{Tool: "bench"}); err != nil {
+		if _, err := journal.Undo(ctx, s, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + j.ID}, journal.ExecOptions{Tool: "bench"}); err != nil {
 			b.Fatal(err)
 		}
 		exec += t1.Sub(t0)

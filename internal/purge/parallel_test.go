@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/storage/storetest"
 )
@@ -25,7 +25,7 @@ func files(t *testing.T, s storage.Store) map[string]string {
 	}
 	out := map[string]string{}
 	for _, e := range es {
-		if strings.HasPrefix(e.Path, repair.Dir+"/") {
+		if strings.HasPrefix(e.Path, journal.Dir+"/") {
 			continue
 		}
 		b, err := s.ReadFile(ctx, e.Path)
@@ -119,7 +119,7 @@ func runParallel(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	}
 	dels := &concurrency{op: storage.OpDelete}
 	f.SetHook(dels.hook)
-	j, err := repair.Execute(ctx, f, p.RepairPlan(), repair.ExecOptions{Tool: "test"})
+	j, err := journal.Execute(ctx, f, p.RepairPlan(), journal.ExecOptions{Tool: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func runParallel(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	}
 	writes := &concurrency{op: storage.OpWrite}
 	f.SetHook(writes.hook)
-	if _, err := repair.Undo(ctx, f, repair.Location{Store: f, Dir: repair.RepairsDir + "/" + j.ID}, repair.ExecOptions{Tool: "test"}); err != nil {
+	if _, err := journal.Undo(ctx, f, journal.Location{Store: f, Dir: journal.RepairsDir + "/" + j.ID}, journal.ExecOptions{Tool: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if writes.peak.Load() < 2 {
@@ -178,7 +178,7 @@ func TestPurgeParallelFaults(t *testing.T) {
 					} else {
 						f.FailMutation(k, nil)
 					}
-					j, err := repair.Execute(ctx, f, p.RepairPlan(), repair.ExecOptions{Tool: "test"})
+					j, err := journal.Execute(ctx, f, p.RepairPlan(), journal.ExecOptions{Tool: "test"})
 					f.Clear()
 					if err == nil {
 						if d := diff(want, files(t, m)); d != "" {
@@ -189,7 +189,7 @@ func TestPurgeParallelFaults(t *testing.T) {
 					if !errors.Is(err, storage.ErrInjected) {
 						t.Fatalf("execute: %v", err)
 					}
-					var he *repair.HalfwayError
+					var he *journal.HalfwayError
 					if !errors.As(err, &he) {
 						if d := diff(orig, files(t, m)); d != "" {
 							t.Fatalf("stopped before changing the checkpoint (%v), but:\n%s", err, d)
@@ -197,12 +197,12 @@ func TestPurgeParallelFaults(t *testing.T) {
 						return
 					}
 					halfway++
-					loc := repair.Location{Store: m, Dir: repair.JournalLocation(strings.TrimPrefix(he.Journal, m.URI()+"/"))}
+					loc := journal.Location{Store: m, Dir: journal.JournalLocation(strings.TrimPrefix(he.Journal, m.URI()+"/"))}
 					if j != nil {
-						loc.Dir = repair.RepairsDir + "/" + j.ID
+						loc.Dir = journal.RepairsDir + "/" + j.ID
 					}
 					if then == "undo" {
-						if _, err := repair.Undo(ctx, m, loc, repair.ExecOptions{Tool: "test"}); err != nil {
+						if _, err := journal.Undo(ctx, m, loc, journal.ExecOptions{Tool: "test"}); err != nil {
 							t.Fatal(err)
 						}
 						if d := diff(orig, files(t, m)); d != "" {
@@ -210,7 +210,7 @@ func TestPurgeParallelFaults(t *testing.T) {
 						}
 						return
 					}
-					if _, err := repair.Resume(ctx, m, loc, repair.ExecOptions{Tool: "test"}); err != nil {
+					if _, err := journal.Resume(ctx, m, loc, journal.ExecOptions{Tool: "test"}); err != nil {
 						t.Fatal(err)
 					}
 					if d := diff(want, files(t, m)); d != "" {

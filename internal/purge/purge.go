@@ -1,6 +1,6 @@
 // Package purge plans `ckpt purge`: deleting the offsets and commits files older than the newest
 // N batches (and, for a file sink, the log files Spark itself would expire) from checkpoints that
-// grew to 100k+ files, never below what Spark needs. The plan is a repair.Plan, so it is applied
+// grew to 100k+ files, never below what Spark needs. The plan is a journal.Plan, so it is applied
 // with a backup and a journal and `ckpt repair undo` restores every byte.
 package purge
 
@@ -12,16 +12,16 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/progress"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // Strategy names a purge in its journal.
-const Strategy = repair.StrategyPurge
+const Strategy = journal.StrategyPurge
 
 // Options configure Plan.
 type Options struct {
@@ -56,7 +56,7 @@ type Plan struct {
 	Bytes   int64 `json:"bytes"`
 	// Why says what decided From: --keep, or the files the restart reads.
 	Why      string           `json:"why"`
-	Actions  []repair.Action  `json:"actions"`
+	Actions  []journal.Action `json:"actions"`
 	Before   *recovery.Result `json:"before"`
 	After    *recovery.Result `json:"after"`
 	Refused  string           `json:"refused,omitempty"`
@@ -67,9 +67,9 @@ type Plan struct {
 	options recovery.Options
 }
 
-// RepairPlan is the plan in the form repair.Execute applies.
-func (p *Plan) RepairPlan() *repair.Plan {
-	return &repair.Plan{Checkpoint: p.Checkpoint, Strategy: Strategy, Actions: p.Actions, Before: p.Before, After: p.After, Options: p.options, Warnings: p.Warnings}
+// RepairPlan is the plan in the form journal.Execute applies.
+func (p *Plan) RepairPlan() *journal.Plan {
+	return &journal.Plan{Strategy: Strategy, Actions: p.Actions, After: p.After, Options: p.options}
 }
 
 // NewPlan plans the purge of the checkpoint in s.
@@ -88,7 +88,7 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		}
 	}
 	var err error
-	p := &Plan{Checkpoint: s.URI(), Keep: o.Keep, From: -1, Actions: []repair.Action{}, Warnings: []string{}, options: o.Planner}
+	p := &Plan{Checkpoint: s.URI(), Keep: o.Keep, From: -1, Actions: []journal.Action{}, Warnings: []string{}, options: o.Planner}
 	if p.Before, err = recovery.Plan(ctx, cp, o.Planner); err != nil {
 		return nil, err
 	}
@@ -113,10 +113,10 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		crcs := checksums(cp)
 		add := func(l *checkpoint.Log, id int64) {
 			f := l.FilePath(id)
-			p.Actions = append(p.Actions, repair.Action{Op: repair.OpDelete, Path: f,
+			p.Actions = append(p.Actions, journal.Action{Op: journal.OpDelete, Path: f,
 				Reason: fmt.Sprintf("batch %d is older than batch %d: Spark never reads it again", id, p.From)})
 			for _, c := range crcs[f] {
-				p.Actions = append(p.Actions, repair.Action{Op: repair.OpDelete, Path: c, Reason: "checksum of " + f + ", deleted with it"})
+				p.Actions = append(p.Actions, journal.Action{Op: journal.OpDelete, Path: c, Reason: "checksum of " + f + ", deleted with it"})
 			}
 		}
 		// Oldest first, as Spark purges, each commit before its offsets: every state on the way
@@ -162,7 +162,7 @@ func (p *Plan) verify(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	m.Expect(progress.Read, len(p.Actions))
 	for i := range p.Actions {
 		a := &p.Actions[i]
-		if err := repair.Fill(ctx, ov, a); err != nil {
+		if err := journal.Fill(ctx, ov, a); err != nil {
 			return err
 		}
 		m.Add(progress.Read, 1)
@@ -178,7 +178,7 @@ func (p *Plan) verify(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	}
 	if p.After.Verdict() != p.Before.Verdict() {
 		p.Refused = fmt.Sprintf("the recovery planner predicts %q after the purge, not %q as now", p.After.Verdict(), p.Before.Verdict())
-		p.Actions = []repair.Action{}
+		p.Actions = []journal.Action{}
 	}
 	return nil
 }
@@ -216,16 +216,16 @@ type SinkPlan struct {
 	Sink string `json:"sink"`
 	// Latest is the sink log's latest batch, Interval its compact interval, Below the compaction
 	// batch whose older files go.
-	Latest   int64           `json:"latest"`
-	Interval int             `json:"interval"`
-	Below    int64           `json:"below"`
-	Actions  []repair.Action `json:"actions"`
-	Bytes    int64           `json:"bytes"`
+	Latest   int64            `json:"latest"`
+	Interval int              `json:"interval"`
+	Below    int64            `json:"below"`
+	Actions  []journal.Action `json:"actions"`
+	Bytes    int64            `json:"bytes"`
 }
 
-// RepairPlan is the sink half in the form repair.Execute applies (no restart to verify).
-func (sp *SinkPlan) RepairPlan() *repair.Plan {
-	return &repair.Plan{Checkpoint: sp.Sink, Strategy: Strategy, Actions: sp.Actions, Options: recovery.Options{}, Warnings: []string{}}
+// RepairPlan is the sink half in the form journal.Execute applies (no restart to verify).
+func (sp *SinkPlan) RepairPlan() *journal.Plan {
+	return &journal.Plan{Strategy: Strategy, Actions: sp.Actions}
 }
 
 // planSink applies Spark's rule with minBatchesToRetain = keep: after the latest batch S, files
@@ -240,7 +240,7 @@ func planSink(ctx context.Context, st storage.Store, keep int) (*SinkPlan, error
 	if err != nil {
 		return nil, err
 	}
-	sp := &SinkPlan{Sink: st.URI(), Actions: []repair.Action{}, Below: -1}
+	sp := &SinkPlan{Sink: st.URI(), Actions: []journal.Action{}, Below: -1}
 	var compacts []int64
 	type file struct {
 		id   int64
@@ -280,14 +280,14 @@ func planSink(ctx context.Context, st storage.Store, keep int) (*SinkPlan, error
 		if f.id >= sp.Below {
 			continue
 		}
-		sp.Actions = append(sp.Actions, repair.Action{Op: repair.OpDelete, Path: f.path,
+		sp.Actions = append(sp.Actions, journal.Action{Op: journal.OpDelete, Path: f.path,
 			Reason: fmt.Sprintf("sink log batch %d is below the compaction batch %d: Spark's deleteExpiredLog removes it", f.id, sp.Below)})
 		for _, c := range crcs[f.path] {
-			sp.Actions = append(sp.Actions, repair.Action{Op: repair.OpDelete, Path: c, Reason: "checksum of " + f.path + ", deleted with it"})
+			sp.Actions = append(sp.Actions, journal.Action{Op: journal.OpDelete, Path: c, Reason: "checksum of " + f.path + ", deleted with it"})
 		}
 	}
 	for i := range sp.Actions {
-		if err := repair.Fill(ctx, st, &sp.Actions[i]); err != nil {
+		if err := journal.Fill(ctx, st, &sp.Actions[i]); err != nil {
 			return nil, err
 		}
 		sp.Bytes += sp.Actions[i].Size

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/position"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 )
 
 // purge --keep and rewind --to-batch planned on the same checkpoint and executed at once: their
@@ -33,7 +33,7 @@ func TestPurgeRewindRace(t *testing.T) {
 		if err != nil || rp.Refused != "" {
 			t.Fatalf("rewind plan: %v %s", err, rp.Refused)
 		}
-		plans := []*repair.Plan{pp.RepairPlan(), rp.RepairPlan()}
+		plans := []*journal.Plan{pp.RepairPlan(), rp.RepairPlan()}
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -49,8 +49,8 @@ func TestPurgeRewindRace(t *testing.T) {
 				// A command that finds the lock held tries again (as a person or a script
 				// would): it then runs after the other, on the plan made before it.
 				for try := 0; try < 2000; try++ {
-					_, errs[i] = repair.Execute(ctx, s, plans[i], repair.ExecOptions{Tool: "test"})
-					var locked *repair.LockedError
+					_, errs[i] = journal.Execute(ctx, s, plans[i], journal.ExecOptions{Tool: "test"})
+					var locked *journal.LockedError
 					if !errors.As(errs[i], &locked) {
 						break
 					}
@@ -61,13 +61,13 @@ func TestPurgeRewindRace(t *testing.T) {
 		close(start)
 		wg.Wait()
 		ok := 0
-		var winner *repair.Plan
+		var winner *journal.Plan
 		for i, err := range errs {
 			switch {
 			case err == nil:
 				ok++
 				winner = plans[i]
-			case errors.Is(err, repair.ErrChanged):
+			case errors.Is(err, journal.ErrChanged):
 			default:
 				t.Fatalf("round %d: plan %d: %v", round, i, err)
 			}

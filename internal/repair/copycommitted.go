@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 )
 
 // copyCommittedApplies reports whether copy-committed differs from copy-previous: the latest
@@ -24,7 +25,7 @@ func copyCommittedApplies(cp *checkpoint.Checkpoint) bool {
 // exactly what an async restart re-runs. Batches C+1..L-1 are folded into that one re-run, which a
 // stateless query processes the same way; a stateful one would find state version L (written by
 // batch L-1) or lack it and count C+1..L-1 twice, so it is refused.
-func copyCommitted(ctx context.Context, cp *checkpoint.Checkpoint, code string, sinkLatest *int64, c *candidate) ([]Action, error) {
+func copyCommitted(ctx context.Context, cp *checkpoint.Checkpoint, code string, sinkLatest *int64, c *candidate) ([]journal.Action, error) {
 	L, _ := cp.Offsets.Latest()
 	C, okC := cp.Commits.Latest()
 	switch {
@@ -51,7 +52,7 @@ func copyCommitted(ctx context.Context, cp *checkpoint.Checkpoint, code string, 
 		return nil, nil
 	}
 	prev := L - 1
-	return []Action{{Op: OpCopy, Path: cp.Offsets.Dir + "/" + fmt.Sprint(prev), From: cp.Offsets.FilePath(C), Code: code,
+	return []journal.Action{{Op: journal.OpCopy, Path: cp.Offsets.Dir + "/" + fmt.Sprint(prev), From: cp.Offsets.FilePath(C), Code: code,
 		Reason: fmt.Sprintf("batch %d has no commit and offsets/%d is missing: a copy of offsets/%d (the latest commit) makes the restart re-run batch %d from where batch %d ended, as an async restart does; nothing is lost",
 			L, prev, C, L, C)}}, nil
 }

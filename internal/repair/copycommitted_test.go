@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/journal"
+	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/scenario"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -36,9 +38,9 @@ func asyncCrash(t *testing.T, stateful bool) *storage.Mem {
 func TestCopyCommittedRecommendedAndRestartable(t *testing.T) {
 	ctx := context.Background()
 	s := asyncCrash(t, false)
-	orig := snapshot(t, s)
+	orig := journaltest.Snapshot(t, s)
 	sync := recovery.Options{Mode: recovery.ModeSync}
-	if before := replayNow(t, s, sync); !before.Failed() {
+	if before := journaltest.ReplayNow(t, s, sync); !before.Failed() {
 		t.Fatalf("the async crash must fail a sync restart, got %s", before.Verdict())
 	}
 	p, err := NewPlan(ctx, s, Options{Planner: sync})
@@ -63,12 +65,12 @@ func TestCopyCommittedRecommendedAndRestartable(t *testing.T) {
 	if p.Replay.RerunRecords == nil || *p.Replay.RerunRecords != 5*(10+11+12) {
 		t.Errorf("rerun records %v, want %d", p.Replay.RerunRecords, 5*(10+11+12))
 	}
-	j, err := Execute(ctx, s, p, execOpts())
+	j, err := journal.Execute(ctx, s, p.JournalPlan(), execOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Proven with the one planner on the checkpoint as it now is.
-	got := replayNow(t, s, sync)
+	got := journaltest.ReplayNow(t, s, sync)
 	if got.Failed() || got.RerunBatch == nil || *got.RerunBatch != 12 || got.NextBatch != 12 {
 		t.Fatalf("after --execute: %s, want a re-run of batch 12", got.Verdict())
 	}
@@ -77,10 +79,10 @@ func TestCopyCommittedRecommendedAndRestartable(t *testing.T) {
 			t.Errorf("partition %d re-run starts at %v, want the end of batch 7 (%d)", k.Partition, k.Start, 8*(10+k.Partition))
 		}
 	}
-	if _, err := Undo(ctx, s, Location{Store: s, Dir: RepairsDir + "/" + j.ID}, execOpts()); err != nil {
+	if _, err := journal.Undo(ctx, s, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + j.ID}, execOpts()); err != nil {
 		t.Fatal(err)
 	}
-	if d := diffSnapshots(orig, snapshot(t, s)); d != "" {
+	if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, s)); d != "" {
 		t.Fatalf("undo left:\n%s", d)
 	}
 }
@@ -98,7 +100,7 @@ func TestCopyCommittedRefusedWhenStateful(t *testing.T) {
 
 func TestCopyCommittedOnlyOfferedForTheAsyncCrash(t *testing.T) {
 	s := storage.NewMem()
-	buildScenario(t, "async-trap-0-3-7", s)
+	journaltest.BuildScenario(t, "async-trap-0-3-7", s)
 	p, err := NewPlan(context.Background(), s, Options{Planner: recovery.Options{Mode: recovery.ModeSync}})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal"
+	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/scenario"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -58,7 +60,7 @@ func runCorpus(t *testing.T, onlyRepairable bool, newStore func(t *testing.T, na
 			if err := sc.WriteTo(ctx, s); err != nil {
 				t.Fatal(err)
 			}
-			orig := snapshot(t, s)
+			orig := journaltest.Snapshot(t, s)
 			popts := recovery.Options{SinkLatest: sc.SinkLatest}
 			p, err := NewPlan(ctx, s, Options{Planner: popts})
 			if err != nil {
@@ -74,7 +76,7 @@ func runCorpus(t *testing.T, onlyRepairable bool, newStore func(t *testing.T, na
 				strategies = []Strategy{""}
 			}
 			if len(strategies) == 0 {
-				if d := diffSnapshots(orig, snapshot(t, s)); d != "" {
+				if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, s)); d != "" {
 					t.Fatalf("planning changed the checkpoint:\n%s", d)
 				}
 				return
@@ -147,25 +149,25 @@ func cycle(t *testing.T, s storage.Store, orig map[string]string, popts recovery
 		if p.After.Failed() {
 			t.Fatalf("the plan predicts a failed restart: %s", p.After.Verdict())
 		}
-		if d := diffSnapshots(orig, snapshot(t, s)); d != "" {
+		if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, s)); d != "" {
 			t.Fatalf("planning changed the checkpoint:\n%s", d)
 		}
 
-		j, err := Execute(ctx, s, p, execOpts())
+		j, err := journal.Execute(ctx, s, p.JournalPlan(), execOpts())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.State != StateDone || len(j.Warnings) > 0 {
+		if j.State != journal.StateDone || len(j.Warnings) > 0 {
 			t.Fatalf("journal state %s, warnings %q", j.State, j.Warnings)
 		}
-		if !sameRestart(j.Verified, p.After) {
+		if !journaltest.SameRestart(j.Verified, p.After) {
 			t.Errorf("verified %q, predicted %q", j.Verified.Verdict(), p.After.Verdict())
 		}
 		// The restart resumes as predicted.
-		if got := replayNow(t, s, popts); !sameRestart(got, p.After) {
+		if got := journaltest.ReplayNow(t, s, popts); !journaltest.SameRestart(got, p.After) {
 			t.Errorf("replay says %q, the plan predicted %q", got.Verdict(), p.After.Verdict())
 		}
-		if l, err := ReadLock(ctx, s); err != nil || l != nil {
+		if l, err := journal.ReadLock(ctx, s); err != nil || l != nil {
 			t.Errorf("lock after the repair: %+v, %v", l, err)
 		}
 		// A second run finds nothing to do.
@@ -177,32 +179,32 @@ func cycle(t *testing.T, s storage.Store, orig map[string]string, popts recovery
 			t.Errorf("second plan is not empty: %d actions, %d choices", len(p2.Actions), len(p2.Choices))
 		}
 		// Undo restores every byte.
-		dirs := repairDirs(t, s)
-		loc := Location{Store: s, Dir: RepairsDir + "/" + j.ID}
+		dirs := journaltest.RepairDirs(t, s)
+		loc := journal.Location{Store: s, Dir: journal.RepairsDir + "/" + j.ID}
 		if !slices.Contains(dirs, loc.Dir) {
 			t.Fatalf("repair dir %s not in %v", loc.Dir, dirs)
 		}
-		u, err := Undo(ctx, s, loc, execOpts())
+		u, err := journal.Undo(ctx, s, loc, execOpts())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if u.State != StateUndone {
+		if u.State != journal.StateUndone {
 			t.Errorf("state after undo: %s", u.State)
 		}
-		if d := diffSnapshots(orig, snapshot(t, s)); d != "" {
+		if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, s)); d != "" {
 			t.Fatalf("undo is not byte-identical:\n%s", d)
 		}
 		// Undo twice is harmless; resume of an undone repair is refused.
-		if _, err := Undo(ctx, s, loc, execOpts()); err != nil {
+		if _, err := journal.Undo(ctx, s, loc, execOpts()); err != nil {
 			t.Errorf("second undo: %v", err)
 		}
-		if _, err := Resume(ctx, s, loc, execOpts()); err == nil {
+		if _, err := journal.Resume(ctx, s, loc, execOpts()); err == nil {
 			t.Error("resume of an undone repair succeeded")
 		}
-		if d := diffSnapshots(orig, snapshot(t, s)); d != "" {
+		if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, s)); d != "" {
 			t.Fatalf("after a second undo:\n%s", d)
 		}
-		if l, err := ReadLock(ctx, s); err != nil || l != nil {
+		if l, err := journal.ReadLock(ctx, s); err != nil || l != nil {
 			t.Errorf("lock after undo: %+v, %v", l, err)
 		}
 	})

@@ -2,6 +2,7 @@ package repair
 
 import (
 	"context"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
@@ -19,4 +20,11 @@ func diagnose(ctx context.Context, cp *checkpoint.Checkpoint, o recovery.Options
 		SinkKind:            o.SinkKind,
 		Delta:               o.Delta,
 	})
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/journal"
+	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/storage/storetest"
@@ -41,38 +43,17 @@ var faultCases = []faultCase{
 	{"missing-previous-offsets", StrategyDelete}, // an orphan past a gap
 }
 
-// copyStore copies every file of from (including _ckpt/) into a new store.
-func copyStore(t *testing.T, from storage.Store, newStore func(t *testing.T) storage.Store) storage.Store {
-	t.Helper()
-	ctx := context.Background()
-	to := newStore(t)
-	es, err := from.Walk(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range es {
-		b, err := from.ReadFile(ctx, e.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := to.WriteFile(ctx, e.Path, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return to
-}
-
 func runFaults(t *testing.T, cases []faultCase, newStore func(t *testing.T) storage.Store) {
 	ctx := context.Background()
 	for _, tc := range cases {
 		t.Run(tc.scenario+"/"+string(tc.strategy), func(t *testing.T) {
 			base := newStore(t)
-			buildScenario(t, tc.scenario, base)
-			orig := snapshot(t, base)
+			journaltest.BuildScenario(t, tc.scenario, base)
+			orig := journaltest.Snapshot(t, base)
 			opts := Options{Strategy: tc.strategy}
 
 			// An unfailed run: how many mutations, and where it ends.
-			clean := storage.NewFaulty(copyStore(t, base, newStore))
+			clean := storage.NewFaulty(journaltest.CopyStore(t, base, newStore))
 			p, err := NewPlan(ctx, clean, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -80,16 +61,16 @@ func runFaults(t *testing.T, cases []faultCase, newStore func(t *testing.T) stor
 			if len(p.Actions) == 0 {
 				t.Fatalf("no actions: %q", p.Refused)
 			}
-			if _, err := Execute(ctx, clean, p, execOpts()); err != nil {
+			if _, err := journal.Execute(ctx, clean, p.JournalPlan(), execOpts()); err != nil {
 				t.Fatal(err)
 			}
 			n := int(clean.Mutations())
-			final := snapshot(t, clean)
+			final := journaltest.Snapshot(t, clean)
 			t.Logf("%d actions, %d mutations per run", len(p.Actions), n)
 
 			for k := 1; k <= n; k++ {
 				for _, after := range []bool{false, true} {
-					m := copyStore(t, base, newStore)
+					m := journaltest.CopyStore(t, base, newStore)
 					f := storage.NewFaulty(m)
 					if after {
 						f.FailMutationAfter(k, nil)
@@ -100,52 +81,52 @@ func runFaults(t *testing.T, cases []faultCase, newStore func(t *testing.T) stor
 					if err != nil {
 						t.Fatal(err)
 					}
-					_, err = Execute(ctx, f, p, execOpts())
+					_, err = journal.Execute(ctx, f, p.JournalPlan(), execOpts())
 					label := map[bool]string{false: "before", true: "after"}[after]
 					if err != nil && !errors.Is(err, storage.ErrInjected) {
 						t.Fatalf("k=%d %s: unexpected error: %v", k, label, err)
 					}
-					nothingLost(t, m, orig)
+					journaltest.NothingLost(t, m, orig)
 
-					dirs := repairDirs(t, m)
+					dirs := journaltest.RepairDirs(t, m)
 					if len(dirs) == 0 {
 						// Failed before the journal existed: nothing may have changed.
-						if d := diffSnapshots(orig, snapshot(t, m)); d != "" {
+						if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, m)); d != "" {
 							t.Fatalf("k=%d %s: no journal but the checkpoint changed:\n%s", k, label, d)
 						}
-						if l, _ := ReadLock(ctx, m); l != nil {
+						if l, _ := journal.ReadLock(ctx, m); l != nil {
 							t.Errorf("k=%d %s: lock left without a journal", k, label)
 						}
 						continue
 					}
-					loc := func(s storage.Store) Location { return Location{Store: s, Dir: dirs[0]} }
+					loc := func(s storage.Store) journal.Location { return journal.Location{Store: s, Dir: dirs[0]} }
 
-					u := copyStore(t, m, newStore)
-					if _, err := Undo(ctx, u, loc(u), execOpts()); err != nil {
+					u := journaltest.CopyStore(t, m, newStore)
+					if _, err := journal.Undo(ctx, u, loc(u), execOpts()); err != nil {
 						t.Fatalf("k=%d %s: undo: %v", k, label, err)
 					}
-					if d := diffSnapshots(orig, snapshot(t, u)); d != "" {
+					if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, u)); d != "" {
 						t.Fatalf("k=%d %s: undo is not byte-identical:\n%s", k, label, d)
 					}
-					if l, _ := ReadLock(ctx, u); l != nil {
+					if l, _ := journal.ReadLock(ctx, u); l != nil {
 						t.Errorf("k=%d %s: lock left after undo", k, label)
 					}
 
-					r := copyStore(t, m, newStore)
-					j, err := Resume(ctx, r, loc(r), execOpts())
+					r := journaltest.CopyStore(t, m, newStore)
+					j, err := journal.Resume(ctx, r, loc(r), execOpts())
 					if err != nil {
 						t.Fatalf("k=%d %s: resume: %v", k, label, err)
 					}
-					if j.State != StateDone {
+					if j.State != journal.StateDone {
 						t.Errorf("k=%d %s: state after resume %s", k, label, j.State)
 					}
-					if d := diffSnapshots(final, snapshot(t, r)); d != "" {
+					if d := journaltest.DiffSnapshots(final, journaltest.Snapshot(t, r)); d != "" {
 						t.Fatalf("k=%d %s: resume does not end where an unfailed run ends:\n%s", k, label, d)
 					}
-					if got := replayNow(t, r, recovery.Options{}); !sameRestart(got, p.After) {
+					if got := journaltest.ReplayNow(t, r, recovery.Options{}); !journaltest.SameRestart(got, p.After) {
 						t.Errorf("k=%d %s: after resume the restart is %q, predicted %q", k, label, got.Verdict(), p.After.Verdict())
 					}
-					if l, _ := ReadLock(ctx, r); l != nil {
+					if l, _ := journal.ReadLock(ctx, r); l != nil {
 						t.Errorf("k=%d %s: lock left after resume", k, label)
 					}
 				}

@@ -7,13 +7,14 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // Strategy is a way out of `missing-previous-offsets` (batch L-1's offsets file is missing). Other
 // problems have a single repair and no strategy.
-type Strategy string
+type Strategy = journal.Strategy
 
 // The strategies, in the order the plan lists them.
 const (
@@ -24,7 +25,7 @@ const (
 	// StrategySparkProcedure is Spark's documented way out of the async-progress trap: run the
 	// query with async progress tracking and a checkpoint interval of 0 for two micro-batches. It
 	// changes no file; the plan prints the steps.
-	StrategySparkProcedure Strategy = "spark-procedure"
+	StrategySparkProcedure = journal.StrategySparkProcedure
 	// StrategyDelete deletes the offsets files after the last pair of consecutive ones (and the
 	// commits at or above the first deleted id), so the restart goes back to that pair.
 	StrategyDelete Strategy = "delete"
@@ -33,10 +34,6 @@ const (
 	// engine re-runs batch L over (end of C, end of L], which is what an async restart does:
 	// nothing is lost. Stateless queries only (copycommitted.go).
 	StrategyCopyCommitted Strategy = "copy-committed"
-	// StrategyPurge names `ckpt purge` (internal/purge): deletes of batches far below those the
-	// restart reads, whose order does not matter, so object stores apply and undo them
-	// several at a time (unordered).
-	StrategyPurge Strategy = "purge"
 )
 
 // Strategies lists every strategy, in the order plans show them: the issue's (a), (b), (c).
@@ -90,7 +87,7 @@ type Plan struct {
 	// Recommended is the strategy that keeps output exactly-once and replays the least.
 	Recommended Strategy `json:"recommended,omitempty"`
 	// Actions are the file changes, in the order Execute applies them.
-	Actions []Action `json:"actions"`
+	Actions []journal.Action `json:"actions"`
 	// Instructions are steps for a person (Spark's procedure), empty for file-only repairs.
 	Instructions []string `json:"instructions,omitempty"`
 	// Findings are doctor's findings on the checkpoint as it is.
@@ -118,8 +115,8 @@ type Plan struct {
 
 // Choice is one strategy with its predicted consequence.
 type Choice struct {
-	Strategy Strategy `json:"strategy"`
-	Actions  []Action `json:"actions"`
+	Strategy Strategy         `json:"strategy"`
+	Actions  []journal.Action `json:"actions"`
 	// Instructions are the manual steps of spark-procedure.
 	Instructions []string `json:"instructions,omitempty"`
 	// After is the planner's prediction once the strategy is carried out.
@@ -207,7 +204,7 @@ func NewPlan(ctx context.Context, s storage.Store, opts Options) (*Plan, error) 
 		p.Warnings = append(p.Warnings, base.warnings...)
 		if base.refusal != "" && len(base.actions) > 0 {
 			p.Refused = base.refusal
-			p.Actions = []Action{}
+			p.Actions = []journal.Action{}
 		}
 		return p, nil
 	}
@@ -238,7 +235,7 @@ func NewPlan(ctx context.Context, s storage.Store, opts Options) (*Plan, error) 
 		for _, c := range p.Choices {
 			p.Refused += fmt.Sprintf("\n  %s: %s", c.Strategy, c.Refusal)
 		}
-		p.Actions = []Action{}
+		p.Actions = []journal.Action{}
 		p.After = before
 		p.Remaining = p.Findings
 		return p, nil
@@ -248,7 +245,7 @@ func NewPlan(ctx context.Context, s storage.Store, opts Options) (*Plan, error) 
 	p.Actions, p.Instructions, p.After, p.Replay, p.Remaining = c.Actions, c.Instructions, c.After, c.Replay, c.remaining
 	if !c.Feasible {
 		p.Refused = fmt.Sprintf("strategy %s: %s", c.Strategy, c.Refusal)
-		p.Actions = []Action{}
+		p.Actions = []journal.Action{}
 	}
 	return p, nil
 }
@@ -258,4 +255,9 @@ func nonNilFindings(fs []doctor.Finding) []doctor.Finding {
 		return []doctor.Finding{}
 	}
 	return fs
+}
+
+// JournalPlan is the plan in the form journal.Execute applies.
+func (p *Plan) JournalPlan() *journal.Plan {
+	return &journal.Plan{Strategy: p.Strategy, Actions: p.Actions, After: p.After, Options: p.Options}
 }

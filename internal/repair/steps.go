@@ -12,15 +12,15 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
-	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // stepActions turns one doctor report into actions. Findings about leftovers are answered first
 // (they never depend on a strategy); then the problems that block the restart, one kind per step,
 // so that each step's report reflects the previous step's changes.
-func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Report, st Strategy, procedure *bool, sinkLatest *int64, c *candidate) ([]Action, error) {
-	var out []Action
+func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Report, st Strategy, procedure *bool, sinkLatest *int64, c *candidate) ([]journal.Action, error) {
+	var out []journal.Action
 	L, hasL := cp.Offsets.Latest()
 	C, hasC := cp.Commits.Latest()
 	// doctor lists at most a few files per finding; the listing has them all.
@@ -44,7 +44,7 @@ func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Rep
 				}
 			}
 			for _, p := range files {
-				out = append(out, Action{Op: OpDelete, Path: p, Code: f.Code,
+				out = append(out, journal.Action{Op: journal.OpDelete, Path: p, Code: f.Code,
 					Reason: "leftover temporary file of an interrupted write; Spark never reads or removes it"})
 			}
 		case doctor.CodeOrphanChecksum:
@@ -53,7 +53,7 @@ func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Rep
 				files = orphanChecksums(l)
 			}
 			for _, p := range files {
-				out = append(out, Action{Op: OpDelete, Path: p, Code: f.Code,
+				out = append(out, journal.Action{Op: journal.OpDelete, Path: p, Code: f.Code,
 					Reason: "checksum of a file that does not exist; it can make Hadoop refuse to write that file again"})
 			}
 		}
@@ -108,7 +108,7 @@ func stepActions(ctx context.Context, cp *checkpoint.Checkpoint, rep *doctor.Rep
 			return nil, nil // the base build stops here: strategies differ from this point
 		case StrategyCopyPrevious:
 			prev := L - 1
-			return []Action{{Op: OpCopy, Path: cp.Offsets.Dir + "/" + fmt.Sprint(prev), From: cp.Offsets.FilePath(L), Code: f.Code,
+			return []journal.Action{{Op: journal.OpCopy, Path: cp.Offsets.Dir + "/" + fmt.Sprint(prev), From: cp.Offsets.FilePath(L), Code: f.Code,
 				Reason: fmt.Sprintf("offsets/%d is missing and the normal engine needs it to restart from batch %d; a copy of offsets/%d makes the previous batch end where batch %d ends", prev, L, L, L)}}, nil
 		case StrategySparkProcedure:
 			*procedure = true
@@ -158,8 +158,8 @@ func batchOrNone(id int64, ok bool) string {
 
 // commitsFrom deletes every commit at or above id: a commit whose offsets are gone is "commits
 // ahead", which makes Spark stop with a concurrent-update error (spark-semantics §6.6 option 2).
-func commitsFrom(cp *checkpoint.Checkpoint, id int64, code, why string) []Action {
-	var out []Action
+func commitsFrom(cp *checkpoint.Checkpoint, id int64, code, why string) []journal.Action {
+	var out []journal.Action
 	for i := len(cp.Commits.IDs()) - 1; i >= 0; i-- {
 		c := cp.Commits.IDs()[i]
 		if c < id {
@@ -173,80 +173,37 @@ func commitsFrom(cp *checkpoint.Checkpoint, id int64, code, why string) []Action
 
 // deleteBatch deletes batch id of log and its checksum file (both Hadoop's ".N.crc" and the "N.crc"
 // of Spark's checksum file manager), so no stale checksum is left to block a later write of N.
-func deleteBatch(cp *checkpoint.Checkpoint, l *checkpoint.Log, id int64, code, reason string) []Action {
+func deleteBatch(cp *checkpoint.Checkpoint, l *checkpoint.Log, id int64, code, reason string) []journal.Action {
 	e, ok := l.File(id)
 	if !ok {
 		return nil
 	}
-	out := []Action{{Op: OpDelete, Path: e.Path, Code: code, Reason: reason}}
+	out := []journal.Action{{Op: journal.OpDelete, Path: e.Path, Code: code, Reason: reason}}
 	name := path.Base(e.Path)
 	for _, crc := range l.Checksums {
 		if path.Base(crc.Path) == "."+name+".crc" {
-			out = append(out, Action{Op: OpDelete, Path: crc.Path, Code: code, Reason: "checksum of " + e.Path + ", deleted with it"})
+			out = append(out, journal.Action{Op: journal.OpDelete, Path: crc.Path, Code: code, Reason: "checksum of " + e.Path + ", deleted with it"})
 		}
 	}
 	for _, o := range l.Others {
 		if !o.IsDir && path.Base(o.Path) == name+".crc" {
-			out = append(out, Action{Op: OpDelete, Path: o.Path, Code: code, Reason: "checksum of " + e.Path + ", deleted with it"})
+			out = append(out, journal.Action{Op: journal.OpDelete, Path: o.Path, Code: code, Reason: "checksum of " + e.Path + ", deleted with it"})
 		}
 	}
 	return out
 }
 
-// fill sets an action's digests and size from the overlay as it is before the action.
-func fill(ctx context.Context, s storage.Store, a *Action) error {
-	data, d, err := readDigest(ctx, s, a.Path)
-	if err != nil {
-		return err
-	}
-	a.Before = d
-	switch a.Op {
-	case OpDelete:
-		if d.Absent() {
-			return fmt.Errorf("repair: planned to delete %s, which does not exist", a.Path)
-		}
-		a.After, a.Size = "", int64(len(data))
-	case OpCopy:
-		if !d.Absent() {
-			return fmt.Errorf("repair: planned to create %s, which exists", a.Path)
-		}
-		src, sd, err := readDigest(ctx, s, a.From)
-		if err != nil {
-			return err
-		}
-		if sd.Absent() {
-			return fmt.Errorf("repair: planned to copy %s, which does not exist", a.From)
-		}
-		a.After, a.Size = sd, int64(len(src))
-	case OpWrite:
-		if !d.Absent() {
-			return fmt.Errorf("repair: planned to create %s, which exists", a.Path)
-		}
-		a.After, a.Size = DigestOf(a.Data), int64(len(a.Data))
-	case OpReplace:
-		if d.Absent() {
-			return fmt.Errorf("repair: planned to replace %s, which does not exist", a.Path)
-		}
-		a.After, a.Size = DigestOf(a.Data), int64(len(a.Data))
-	}
-	return nil
-}
-
-// Fill sets an action's digests and size from s as it is before the action: the planning step
-// of callers that build their own actions (offsets reset, rewind).
-func Fill(ctx context.Context, s storage.Store, a *Action) error { return fill(ctx, s, a) }
-
 // order sorts actions so that every intermediate state is one Spark can restart from as well as
 // the original: leftovers first, then commits before offsets, newest batch first (a commit never
 // outlives its offsets, so a crash mid-way never creates "commits ahead"), each checksum right
 // after its file, copies last.
-func order(as []Action) []Action {
-	rank := func(a Action) (int, int64, int) {
+func order(as []journal.Action) []journal.Action {
+	rank := func(a journal.Action) (int, int64, int) {
 		dir, name := path.Split(a.Path)
 		n := logformat.ParseName(name)
 		kind := 0 // leftovers
 		switch {
-		case a.Op == OpCopy:
+		case a.Op == journal.OpCopy:
 			kind = 4
 		case a.Code == doctor.CodeLeftoverTempFile || a.Code == doctor.CodeOrphanChecksum:
 			kind = 0

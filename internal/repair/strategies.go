@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -20,7 +21,7 @@ import (
 // candidate is the outcome of building one strategy.
 type candidate struct {
 	choice       bool // missing-previous-offsets was met: strategies differ
-	actions      []Action
+	actions      []journal.Action
 	instructions []string
 	after        *recovery.Result
 	replay       Replay
@@ -44,7 +45,7 @@ func (c *candidate) toChoice(st Strategy) Choice {
 		remaining:    c.remaining,
 	}
 	if ch.Actions == nil {
-		ch.Actions = []Action{}
+		ch.Actions = []journal.Action{}
 	}
 	return ch
 }
@@ -54,7 +55,7 @@ func (c *candidate) toChoice(st Strategy) Choice {
 // act on. Then it predicts the restart on the result.
 func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, opts Options, st Strategy) (*candidate, error) {
 	ov := orig.Overlay(nil) // its loads list nothing: orig's listings with the steps' changes
-	c := &candidate{actions: []Action{}}
+	c := &candidate{actions: []journal.Action{}}
 	seen := map[string]bool{}
 	procedure := false
 	var rep *doctor.Report
@@ -73,13 +74,13 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 		if err != nil {
 			return nil, err
 		}
-		var fresh []Action
+		var fresh []journal.Action
 		for _, a := range next {
 			if seen[a.Path] {
 				continue
 			}
 			seen[a.Path] = true
-			if err := fill(ctx, ov, &a); err != nil {
+			if err := journal.Fill(ctx, ov, &a); err != nil {
 				return nil, err
 			}
 			fresh = append(fresh, a)
@@ -89,10 +90,10 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 		}
 		for _, a := range fresh {
 			switch a.Op {
-			case OpDelete:
+			case journal.OpDelete:
 				ov.Hide(a.Path)
-			case OpCopy:
-				data, err := readFile(ctx, ov, a.From)
+			case journal.OpCopy:
+				data, err := journal.ReadFile(ctx, ov, a.From)
 				if err != nil {
 					return nil, err
 				}
@@ -168,7 +169,7 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 func refusal(c *candidate, opts Options, after *recovery.Result, procedure bool) string {
 	if sl := opts.Planner.SinkLatest; sl != nil {
 		for _, a := range c.actions {
-			if a.Op != OpDelete || !strings.HasPrefix(a.Path, checkpoint.DirOffsets+"/") {
+			if a.Op != journal.OpDelete || !strings.HasPrefix(a.Path, checkpoint.DirOffsets+"/") {
 				continue
 			}
 			n := logformat.ParseName(path.Base(a.Path))

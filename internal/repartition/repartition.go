@@ -3,7 +3,7 @@
 // operator's key columns, pmod N), written as Spark 4.2.0's offline repartition writes it: a
 // no-data batch L+1 (offsets/L+1 as offsets/L with the new spark.sql.shuffle.partitions,
 // commits/L+1 as commits/L) and state version L+2 for every new partition, no existing file
-// changed. The plan is a repair.Plan, so it is applied with a journal and undone byte for byte.
+// changed. The plan is a journal.Plan, so it is applied with a journal and undone byte for byte.
 package repartition
 
 import (
@@ -16,16 +16,16 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/state"
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // Strategy names a repartition in its journal.
-const Strategy repair.Strategy = "repartition"
+const Strategy journal.Strategy = "repartition"
 
 // Spark's conf keys the plan reads and writes.
 const (
@@ -76,7 +76,7 @@ type Plan struct {
 	Bytes int64 `json:"bytes"`
 	// BeyondSpark says where ckpt does what Spark 4.2.0 would refuse or has not.
 	BeyondSpark []string         `json:"beyondSpark"`
-	Actions     []repair.Action  `json:"actions"`
+	Actions     []journal.Action `json:"actions"`
 	Before      *recovery.Result `json:"before"`
 	After       *recovery.Result `json:"after"`
 	Refused     string           `json:"refused,omitempty"`
@@ -106,15 +106,15 @@ type Store struct {
 	RowsTo   []int64 `json:"rowsTo"`
 }
 
-// RepairPlan is the plan in the form repair.Execute applies.
-func (p *Plan) RepairPlan() *repair.Plan {
-	return &repair.Plan{Checkpoint: p.Checkpoint, Strategy: Strategy, Actions: p.Actions, Before: p.Before, After: p.After, Options: p.options, Warnings: p.Warnings}
+// RepairPlan is the plan in the form journal.Execute applies.
+func (p *Plan) RepairPlan() *journal.Plan {
+	return &journal.Plan{Strategy: Strategy, Actions: p.Actions, After: p.After, Options: p.options}
 }
 
 // refuse ends the plan with a refusal and no action.
 func (p *Plan) refuse(format string, args ...any) (*Plan, error) {
 	p.Refused = fmt.Sprintf(format, args...)
-	p.Actions = []repair.Action{}
+	p.Actions = []journal.Action{}
 	return p, nil
 }
 
@@ -129,7 +129,7 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Checkpoint: s.URI(), To: o.Partitions, Operators: []*Operator{}, BeyondSpark: []string{},
-		Actions: []repair.Action{}, Warnings: []string{}, options: o.Planner}
+		Actions: []journal.Action{}, Warnings: []string{}, options: o.Planner}
 	if p.Before, err = recovery.Plan(ctx, cp, o.Planner); err != nil {
 		return nil, err
 	}
@@ -217,8 +217,8 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 
 	ov := checkpoint.NewOverlay(s, nil)
 	for _, f := range order {
-		a := repair.Action{Op: repair.OpWrite, Path: f, Data: files[f], Reason: reason(f, p)}
-		if err := repair.Fill(ctx, ov, &a); err != nil {
+		a := journal.Action{Op: journal.OpWrite, Path: f, Data: files[f], Reason: reason(f, p)}
+		if err := journal.Fill(ctx, ov, &a); err != nil {
 			return nil, err
 		}
 		ov.Set(f, files[f])

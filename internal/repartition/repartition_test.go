@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/state"
 	"github.com/ckpt-dev/ckpt/internal/state/statetest"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -35,7 +35,7 @@ func applied(t *testing.T, s storage.Store, p *Plan) storage.Store {
 	t.Helper()
 	files := map[string][]byte{}
 	for _, a := range p.Actions {
-		if a.Op != repair.OpWrite {
+		if a.Op != journal.OpWrite {
 			t.Fatalf("action %s %s: a repartition only creates files", a.Op, a.Path)
 		}
 		files[a.Path] = a.Data

@@ -1,7 +1,7 @@
 // Package change proposes and applies a journaled plan for the commands that change a
 // checkpoint (`ckpt offsets reset`, `ckpt rewind`, `ckpt purge`, `ckpt sink repair`): the plan
 // or dry run, the shared --execute, --yes, --backup-dir, --active-window and --force flags, the
-// confirmation, repair.Execute, and the closing lines that name the journal and `ckpt repair undo`.
+// confirmation, journal.Execute, and the closing lines that name the journal and `ckpt repair undo`.
 package change
 
 import (
@@ -20,9 +20,9 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -35,7 +35,7 @@ type Flags struct {
 	DryRun bool
 	// BackupDir is where the journal and backups go (default <checkpoint>/_ckpt/repairs).
 	BackupDir string
-	// ActiveWindow refuses when the checkpoint looks in use (default repair.DefaultActiveWindow;
+	// ActiveWindow refuses when the checkpoint looks in use (default journal.DefaultActiveWindow;
 	// a liveness record of `ckpt run` answers at once, see docs/offsets.md); Force overrides.
 	ActiveWindow time.Duration
 	Force        bool
@@ -47,7 +47,7 @@ func (f *Flags) AddFlags(fl *pflag.FlagSet) {
 	cli.AddDryRunFlag(fl, &f.DryRun)
 	fl.BoolVarP(&f.Yes, "yes", "y", false, "apply without asking (required with --execute when stdin is not a terminal)")
 	fl.StringVar(&f.BackupDir, "backup-dir", "", "where to put the journal and backups (default `DIR` <checkpoint>/_ckpt/repairs)")
-	fl.DurationVar(&f.ActiveWindow, "active-window", repair.DefaultActiveWindow, "for checkpoints Spark writes: refuse when a log file is younger than this (0: no check)")
+	fl.DurationVar(&f.ActiveWindow, "active-window", journal.DefaultActiveWindow, "for checkpoints Spark writes: refuse when a log file is younger than this (0: no check)")
 	fl.BoolVar(&f.Force, "force", false, "run even if the query looks alive or a repair holds the lock")
 }
 
@@ -90,7 +90,7 @@ var ErrDeclined = errors.New("declined")
 
 // Apply asks (or requires --yes) and executes p with repair's machinery. It returns ErrDeclined
 // when the user says no.
-func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *repair.Plan, question string) (*repair.Journal, error) {
+func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *journal.Plan, question string) (*journal.Journal, error) {
 	if !f.Yes {
 		if env.JSON || !env.IO.CanPrompt() {
 			why := "stdin is not a terminal"
@@ -108,7 +108,7 @@ func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *repair.Pl
 			return nil, ErrDeclined
 		}
 	}
-	eo := repair.ExecOptions{
+	eo := journal.ExecOptions{
 		Now:          env.Now,
 		Tool:         "ckpt " + env.Version,
 		ActiveWindow: f.ActiveWindow,
@@ -123,9 +123,9 @@ func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *repair.Pl
 		if err != nil {
 			return nil, fmt.Errorf("--backup-dir: %w", err)
 		}
-		eo.BackupRoot = &repair.Location{Store: bs}
+		eo.BackupRoot = &journal.Location{Store: bs}
 	}
-	return repair.Execute(ctx, s, p, eo)
+	return journal.Execute(ctx, s, p, eo)
 }
 
 // killAfterEnv makes the process kill itself with SIGKILL right after its N-th file change: the
@@ -134,7 +134,7 @@ func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *repair.Pl
 const killAfterEnv = "CKPT_TEST_KILL_AFTER_CHANGES"
 
 // killAtEnv makes the process kill itself with SIGKILL at the N-th point of the engine's run
-// (repair.ExecOptions.Hook: "locked", "journaled", "backed-up", "applying", "changed",
+// (journal.ExecOptions.Hook: "locked", "journaled", "backed-up", "applying", "changed",
 // "applied", "verified"), or at the first point of that name: the kill matrices of the tests.
 const killAtEnv = "CKPT_TEST_KILL_AT"
 
@@ -164,7 +164,7 @@ func progress(io *iostreams.IOStreams, quiet bool) func(format string, args ...a
 		if killAfter <= 0 {
 			return
 		}
-		for _, op := range []repair.Op{repair.OpDelete, repair.OpCopy, repair.OpWrite, repair.OpReplace} {
+		for _, op := range []journal.Op{journal.OpDelete, journal.OpCopy, journal.OpWrite, journal.OpReplace} {
 			if strings.HasPrefix(line, string(op)+" ") {
 				changes++
 			}
@@ -176,7 +176,7 @@ func progress(io *iostreams.IOStreams, quiet bool) func(format string, args ...a
 }
 
 // PrintExecuted closes a successful --execute: the verified restart, warnings, the journal, undo.
-func PrintExecuted(r *render.Renderer, predicted *recovery.Result, j *repair.Journal) {
+func PrintExecuted(r *render.Renderer, predicted *recovery.Result, j *journal.Journal) {
 	r.Println()
 	note := "as predicted"
 	if predicted != nil && j.Verified != nil && predicted.Verdict() != j.Verified.Verdict() {
@@ -195,14 +195,14 @@ func PrintExecuted(r *render.Renderer, predicted *recovery.Result, j *repair.Jou
 }
 
 // PrintActions lists a plan's file changes.
-func PrintActions(r *render.Renderer, as []repair.Action) {
+func PrintActions(r *render.Renderer, as []journal.Action) {
 	for i, a := range as {
 		switch a.Op {
-		case repair.OpCopy:
+		case journal.OpCopy:
 			r.Printf("  %d. copy %s to %s\n", i+1, a.From, a.Path)
-		case repair.OpDelete:
+		case journal.OpDelete:
 			r.Printf("  %d. move %s into the backup\n", i+1, a.Path)
-		case repair.OpReplace:
+		case journal.OpReplace:
 			r.Printf("  %d. replace %s (the original moves into the backup)\n", i+1, a.Path)
 		default:
 			r.Printf("  %d. %s %s\n", i+1, a.Op, a.Path)
@@ -220,7 +220,7 @@ func Refused(what, reason string) error {
 // that is (or looks) alive. The plan itself is harmless to print either way.
 func StateWarnings(ctx context.Context, env Env, f *Flags, s storage.Store) []string {
 	var out []string
-	if l, err := repair.DescribeLock(ctx, s, nil); err == nil && l != nil {
+	if l, err := journal.DescribeLock(ctx, s, nil); err == nil && l != nil {
 		out = append(out, l.Warning())
 	}
 	if env.Now == nil {
@@ -233,7 +233,7 @@ func StateWarnings(ctx context.Context, env Env, f *Flags, s storage.Store) []st
 			return out
 		}
 	}
-	if err := repair.CheckLive(ctx, s, cp, env.Now(), f.ActiveWindow, nil); err != nil {
+	if err := journal.CheckLive(ctx, s, cp, env.Now(), f.ActiveWindow, nil); err != nil {
 		msg := err.Error()
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
@@ -285,7 +285,7 @@ func Propose(out io.Writer, r *render.Renderer, p Proposal) (bool, error) {
 // ApplyAfter applies the second half of a change that spans two stores (a file sink's log after
 // the checkpoint): the question was asked once, and the query's liveness checked on the
 // checkpoint, so neither is repeated.
-func ApplyAfter(ctx context.Context, env Env, f Flags, s storage.Store, p *repair.Plan) (*repair.Journal, error) {
+func ApplyAfter(ctx context.Context, env Env, f Flags, s storage.Store, p *journal.Plan) (*journal.Journal, error) {
 	f.Yes, f.ActiveWindow = true, 0
 	return Apply(ctx, env, &f, s, p, "")
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/render"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -109,7 +109,7 @@ func newJournalCmd(env *cli.Env, op string, runF func(context.Context, *JournalO
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "go ahead without asking (required when stdin is not a terminal)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what the journal holds and would be "+map[string]string{"undo": "restored", "resume": "finished"}[op]+"; change nothing")
 	fl.BoolVar(&opts.Force, "force", false, "run even if the query looks alive or another repair holds the lock")
-	fl.DurationVar(&opts.ActiveWindow, "active-window", repair.DefaultActiveWindow, "refuse when a log file is younger than this (0: no check)")
+	fl.DurationVar(&opts.ActiveWindow, "active-window", journal.DefaultActiveWindow, "refuse when a log file is younger than this (0: no check)")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "the checkpoint `LOCATION`, when it is not where the journal says (moved since)")
 	if op == "undo" {
 		fl.BoolVar(&opts.Last, "last", false, "JOURNAL is a checkpoint: undo its newest repair not undone (ckpt repair list shows them)")
@@ -119,13 +119,13 @@ func newJournalCmd(env *cli.Env, op string, runF func(context.Context, *JournalO
 
 // journalDoc is the -o json form of undo and resume.
 type journalDoc struct {
-	Op         string                 `json:"op"`
-	Journal    string                 `json:"journal"`
-	Checkpoint string                 `json:"checkpoint"`
-	State      repair.State           `json:"state"`
-	Actions    []repair.JournalAction `json:"actions"`
-	Verified   any                    `json:"verified"`
-	Warnings   []string               `json:"warnings"`
+	Op         string                  `json:"op"`
+	Journal    string                  `json:"journal"`
+	Checkpoint string                  `json:"checkpoint"`
+	State      journal.State           `json:"state"`
+	Actions    []journal.JournalAction `json:"actions"`
+	Verified   any                     `json:"verified"`
+	Warnings   []string                `json:"warnings"`
 }
 
 func runJournal(ctx context.Context, opts *JournalOptions) error {
@@ -141,20 +141,20 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 			return err
 		}
 	}
-	dir := repair.JournalLocation(opts.Journal)
+	dir := journal.JournalLocation(opts.Journal)
 	js, err := opts.OpenStore(ctx, dir)
 	if err != nil {
 		return err
 	}
-	loc := repair.Location{Store: js}
-	j, err := repair.ReadJournal(ctx, loc)
+	loc := journal.Location{Store: js}
+	j, err := journal.ReadJournal(ctx, loc)
 	if err != nil {
 		return noJournalHint(ctx, opts, err)
 	}
 	cpURI := opts.Checkpoint
 	if cpURI == "" {
 		cpURI = j.Checkpoint
-		if c, ok := repair.CheckpointOf(dir); ok {
+		if c, ok := journal.CheckpointOf(dir); ok {
 			// The journal sits in the checkpoint's own _ckpt/: the checkpoint is where it is now,
 			// even if it was moved since the repair.
 			cpURI = c
@@ -175,7 +175,7 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 		if opts.Verbose || len(j.Actions) <= listLimit {
 			for i, a := range j.Actions {
 				line := fmt.Sprintf("  %d. %s %s", i+1, a.Op, a.Path)
-				if a.Op == repair.OpCopy {
+				if a.Op == journal.OpCopy {
 					line = fmt.Sprintf("  %d. copy %s to %s", i+1, a.From, a.Path)
 				}
 				r.Printf("%s  %s\n", line, r.Faint("["+string(a.State)+"]"))
@@ -194,7 +194,7 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 		r.Printf("Dry run: nothing changed. To %s: ckpt repair %s %s\n", opts.Op, opts.Op, shell.Quote(dir))
 		return nil
 	}
-	if opts.Op == "undo" && j.State == repair.StateUndone {
+	if opts.Op == "undo" && j.State == journal.StateUndone {
 		// Nothing to change, so nothing to confirm: said as such, exit 0, with or without --yes.
 		if json {
 			return render.JSON(opts.IO.Out, journalDoc{Op: opts.Op, Journal: dir, Checkpoint: cpURI, State: j.State, Actions: j.Actions, Warnings: []string{}})
@@ -217,7 +217,7 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 		}
 	}
 	quiet := !opts.Verbose && len(j.Actions) > listLimit
-	eo := repair.ExecOptions{
+	eo := journal.ExecOptions{
 		Now: opts.Now, Tool: "ckpt " + opts.Version, ActiveWindow: opts.ActiveWindow, Force: opts.Force,
 		Progress: func(format string, args ...any) {
 			line := fmt.Sprintf(format, args...)
@@ -235,11 +235,11 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 			return fmt.Errorf("the file sink %s of this journal: %w", j.Sink, err)
 		}
 	}
-	var res *repair.Journal
+	var res *journal.Journal
 	if opts.Op == "undo" {
-		res, err = repair.Undo(ctx, cs, loc, eo)
+		res, err = journal.Undo(ctx, cs, loc, eo)
 	} else {
-		res, err = repair.Resume(ctx, cs, loc, eo)
+		res, err = journal.Resume(ctx, cs, loc, eo)
 	}
 	if err != nil {
 		return err
@@ -284,12 +284,12 @@ func perFile(line string) bool {
 // group is the actions of one operation in one directory.
 type group struct {
 	dir   string
-	op    repair.Op
+	op    journal.Op
 	n     int
 	bytes int64
 }
 
-func groups(as []repair.JournalAction) []group {
+func groups(as []journal.JournalAction) []group {
 	var out []group
 	idx := map[string]int{}
 	for _, a := range as {
@@ -312,8 +312,8 @@ func groups(as []repair.JournalAction) []group {
 
 // summarize is the journal's actions in a few lines: per directory and operation, how many files
 // and bytes.
-func summarize(as []repair.JournalAction) []string {
-	verb := map[repair.Op]string{repair.OpDelete: "moved into the backup", repair.OpCopy: "created by copy", repair.OpWrite: "written", repair.OpReplace: "replaced"}
+func summarize(as []journal.JournalAction) []string {
+	verb := map[journal.Op]string{journal.OpDelete: "moved into the backup", journal.OpCopy: "created by copy", journal.OpWrite: "written", journal.OpReplace: "replaced"}
 	var out []string
 	for _, g := range groups(as) {
 		out = append(out, fmt.Sprintf("%-16s %s %s (%s)", escape(g.dir), files(g.n), verb[g.op], size(g.bytes)))
@@ -323,13 +323,13 @@ func summarize(as []repair.JournalAction) []string {
 
 // undoSummary closes an undo of many files: how many were restored and removed per directory,
 // the bytes, the time.
-func undoSummary(as []repair.JournalAction, took time.Duration) string {
+func undoSummary(as []journal.JournalAction, took time.Duration) string {
 	var parts []string
 	var total int
 	var bytes int64
 	for _, g := range groups(as) {
 		what := "restored"
-		if g.op == repair.OpCopy || g.op == repair.OpWrite {
+		if g.op == journal.OpCopy || g.op == journal.OpWrite {
 			what = "removed"
 		}
 		parts = append(parts, fmt.Sprintf("%s %s %s", escape(g.dir), files(g.n), what))

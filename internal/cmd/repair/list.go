@@ -14,8 +14,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/render"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -27,19 +27,19 @@ type journalEntry struct {
 	Strategy string    `json:"strategy"`
 	// State is applied, undone or interrupted (a run that stopped half-way); Journal.State says
 	// exactly where.
-	State        string       `json:"state"`
-	JournalState repair.State `json:"journalState"`
-	Actions      int          `json:"actions"`
-	Tool         string       `json:"tool"`
-	Journal      string       `json:"journal"`
+	State        string        `json:"state"`
+	JournalState journal.State `json:"journalState"`
+	Actions      int           `json:"actions"`
+	Tool         string        `json:"tool"`
+	Journal      string        `json:"journal"`
 }
 
 // summaryState folds the journal states into the three a person needs to choose from.
-func summaryState(s repair.State) string {
+func summaryState(s journal.State) string {
 	switch s {
-	case repair.StateApplied, repair.StateDone:
+	case journal.StateApplied, journal.StateDone:
 		return "applied"
-	case repair.StateUndone:
+	case journal.StateUndone:
 		return "undone"
 	}
 	return "interrupted"
@@ -48,7 +48,7 @@ func summaryState(s repair.State) string {
 // listJournals reads every repair journal under the checkpoint's _ckpt/repairs/, oldest first.
 // A directory without a readable journal is skipped: it holds nothing undo could use.
 func listJournals(ctx context.Context, cs storage.Store) ([]journalEntry, error) {
-	entries, err := cs.List(ctx, repair.RepairsDir)
+	entries, err := cs.List(ctx, journal.RepairsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -57,8 +57,8 @@ func listJournals(ctx context.Context, cs storage.Store) ([]journalEntry, error)
 		if !e.IsDir {
 			continue
 		}
-		loc := repair.Location{Store: cs, Dir: storage.Join(repair.RepairsDir, path.Base(e.Path))}
-		j, err := repair.ReadJournal(ctx, loc)
+		loc := journal.Location{Store: cs, Dir: storage.Join(journal.RepairsDir, path.Base(e.Path))}
+		j, err := journal.ReadJournal(ctx, loc)
 		if err != nil {
 			continue
 		}
@@ -108,7 +108,7 @@ not listed.`,
 			}
 			r := render.New(env.IO)
 			if len(list) == 0 {
-				r.Printf("no repair journal under %s/%s/ (repairs with --backup-dir keep theirs there)\n", args[0], repair.RepairsDir)
+				r.Printf("no repair journal under %s/%s/ (repairs with --backup-dir keep theirs there)\n", args[0], journal.RepairsDir)
 				return nil
 			}
 			printJournals(r, list)
@@ -141,7 +141,7 @@ func lastJournal(ctx context.Context, cs storage.Store, checkpoint string) (stri
 		return "", err
 	}
 	if len(list) == 0 {
-		return "", exitcode.New(exitcode.Failure, fmt.Errorf("%w under %s/%s/ (a repair with --backup-dir keeps its journal there: pass that directory)", repair.ErrNoJournal, checkpoint, repair.RepairsDir))
+		return "", exitcode.New(exitcode.Failure, fmt.Errorf("%w under %s/%s/ (a repair with --backup-dir keeps its journal there: pass that directory)", journal.ErrNoJournal, checkpoint, journal.RepairsDir))
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		if list[i].State != "undone" {
@@ -154,7 +154,7 @@ func lastJournal(ctx context.Context, cs storage.Store, checkpoint string) (stri
 // noJournalHint adds to "no repair journal" at a checkpoint the repairs it does have, and how to
 // undo the newest: `repair undo CHECKPOINT` used to stop at the bare error.
 func noJournalHint(ctx context.Context, opts *JournalOptions, err error) error {
-	if !errors.Is(err, repair.ErrNoJournal) {
+	if !errors.Is(err, journal.ErrNoJournal) {
 		return err
 	}
 	cs, oerr := opts.OpenStore(ctx, opts.Journal)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/repair"
@@ -18,17 +19,17 @@ type output struct {
 	Journal      *string
 	Executed     bool
 	Verified     *recovery.Result
-	JournalState repair.State
+	JournalState journal.State
 	Detected     *detect.Result
 }
 
 // document is the -o json form (docs/repair.md). actions, after, journal and executed are the
 // contract the issue fixed; the rest explains them.
 type document struct {
-	Checkpoint string          `json:"checkpoint"`
-	Executed   bool            `json:"executed"`
-	Journal    *string         `json:"journal"`
-	Actions    []repair.Action `json:"actions"`
+	Checkpoint string           `json:"checkpoint"`
+	Executed   bool             `json:"executed"`
+	Journal    *string          `json:"journal"`
+	Actions    []journal.Action `json:"actions"`
 	// After is the verified restart when executed, else the predicted one.
 	After        *recovery.Result `json:"after"`
 	Predicted    *recovery.Result `json:"predicted"`
@@ -70,7 +71,7 @@ func (o *output) doc() document {
 		d.After = o.Verified
 	}
 	if d.Actions == nil {
-		d.Actions = []repair.Action{}
+		d.Actions = []journal.Action{}
 	}
 	if d.Instructions == nil {
 		d.Instructions = []string{}
@@ -195,7 +196,7 @@ func printPlan(r *render.Renderer, p *repair.Plan, opts *Options) {
 		r.Printf("%s: %s\n", r.Bold(title), changes(p.Actions, p.Instructions))
 		for i, a := range p.Actions {
 			switch a.Op {
-			case repair.OpCopy:
+			case journal.OpCopy:
 				r.Printf("  %d. copy %s to %s\n", i+1, a.From, a.Path)
 			default:
 				r.Printf("  %d. %s %s\n", i+1, a.Op, a.Path)
@@ -257,7 +258,7 @@ func printNextStep(r *render.Renderer, p *repair.Plan, opts *Options) {
 	r.Printf("Dry run: nothing changed. To apply: %s --execute\n", cmd)
 }
 
-func printExecuted(r *render.Renderer, p *repair.Plan, j *repair.Journal) {
+func printExecuted(r *render.Renderer, p *repair.Plan, j *journal.Journal) {
 	r.Println()
 	note := "as predicted"
 	if p.After != nil && j.Verified != nil && restartText(p.After) != restartText(j.Verified) {
@@ -281,7 +282,7 @@ func severity(r *render.Renderer, s doctor.Severity) string {
 	return string(s)
 }
 
-func changes(as []repair.Action, steps []string) string {
+func changes(as []journal.Action, steps []string) string {
 	switch {
 	case len(as) == 0 && len(steps) > 0:
 		return "no file; " + plural(len(steps), "manual step")

@@ -17,6 +17,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/repair"
@@ -54,7 +55,7 @@ type Options struct {
 	DryRun bool
 	// BackupDir is where repair directories go ("" = <checkpoint>/_ckpt/repairs).
 	BackupDir string
-	// ActiveWindow and Force: see repair.ExecOptions.
+	// ActiveWindow and Force: see journal.ExecOptions.
 	ActiveWindow time.Duration
 	Force        bool
 	// Mode, SparkVersion and CommitFormatVersion describe the restart to plan for.
@@ -187,7 +188,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	cli.AddDryRunFlag(fl, &opts.DryRun)
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "apply without asking (required with --execute when stdin is not a terminal)")
 	fl.StringVar(&opts.BackupDir, "backup-dir", "", "where to put the journal and backups (default `DIR` <checkpoint>/_ckpt/repairs)")
-	fl.DurationVar(&opts.ActiveWindow, "active-window", repair.DefaultActiveWindow, "refuse when a log file is younger than this (0: no check)")
+	fl.DurationVar(&opts.ActiveWindow, "active-window", journal.DefaultActiveWindow, "refuse when a log file is younger than this (0: no check)")
 	fl.BoolVar(&opts.Force, "force", false, "run even if the query looks alive or another repair holds the lock")
 	restart.AddFlags(cmd)
 	cli.AddAllowEmptyFlag(fl, &opts.AllowEmpty)
@@ -288,7 +289,7 @@ func runRepair(ctx context.Context, opts *Options) error {
 		// A query that looks alive is refused before the question, not after the answer.
 		if eo, err := opts.execOptions(ctx); err != nil {
 			return err
-		} else if err := repair.CheckIdleBefore(ctx, store, eo); err != nil {
+		} else if err := journal.CheckIdleBefore(ctx, store, eo); err != nil {
 			return err
 		}
 		ok, err := opts.IO.Confirm(fmt.Sprintf("Apply %s to %s?", plural(len(plan.Actions), "change"), plan.Checkpoint))
@@ -307,10 +308,10 @@ func runRepair(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	j, err := repair.Execute(ctx, store, plan, eo)
+	j, err := journal.Execute(ctx, store, plan.JournalPlan(), eo)
 	if j != nil {
 		out.Journal = &j.Location
-		out.Executed = j.State == repair.StateDone
+		out.Executed = j.State == journal.StateDone
 		out.Verified = j.Verified
 		out.JournalState = j.State
 	}
@@ -340,8 +341,8 @@ func stillFails(plan *repair.Plan) error {
 	return nil
 }
 
-func (o *Options) execOptions(ctx context.Context) (repair.ExecOptions, error) {
-	eo := repair.ExecOptions{
+func (o *Options) execOptions(ctx context.Context) (journal.ExecOptions, error) {
+	eo := journal.ExecOptions{
 		Now:          o.Now,
 		Rand:         o.Rand,
 		Tool:         "ckpt " + o.Version,
@@ -356,7 +357,7 @@ func (o *Options) execOptions(ctx context.Context) (repair.ExecOptions, error) {
 		if err != nil {
 			return eo, fmt.Errorf("--backup-dir: %w", err)
 		}
-		eo.BackupRoot = &repair.Location{Store: bs}
+		eo.BackupRoot = &journal.Location{Store: bs}
 	}
 	return eo, nil
 }
@@ -381,13 +382,13 @@ func readSinkLatest(ctx context.Context, opts *Options) (*int64, error) {
 // addStateWarnings tells, at plan time, what would stop --execute: a live-looking query or a held
 // lock. The plan itself is harmless to print in either case.
 func addStateWarnings(ctx context.Context, s storage.Store, cp *checkpoint.Checkpoint, p *repair.Plan, opts *Options) {
-	if l, err := repair.DescribeLock(ctx, s, nil); err == nil && l != nil {
+	if l, err := journal.DescribeLock(ctx, s, nil); err == nil && l != nil {
 		p.Warnings = append(p.Warnings, l.Warning())
 	}
 	if len(p.Actions) == 0 || opts.ActiveWindow <= 0 || opts.Now == nil {
 		return
 	}
-	if err := repair.CheckLive(ctx, s, cp, opts.Now(), opts.ActiveWindow, nil); err != nil {
+	if err := journal.CheckLive(ctx, s, cp, opts.Now(), opts.ActiveWindow, nil); err != nil {
 		p.Warnings = append(p.Warnings, strings.TrimSuffix(firstLine(err.Error()), ".")+"; --execute will refuse")
 	}
 }

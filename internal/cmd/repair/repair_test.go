@@ -10,6 +10,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/scenario"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -121,11 +122,11 @@ func TestRefusedExitsOne(t *testing.T) {
 	env, _, uri := memEnv(t, "async-trap-0-3-7")
 	// Every strategy is fine here, but a lock held by another repair refuses --execute.
 	s := storage.MemNamed(uri[len("mem://"):])
-	if err := s.WriteFile(context.Background(), repair.LockPath, []byte(`{"id":"other","journal":"j","op":"repair","host":"h","pid":1}`)); err != nil {
+	if err := s.WriteFile(context.Background(), journal.LockPath, []byte(`{"id":"other","journal":"j","op":"repair","host":"h","pid":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	err := run(t, env, uri, "--execute", "--yes", "--active-window", "0")
-	var locked *repair.LockedError
+	var locked *journal.LockedError
 	if !errors.As(err, &locked) || exitcode.Code(err) != exitcode.Failure {
 		t.Fatalf("want a LockedError with exit 1, got %v", err)
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/render"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 	"github.com/ckpt-dev/ckpt/internal/storage/storetest"
@@ -113,8 +113,8 @@ func TestRepairExecuteUndo(t *testing.T) {
 			if err := Run(ctx, o); err != nil {
 				t.Fatalf("verify after repair: %v", err)
 			}
-			dir := doc.Journal[strings.Index(doc.Journal, repair.RepairsDir):]
-			if _, err := repair.Undo(ctx, s, repair.Location{Store: s, Dir: dir}, repair.ExecOptions{}); err != nil {
+			dir := doc.Journal[strings.Index(doc.Journal, journal.RepairsDir):]
+			if _, err := journal.Undo(ctx, s, journal.Location{Store: s, Dir: dir}, journal.ExecOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if got, _ := s.ReadFile(ctx, compact); string(got) != string(damaged) {

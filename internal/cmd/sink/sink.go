@@ -17,8 +17,8 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/render"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -32,7 +32,7 @@ const (
 )
 
 // StrategyRebuildCompact names `ckpt sink repair` in its journal.
-const StrategyRebuildCompact repair.Strategy = "sink-rebuild-compact"
+const StrategyRebuildCompact journal.Strategy = "sink-rebuild-compact"
 
 // Options are the inputs of `ckpt sink`, separate from cobra so tests can call run.
 type Options struct {
@@ -255,9 +255,9 @@ func sizeCell(n int64) string {
 // repairDoc is the JSON of `ckpt sink repair`.
 type repairDoc struct {
 	*sinklog.Rebuild
-	Actions  []repair.Action `json:"actions"`
-	Executed bool            `json:"executed"`
-	Journal  *string         `json:"journal"`
+	Actions  []journal.Action `json:"actions"`
+	Executed bool             `json:"executed"`
+	Journal  *string          `json:"journal"`
 }
 
 func repairLog(ctx context.Context, opts *Options, store storage.Store) error {
@@ -266,25 +266,25 @@ func repairLog(ctx context.Context, opts *Options, store storage.Store) error {
 	if err != nil {
 		return err
 	}
-	doc := &repairDoc{Rebuild: rb, Actions: []repair.Action{}}
+	doc := &repairDoc{Rebuild: rb, Actions: []journal.Action{}}
 	for _, c := range rb.Compacts {
 		reason := fmt.Sprintf("rebuilt from %s: %s", strings.Join(c.From, ", "), render.CountAs(int64(c.Entries), "entry", "entries"))
 		if c.Replaces == "" {
-			doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpWrite, Path: c.Path, Data: c.Data, Reason: reason, Code: doctor.CodeSinkLogBatchMissing})
+			doc.Actions = append(doc.Actions, journal.Action{Op: journal.OpWrite, Path: c.Path, Data: c.Data, Reason: reason, Code: doctor.CodeSinkLogBatchMissing})
 			continue
 		}
 		if c.CRC != "" {
-			doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpDelete, Path: c.CRC,
+			doc.Actions = append(doc.Actions, journal.Action{Op: journal.OpDelete, Path: c.CRC,
 				Reason: "checksum of the replaced file: Hadoop would reject the rebuilt bytes with it", Code: doctor.CodeCorruptLogFile})
 		}
 		code, why := doctor.CodeCorruptLogFile, "damaged; "
 		if c.Reason == "drop-missing" {
 			code, why = doctor.CodeSinkFileMissing, fmt.Sprintf("%d entr(ies) naming gone data files left out; ", len(c.Dropped))
 		}
-		doc.Actions = append(doc.Actions, repair.Action{Op: repair.OpReplace, Path: c.Path, Data: c.Data, Reason: why + reason, Code: code})
+		doc.Actions = append(doc.Actions, journal.Action{Op: journal.OpReplace, Path: c.Path, Data: c.Data, Reason: why + reason, Code: code})
 	}
 	for i := range doc.Actions {
-		if err := repair.Fill(ctx, store, &doc.Actions[i]); err != nil {
+		if err := journal.Fill(ctx, store, &doc.Actions[i]); err != nil {
 			return err
 		}
 	}
@@ -321,13 +321,13 @@ func repairLog(ctx context.Context, opts *Options, store storage.Store) error {
 		}
 	}
 	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand}
-	plan := &repair.Plan{Checkpoint: store.URI(), Strategy: StrategyRebuildCompact, Actions: doc.Actions, Warnings: []string{}}
+	plan := &journal.Plan{Strategy: StrategyRebuildCompact, Actions: doc.Actions}
 	j, err := change.Apply(ctx, env, &opts.Apply, store, plan, fmt.Sprintf("Write %d rebuilt compaction file(s) in %s?", len(rb.Compacts), opts.Output))
 	if errors.Is(err, change.ErrDeclined) {
 		return nil
 	}
 	if j != nil {
-		doc.Journal, doc.Executed = &j.Location, j.State == repair.StateDone
+		doc.Journal, doc.Executed = &j.Location, j.State == journal.StateDone
 	}
 	if jsonOut {
 		if jerr := render.JSON(opts.IO.Out, doc); err == nil {
@@ -347,7 +347,7 @@ func repairLog(ctx context.Context, opts *Options, store storage.Store) error {
 	return nil
 }
 
-func printRebuild(r *render.Renderer, rb *sinklog.Rebuild, actions []repair.Action) {
+func printRebuild(r *render.Renderer, rb *sinklog.Rebuild, actions []journal.Action) {
 	r.Printf("Sink log: latest batch %d, compact interval %d\n", rb.Latest, rb.CompactInterval)
 	for _, u := range rb.Unrepairable {
 		r.Printf("%s %s\n", r.Bad("cannot repair:"), u)

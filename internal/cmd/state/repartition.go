@@ -16,9 +16,9 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/repartition"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -141,7 +141,7 @@ func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 	jsonOut := opts.Output == render.FormatJSON
 	// The JSON names each new file with its digest and size; its bytes (the state) stay out.
 	shown := *p
-	shown.Actions = make([]repair.Action, len(p.Actions))
+	shown.Actions = make([]journal.Action, len(p.Actions))
 	for i, a := range p.Actions {
 		a.Data = nil
 		shown.Actions[i] = a

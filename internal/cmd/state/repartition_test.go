@@ -13,7 +13,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
-	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 )
 
 // tree is every file below dir except ckpt's own _ckpt/, with its SHA-256.
@@ -69,8 +69,8 @@ func TestRepartitionExecuteAndUndo(t *testing.T) {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			var plan struct {
-				Actions []repair.Action `json:"actions"`
-				Rows    int64           `json:"rows"`
+				Actions []journal.Action `json:"actions"`
+				Rows    int64            `json:"rows"`
 			}
 			if err := json.Unmarshal([]byte(out), &plan); err != nil {
 				t.Fatalf("%v\n%s", err, out)
@@ -116,7 +116,7 @@ func TestRepartitionExecuteAndUndo(t *testing.T) {
 				t.Errorf("second run: %v", err)
 			}
 			st, _ := openLocal(context.Background(), dir)
-			if _, err := repair.Undo(context.Background(), st, repair.Location{Store: st, Dir: doc.Journal[len(dir)+1:]}, repair.ExecOptions{}); err != nil {
+			if _, err := journal.Undo(context.Background(), st, journal.Location{Store: st, Dir: doc.Journal[len(dir)+1:]}, journal.ExecOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			undone := tree(t, dir)

@@ -1,4 +1,4 @@
-package repair
+package journal
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -38,7 +39,7 @@ func TestJournalLocation(t *testing.T) {
 	}
 }
 
-// The newest snapshot that parses is the journal; a damaged newest one (edited by hand) falls
+// The newest journaltest.Snapshot that parses is the journal; a damaged newest one (edited by hand) falls
 // back to the one before.
 func TestReadJournal(t *testing.T) {
 	ctx := context.Background()
@@ -48,11 +49,11 @@ func TestReadJournal(t *testing.T) {
 		t.Fatalf("empty: %v", err)
 	}
 	j := &Journal{Version: JournalVersion, ID: "x", State: StatePlanned}
-	if err := j.write(ctx, loc, testNow); err != nil {
+	if err := j.write(ctx, loc, journaltest.Now); err != nil {
 		t.Fatal(err)
 	}
 	j.State = StateBackedUp
-	if err := j.write(ctx, loc, testNow); err != nil {
+	if err := j.write(ctx, loc, journaltest.Now); err != nil {
 		t.Fatal(err)
 	}
 	got, err := ReadJournal(ctx, loc)
@@ -67,14 +68,14 @@ func TestReadJournal(t *testing.T) {
 		t.Fatalf("with a broken newest snapshot: %+v, %v", got, err)
 	}
 	// Snapshots are never overwritten: writing seq 3 again fails rather than replacing it.
-	if err := j.write(ctx, loc, testNow); err == nil {
-		t.Fatal("a snapshot was overwritten")
+	if err := j.write(ctx, loc, journaltest.Now); err == nil {
+		t.Fatal("a journaltest.Snapshot was overwritten")
 	}
 }
 
-// Only the first snapshot holds the actions; the later ones record their states and write times,
-// and ReadJournal puts the two together. Before version 3 every snapshot repeated every action
-// (~16 MB a snapshot for a purge of 40,000 files).
+// Only the first journaltest.Snapshot holds the actions; the later ones record their states and write times,
+// and ReadJournal puts the two together. Before version 3 every journaltest.Snapshot repeated every action
+// (~16 MB a journaltest.Snapshot for a purge of 40,000 files).
 func TestJournalProgressSnapshots(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
@@ -84,20 +85,20 @@ func TestJournalProgressSnapshots(t *testing.T) {
 		j.Actions = append(j.Actions, JournalAction{Action: Action{Op: OpDelete, Path: p, Before: DigestOf([]byte(p)), Reason: strings.Repeat("why ", 50)},
 			Backup: "files/" + p, State: ActionPending})
 	}
-	if err := j.write(ctx, loc, testNow); err != nil {
+	if err := j.write(ctx, loc, journaltest.Now); err != nil {
 		t.Fatal(err)
 	}
 	first, _ := m.ReadFile(ctx, "r/journal/000001.json")
 	j.State = StateApplying
 	j.Actions[0].State, j.Actions[1].State = ActionDone, ActionApplying
-	w := testNow.Add(time.Second)
+	w := journaltest.Now.Add(time.Second)
 	j.Actions[1].Written = &w
-	if err := j.write(ctx, loc, testNow); err != nil {
+	if err := j.write(ctx, loc, journaltest.Now); err != nil {
 		t.Fatal(err)
 	}
 	second, _ := m.ReadFile(ctx, "r/journal/000002.json")
 	if strings.Contains(string(second), `"actions"`) || !strings.Contains(string(second), `"progress"`) || len(second) >= len(first)/2 {
-		t.Fatalf("the second snapshot repeats the actions (%d bytes, the first %d):\n%s", len(second), len(first), second)
+		t.Fatalf("the second journaltest.Snapshot repeats the actions (%d bytes, the first %d):\n%s", len(second), len(first), second)
 	}
 	got, err := ReadJournal(ctx, loc)
 	if err != nil {
@@ -116,7 +117,7 @@ func TestJournalProgressSnapshots(t *testing.T) {
 	}
 	// A journal read back continues with progress snapshots.
 	got.State = StateApplied
-	if err := got.write(ctx, loc, testNow); err != nil {
+	if err := got.write(ctx, loc, journaltest.Now); err != nil {
 		t.Fatal(err)
 	}
 	if again, err := ReadJournal(ctx, loc); err != nil || again.Seq != 3 || again.State != StateApplied || len(again.Actions) != 3 {
@@ -124,7 +125,7 @@ func TestJournalProgressSnapshots(t *testing.T) {
 	}
 }
 
-// A version 2 journal (every snapshot holds the actions) written by the ckpt before is still read,
+// A version 2 journal (every journaltest.Snapshot holds the actions) written by the ckpt before is still read,
 // and continued with version 3 snapshots.
 func TestReadJournalVersion2(t *testing.T) {
 	ctx := context.Background()
@@ -142,7 +143,7 @@ func TestReadJournalVersion2(t *testing.T) {
 		t.Fatalf("version 2: %+v, %v", got, err)
 	}
 	got.Actions[0].State = ActionDone
-	if err := got.write(ctx, loc, testNow); err != nil {
+	if err := got.write(ctx, loc, journaltest.Now); err != nil {
 		t.Fatal(err)
 	}
 	again, err := ReadJournal(ctx, loc)

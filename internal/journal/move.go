@@ -1,6 +1,6 @@
 // Moving files into the backup by rename on a local file system, and linking them back on undo.
 
-package repair
+package journal
 
 import (
 	"context"

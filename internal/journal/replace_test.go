@@ -1,10 +1,11 @@
-package repair
+package journal
 
 import (
 	"context"
 	"errors"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -23,15 +24,15 @@ func TestReplaceFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	orig := snapshot(t, base)
+	orig := journaltest.Snapshot(t, base)
 	plan := func(s storage.Store) *Plan {
 		a := Action{Op: OpReplace, Path: p, Data: rebuilt, Reason: "rebuilt"}
 		if err := Fill(ctx, s, &a); err != nil {
 			t.Fatal(err)
 		}
-		return &Plan{Checkpoint: s.URI(), Strategy: "sink-rebuild-compact", Actions: []Action{a}}
+		return &Plan{Strategy: "sink-rebuild-compact", Actions: []Action{a}}
 	}
-	clean := storage.NewFaulty(copyStore(t, base, newStore))
+	clean := storage.NewFaulty(journaltest.CopyStore(t, base, newStore))
 	if _, err := Execute(ctx, clean, plan(clean), execOpts()); err != nil {
 		t.Fatal(err)
 	}
@@ -39,10 +40,10 @@ func TestReplaceFaults(t *testing.T) {
 		t.Fatalf("replaced: %q", got)
 	}
 	n := int(clean.Mutations())
-	final := snapshot(t, clean)
+	final := journaltest.Snapshot(t, clean)
 	for k := 1; k <= n; k++ {
 		for _, after := range []bool{false, true} {
-			m := copyStore(t, base, newStore)
+			m := journaltest.CopyStore(t, base, newStore)
 			f := storage.NewFaulty(m)
 			if after {
 				f.FailMutationAfter(k, nil)
@@ -53,25 +54,25 @@ func TestReplaceFaults(t *testing.T) {
 			if err != nil && !errors.Is(err, storage.ErrInjected) {
 				t.Fatalf("k=%d after=%v: %v", k, after, err)
 			}
-			dirs := repairDirs(t, m)
+			dirs := journaltest.RepairDirs(t, m)
 			if len(dirs) == 0 {
-				if d := diffSnapshots(orig, snapshot(t, m)); d != "" {
+				if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, m)); d != "" {
 					t.Fatalf("k=%d: no journal but changed:\n%s", k, d)
 				}
 				continue
 			}
-			u := copyStore(t, m, newStore)
+			u := journaltest.CopyStore(t, m, newStore)
 			if _, err := Undo(ctx, u, Location{Store: u, Dir: dirs[0]}, execOpts()); err != nil {
 				t.Fatalf("k=%d after=%v: undo: %v", k, after, err)
 			}
-			if d := diffSnapshots(orig, snapshot(t, u)); d != "" {
+			if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, u)); d != "" {
 				t.Fatalf("k=%d after=%v: undo is not byte-identical:\n%s", k, after, d)
 			}
-			r := copyStore(t, m, newStore)
+			r := journaltest.CopyStore(t, m, newStore)
 			if _, err := Resume(ctx, r, Location{Store: r, Dir: dirs[0]}, execOpts()); err != nil {
 				t.Fatalf("k=%d after=%v: resume: %v", k, after, err)
 			}
-			if d := diffSnapshots(final, snapshot(t, r)); d != "" {
+			if d := journaltest.DiffSnapshots(final, journaltest.Snapshot(t, r)); d != "" {
 				t.Fatalf("k=%d after=%v: resume differs from an unfailed run:\n%s", k, after, d)
 			}
 		}

@@ -1,4 +1,4 @@
-package repair
+package journal
 
 import (
 	"context"
@@ -10,25 +10,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 func TestRefuseLiveQuery(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
-	buildScenario(t, "leftovers", m)
-	orig := snapshot(t, m)
+	journaltest.BuildScenario(t, "leftovers", m)
+	orig := journaltest.Snapshot(t, m)
 	for p := range orig {
-		if err := m.SetModTime(p, testNow.Add(-time.Hour)); err != nil {
+		if err := m.SetModTime(p, journaltest.Now.Add(-time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The query wrote offsets/7 thirty seconds ago.
-	if err := m.SetModTime("offsets/7", testNow.Add(-30*time.Second)); err != nil {
+	if err := m.SetModTime("offsets/7", journaltest.Now.Add(-30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(ctx, m, Options{})
+	p, err := newPlan(ctx, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,15 +39,15 @@ func TestRefuseLiveQuery(t *testing.T) {
 	if !errors.As(err, &live) || live.Path != "offsets/7" {
 		t.Fatalf("want a LiveError naming offsets/7, got %v", err)
 	}
-	if d := diffSnapshots(orig, snapshot(t, m)); d != "" {
+	if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, m)); d != "" {
 		t.Fatalf("a refused repair changed the checkpoint:\n%s", d)
 	}
-	if dirs := repairDirs(t, m); len(dirs) > 0 {
+	if dirs := journaltest.RepairDirs(t, m); len(dirs) > 0 {
 		t.Errorf("a refused repair wrote a journal: %v", dirs)
 	}
 	// Older than the window: fine. --force: fine, with a warning.
 	o.ActiveWindow = 20 * time.Second
-	if _, err := Execute(ctx, cloneMem(t, m), p, o); err != nil {
+	if _, err := Execute(ctx, journaltest.CloneMem(t, m), p, o); err != nil {
 		t.Errorf("window 20s: %v", err)
 	}
 	o.ActiveWindow = DefaultActiveWindow
@@ -64,13 +64,13 @@ func TestRefuseLiveQuery(t *testing.T) {
 func TestRefuseLockHeld(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
-	buildScenario(t, "commits-ahead", m)
-	orig := snapshot(t, m)
+	journaltest.BuildScenario(t, "commits-ahead", m)
+	orig := journaltest.Snapshot(t, m)
 	other := []byte(`{"id":"20290101T000000Z-deadbeef","journal":"mem://x/_ckpt/repairs/20290101T000000Z-deadbeef","op":"repair","host":"elsewhere","pid":42,"acquired":"2029-01-01T00:00:00Z"}`)
 	if err := m.WriteFile(ctx, LockPath, other); err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(ctx, m, Options{})
+	p, err := newPlan(ctx, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestRefuseLockHeld(t *testing.T) {
 	if !strings.Contains(err.Error(), "ckpt repair resume") || !strings.Contains(err.Error(), "--force") {
 		t.Errorf("the message does not tell the way out: %v", err)
 	}
-	if d := diffSnapshots(orig, snapshot(t, m)); d != "" {
+	if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, m)); d != "" {
 		t.Fatalf("a refused repair changed the checkpoint:\n%s", d)
 	}
 	if got, _ := m.ReadFile(ctx, LockPath); string(got) != string(other) {
@@ -106,7 +106,7 @@ func TestRefuseLockHeld(t *testing.T) {
 func TestLockIsExclusive(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
-	a := Lock{ID: "a", Op: "repair", Owner: newOwner(), Host: hostname(), PID: deadPID(t)}
+	a := Lock{ID: "a", Op: "repair", Owner: newOwner(), Host: hostname(), PID: journaltest.DeadPID(t)}
 	b := Lock{ID: "b", Op: "repair", Owner: newOwner()}
 	if _, _, err := acquireLock(ctx, m, a, lockPolicy{}); err != nil {
 		t.Fatal(err)
@@ -150,12 +150,12 @@ func TestLockIsExclusive(t *testing.T) {
 func TestSamePlanSameSecond(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
-	buildScenario(t, "commits-ahead", m)
-	p, err := NewPlan(ctx, m, Options{})
+	journaltest.BuildScenario(t, "commits-ahead", m)
+	p, err := newPlan(ctx, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := NewID(testNow, m.URI(), p.Actions), NewID(testNow, m.URI(), p.Actions); a == b {
+	if a, b := NewID(journaltest.Now, m.URI(), p.Actions), NewID(journaltest.Now, m.URI(), p.Actions); a == b {
 		t.Fatalf("two ids of the same plan in the same second: %s", a)
 	}
 	// The first repair stops inside its run (blocked on its first journal write) holding the lock.
@@ -197,65 +197,6 @@ func TestSamePlanSameSecond(t *testing.T) {
 	}
 }
 
-func TestRefuseSinkCommitted(t *testing.T) {
-	ctx := context.Background()
-	m := storage.NewMem()
-	// offsets 0..3 and 5, commits 0..3: offsets/5 is an uncommitted orphan past a gap. Without a
-	// sink, deleting it is the recommended repair.
-	buildScenario(t, "missing-previous-offsets", m)
-	p, err := NewPlan(ctx, m, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Strategy != StrategyDelete {
-		t.Fatalf("without a sink: strategy %s", p.Strategy)
-	}
-	// The file sink committed batch 5: batch 5 ran and wrote its output, only its commit is
-	// missing. Deleting offsets/5 would make Spark plan batch 5 again with new offsets, which the
-	// sink would skip as already committed.
-	sink := int64(5)
-	p, err = NewPlan(ctx, m, Options{Planner: recovery.Options{SinkLatest: &sink}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range p.Choices {
-		if c.Strategy == StrategyDelete && (c.Feasible || !strings.Contains(c.Refusal, "file sink has already committed batch 5")) {
-			t.Errorf("delete with the sink at 5: feasible=%v refusal=%q", c.Feasible, c.Refusal)
-		}
-		if c.Strategy == StrategySparkProcedure && c.Feasible {
-			t.Errorf("spark-procedure with a file sink is feasible")
-		}
-	}
-	// The plan that keeps output exactly-once: offsets/4 as a copy of offsets/5, so batch 5
-	// re-runs over an empty range (the sink skips it anyway) and batch 6 continues after it.
-	if p.Strategy != StrategyCopyPrevious || p.Refused != "" {
-		t.Fatalf("with the sink: strategy %q refused %q", p.Strategy, p.Refused)
-	}
-	if p.After.Sink == nil || p.After.Sink.Status != recovery.SinkSkipsRerun {
-		t.Errorf("sink verdict after the plan: %+v", p.After.Sink)
-	}
-	// --strategy delete is refused outright.
-	p, err = NewPlan(ctx, m, Options{Planner: recovery.Options{SinkLatest: &sink}, Strategy: StrategyDelete})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Refused == "" || len(p.Actions) != 0 {
-		t.Fatalf("--strategy delete with the sink at 5 was not refused: %+v", p.Actions)
-	}
-
-	// A single-way repair (a corrupt latest offsets file) with the sink past it is refused.
-	c := storage.NewMem()
-	buildScenario(t, "corrupt-latest-offsets-empty", c)
-	sink = 7
-	p, err = NewPlan(ctx, c, Options{Planner: recovery.Options{SinkLatest: &sink}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Refused == "" || len(p.Actions) != 0 {
-		t.Fatalf("deleting offsets/7 with the sink at 7 was not refused")
-	}
-}
-
 func TestConfine(t *testing.T) {
 	m := storage.NewMem()
 	ok := []string{"offsets/5", "commits/12", "offsets/.5.crc", "commits/.3.0f1e.tmp", ".metadata.crc", "offsets/+5"}
@@ -282,8 +223,8 @@ func TestConfine(t *testing.T) {
 func TestRefusePathEscape(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
-	buildScenario(t, "leftovers", m)
-	orig := snapshot(t, m)
+	journaltest.BuildScenario(t, "leftovers", m)
+	orig := journaltest.Snapshot(t, m)
 	for _, p := range []string{"../outside", "offsets/../metadata", "sources/0/0", "metadata"} {
 		plan := &Plan{Actions: []Action{{Op: OpDelete, Path: p, Before: "x"}}}
 		if _, err := Execute(ctx, m, plan, execOpts()); !errors.Is(err, ErrOutside) {
@@ -294,10 +235,10 @@ func TestRefusePathEscape(t *testing.T) {
 			t.Errorf("copy from %s: want ErrOutside, got %v", p, err)
 		}
 	}
-	if d := diffSnapshots(orig, snapshot(t, m)); d != "" {
+	if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, m)); d != "" {
 		t.Fatalf("the checkpoint changed:\n%s", d)
 	}
-	if l, _ := ReadLock(ctx, m); l != nil || len(repairDirs(t, m)) > 0 {
+	if l, _ := ReadLock(ctx, m); l != nil || len(journaltest.RepairDirs(t, m)) > 0 {
 		t.Error("a refused plan took the lock or wrote a journal")
 	}
 }
@@ -312,7 +253,7 @@ func TestRefuseSymlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buildScenario(t, "leftovers", s)
+	journaltest.BuildScenario(t, "leftovers", s)
 	target := filepath.Join(outside, "precious")
 	if err := os.WriteFile(target, []byte("keep me"), 0o644); err != nil {
 		t.Fatal(err)
@@ -325,7 +266,7 @@ func TestRefuseSymlinks(t *testing.T) {
 	if err := Confine(s, "offsets/.9.3f0c2a9e-1b7d-4c55-9e61-0a2b4c6d8e11.tmp"); !errors.Is(err, ErrOutside) {
 		t.Errorf("symlinked file: %v", err)
 	}
-	p, err := NewPlan(ctx, s, Options{})
+	p, err := newPlan(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +287,7 @@ func TestRefuseSymlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buildScenario(t, "commits-ahead", s2)
+	journaltest.BuildScenario(t, "commits-ahead", s2)
 	moved := filepath.Join(outside, "commits")
 	if err := os.Rename(filepath.Join(s2root, "commits"), moved); err != nil {
 		t.Fatal(err)
@@ -367,7 +308,7 @@ func TestConfineCachedDirStillChecksFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buildScenario(t, "commits-ahead", s)
+	journaltest.BuildScenario(t, "commits-ahead", s)
 	if err := os.Symlink(filepath.Join(t.TempDir(), "x"), filepath.Join(root, "offsets", "99")); err != nil {
 		t.Fatal(err)
 	}
@@ -388,18 +329,18 @@ func TestConfineCachedDirStillChecksFiles(t *testing.T) {
 func TestStateWriteCreateOnly(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
-	buildScenario(t, "leftovers", m)
+	journaltest.BuildScenario(t, "leftovers", m)
 	if err := m.WriteFile(ctx, "state/0/0/1.delta", []byte("old")); err != nil {
 		t.Fatal(err)
 	}
-	orig := snapshot(t, m)
+	orig := journaltest.Snapshot(t, m)
 	for _, p := range []string{"state/0/0/1.delta", "state/0/0/_metadata/schema", "state/0/x/2.snapshot"} {
 		a := Action{Op: OpWrite, Path: p, Data: []byte("new"), After: DigestOf([]byte("new")), Size: 3}
 		if _, err := Execute(ctx, m, &Plan{Actions: []Action{a}}, execOpts()); err == nil {
 			t.Errorf("write of %s applied", p)
 		}
 	}
-	if d := diffSnapshots(orig, snapshot(t, m)); d != "" {
+	if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, m)); d != "" {
 		t.Fatalf("the checkpoint changed:\n%s", d)
 	}
 	a := Action{Op: OpWrite, Path: "state/0/3/2.snapshot", Data: []byte("new")}

@@ -1,6 +1,6 @@
 // Undo of a repair, and the error when a backup it needs is lost.
 
-package repair
+package journal
 
 import (
 	"context"

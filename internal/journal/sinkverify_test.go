@@ -1,4 +1,4 @@
-package repair
+package journal
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/scenario"
 	"github.com/ckpt-dev/ckpt/internal/sinklog"
@@ -32,7 +33,7 @@ func TestSinkHoleNotVerified(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	origCk, origOut := snapshot(t, ck), snapshot(t, out)
+	origCk, origOut := journaltest.Snapshot(t, ck), journaltest.Snapshot(t, out)
 	cp, err := checkpoint.Load(ctx, ck)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestSinkHoleNotVerified(t *testing.T) {
 	if err := Fill(ctx, out, &a); err != nil {
 		t.Fatal(err)
 	}
-	p := &Plan{Strategy: StrategyDelete, Actions: []Action{a}, Before: res, After: res}
+	p := &Plan{Strategy: "delete", Actions: []Action{a}, After: res}
 	o := execOpts()
 	o.Sink = out
 	_, err = Execute(ctx, ck, p, o)
@@ -53,7 +54,7 @@ func TestSinkHoleNotVerified(t *testing.T) {
 	if !errors.As(err, &mm) || !mm.RolledBack || !strings.Contains(mm.Problem, "ends at batch 1, but the checkpoint commits batch 2") {
 		t.Fatalf("execute = %v, want a rolled-back MismatchError about the sink's log", err)
 	}
-	if d := diffSnapshots(origCk, snapshot(t, ck)) + diffSnapshots(origOut, snapshot(t, out)); d != "" {
+	if d := journaltest.DiffSnapshots(origCk, journaltest.Snapshot(t, ck)) + journaltest.DiffSnapshots(origOut, journaltest.Snapshot(t, out)); d != "" {
 		t.Errorf("not rolled back:\n%s", d)
 	}
 }

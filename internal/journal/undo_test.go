@@ -1,4 +1,4 @@
-package repair
+package journal
 
 import (
 	"context"
@@ -7,23 +7,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // executed runs the plan of the commits-ahead scenario (it deletes commits/6 and commits/7, both
-// backed up) on a Mem whose clock is testNow and whose files are an hour old.
+// backed up) on a Mem whose clock is journaltest.Now and whose files are an hour old.
 func executed(t *testing.T) (*storage.Mem, *Journal, Location) {
 	t.Helper()
 	ctx := context.Background()
 	m := storage.NewMem()
-	m.SetClock(func() time.Time { return testNow })
-	buildScenario(t, "commits-ahead", m)
-	for p := range snapshot(t, m) {
-		if err := m.SetModTime(p, testNow.Add(-time.Hour)); err != nil {
+	m.SetClock(func() time.Time { return journaltest.Now })
+	journaltest.BuildScenario(t, "commits-ahead", m)
+	for p := range journaltest.Snapshot(t, m) {
+		if err := m.SetModTime(p, journaltest.Now.Add(-time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p, err := NewPlan(ctx, m, Options{})
+	p, err := newPlan(ctx, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func executed(t *testing.T) (*storage.Mem, *Journal, Location) {
 func TestUndoBackupGone(t *testing.T) {
 	ctx := context.Background()
 	m, j, loc := executed(t)
-	repaired := snapshot(t, m)
+	repaired := journaltest.Snapshot(t, m)
 	var gone string
 	for _, a := range j.Actions {
 		if a.Backup != "" {
@@ -69,7 +70,7 @@ func TestUndoBackupGone(t *testing.T) {
 	if l, _ := ReadLock(ctx, m); l != nil {
 		t.Errorf("a refused undo left its lock: %+v", l)
 	}
-	if d := diffSnapshots(repaired, snapshot(t, m)); d != "" {
+	if d := journaltest.DiffSnapshots(repaired, journaltest.Snapshot(t, m)); d != "" {
 		t.Errorf("a refused undo changed the checkpoint:\n%s", d)
 	}
 }
@@ -79,7 +80,7 @@ func TestUndoBackupGone(t *testing.T) {
 func TestUndoRefusedKeepsHalfwayLock(t *testing.T) {
 	ctx := context.Background()
 	m, j, loc := executed(t)
-	halfway := Lock{ID: j.ID, Journal: loc.URI(), Op: "repair", Host: hostname(), PID: deadPID(t), Owner: "crashed"}
+	halfway := Lock{ID: j.ID, Journal: loc.URI(), Op: "repair", Host: hostname(), PID: journaltest.DeadPID(t), Owner: "crashed"}
 	if _, _, err := acquireLock(ctx, m, halfway, lockPolicy{}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,16 +111,16 @@ func TestRepairAfterUndoNotAlive(t *testing.T) {
 		if _, err := Undo(ctx, m, loc, execOpts()); err != nil {
 			t.Fatal(err)
 		}
-		if e, _ := m.Stat(ctx, "commits/7"); !e.ModTime.Equal(testNow) {
-			t.Fatalf("the restore's time is %v, want %v (the test needs a fresh restore)", e.ModTime, testNow)
+		if e, _ := m.Stat(ctx, "commits/7"); !e.ModTime.Equal(journaltest.Now) {
+			t.Fatalf("the restore's time is %v, want %v (the test needs a fresh restore)", e.ModTime, journaltest.Now)
 		}
 		if fresh {
 			// The query wrote commits/7 again since (it is running).
-			if err := m.SetModTime("commits/7", testNow.Add(-time.Second)); err != nil {
+			if err := m.SetModTime("commits/7", journaltest.Now.Add(-time.Second)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		p, err := NewPlan(ctx, m, Options{})
+		p, err := newPlan(ctx, m)
 		if err != nil {
 			t.Fatal(err)
 		}

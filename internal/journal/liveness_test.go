@@ -1,4 +1,4 @@
-package repair
+package journal
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 	"github.com/ckpt-dev/ckpt/internal/liveness"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -21,7 +22,7 @@ import (
 func TestCheckLive(t *testing.T) {
 	ctx := context.Background()
 	s := storage.NewMem()
-	buildScenario(t, "async-trap-0-3-7", s) // written now: young files
+	journaltest.BuildScenario(t, "async-trap-0-3-7", s) // written now: young files
 	now := time.Now()
 	cp, err := checkpoint.Load(ctx, s)
 	if err != nil {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package repair
+package journal
 
 // renameNoReplace is not available here: the mover checks and renames instead.
 func renameNoReplace(from, to string) error { return errNoReplaceUnsupported }

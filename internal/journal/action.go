@@ -1,4 +1,4 @@
-package repair
+package journal
 
 import (
 	"bytes"
@@ -119,6 +119,11 @@ func readFile(ctx context.Context, s storage.Store, p string) ([]byte, error) {
 	return readCapped(ctx, s, p, logformat.MaxFileBytes)
 }
 
+// ReadFile is readFile for the planners that build actions on an overlay.
+func ReadFile(ctx context.Context, s storage.Store, p string) ([]byte, error) {
+	return readFile(ctx, s, p)
+}
+
 // readCapped reads p whole, refusing (logformat.TooLarge) a file over limit after reading at most
 // one byte more.
 func readCapped(ctx context.Context, s storage.Store, p string, limit int64) ([]byte, error) {
@@ -176,3 +181,46 @@ func del(ctx context.Context, s storage.Store, p string) error {
 	}
 	return err
 }
+
+// fill sets an action's digests and size from the overlay as it is before the action.
+func fill(ctx context.Context, s storage.Store, a *Action) error {
+	data, d, err := readDigest(ctx, s, a.Path)
+	if err != nil {
+		return err
+	}
+	a.Before = d
+	switch a.Op {
+	case OpDelete:
+		if d.Absent() {
+			return fmt.Errorf("repair: planned to delete %s, which does not exist", a.Path)
+		}
+		a.After, a.Size = "", int64(len(data))
+	case OpCopy:
+		if !d.Absent() {
+			return fmt.Errorf("repair: planned to create %s, which exists", a.Path)
+		}
+		src, sd, err := readDigest(ctx, s, a.From)
+		if err != nil {
+			return err
+		}
+		if sd.Absent() {
+			return fmt.Errorf("repair: planned to copy %s, which does not exist", a.From)
+		}
+		a.After, a.Size = sd, int64(len(src))
+	case OpWrite:
+		if !d.Absent() {
+			return fmt.Errorf("repair: planned to create %s, which exists", a.Path)
+		}
+		a.After, a.Size = DigestOf(a.Data), int64(len(a.Data))
+	case OpReplace:
+		if d.Absent() {
+			return fmt.Errorf("repair: planned to replace %s, which does not exist", a.Path)
+		}
+		a.After, a.Size = DigestOf(a.Data), int64(len(a.Data))
+	}
+	return nil
+}
+
+// Fill sets an action's digests and size from s as it is before the action: the planning step
+// of callers that build their own actions (offsets reset, rewind).
+func Fill(ctx context.Context, s storage.Store, a *Action) error { return fill(ctx, s, a) }

@@ -1,4 +1,4 @@
-package repair
+package journal
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -21,9 +22,9 @@ func TestBackupDirInsideLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buildScenario(t, "commits-ahead", cp)
-	orig := snapshot(t, cp)
-	p, err := NewPlan(ctx, cp, Options{})
+	journaltest.BuildScenario(t, "commits-ahead", cp)
+	orig := journaltest.Snapshot(t, cp)
+	p, err := newPlan(ctx, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestBackupDirInsideLogs(t *testing.T) {
 			if _, err := Execute(ctx, cp, p, o); !errors.As(err, &inside) || !strings.Contains(err.Error(), "--backup-dir") {
 				t.Fatalf("Execute = %v", err)
 			}
-			if d := diffSnapshots(orig, snapshot(t, cp)); d != "" {
+			if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, cp)); d != "" {
 				t.Fatalf("a refused repair changed the checkpoint:\n%s", d)
 			}
 		})

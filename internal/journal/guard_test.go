@@ -1,4 +1,4 @@
-package repair
+package journal
 
 import (
 	"context"
@@ -9,17 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
-// newestSnapshot returns the path and the parsed newest journal snapshot at loc.
+// newestSnapshot returns the path and the parsed newest journal journaltest.Snapshot at loc.
 func newestSnapshot(t *testing.T, loc Location) (string, map[string]any) {
 	t.Helper()
 	es := snapshotFiles(t, loc)
 	return es[len(es)-1], parseSnapshot(t, loc, es[len(es)-1])
 }
 
-// firstSnapshot returns the path and the parsed first journal snapshot at loc: the one holding
+// firstSnapshot returns the path and the parsed first journal journaltest.Snapshot at loc: the one holding
 // the actions.
 func firstSnapshot(t *testing.T, loc Location) (string, map[string]any) {
 	t.Helper()
@@ -53,7 +54,7 @@ func parseSnapshot(t *testing.T, loc Location, p string) map[string]any {
 	return doc
 }
 
-// rewrite replaces the snapshot at p by doc (a hand edit: stores never overwrite, so delete first).
+// rewrite replaces the journaltest.Snapshot at p by doc (a hand edit: stores never overwrite, so delete first).
 func rewrite(t *testing.T, m *storage.Mem, p string, doc map[string]any) {
 	t.Helper()
 	ctx := context.Background()
@@ -107,11 +108,11 @@ func TestUndoRefusesEditedJournal(t *testing.T) {
 	} {
 		// The actions are in the first snapshot; the later ones record only their progress. An
 		// edit of the first breaks the chain of the snapshots after it, and actions put into the
-		// newest snapshot (in place of its progress) are not the actions its chain is bound to.
+		// newest journaltest.Snapshot (in place of its progress) are not the actions its chain is bound to.
 		for _, where := range []string{"first", "newest"} {
 			t.Run(tc.name+" in the "+where+" snapshot", func(t *testing.T) {
 				m, j, loc := executed(t)
-				before := snapshot(t, m)
+				before := journaltest.Snapshot(t, m)
 				p, doc := firstSnapshot(t, loc)
 				tc.edit(t, m, j, doc)
 				if where == "newest" {
@@ -128,7 +129,7 @@ func TestUndoRefusesEditedJournal(t *testing.T) {
 				if !errors.Is(err, ErrForged) {
 					t.Fatalf("undo of an edited journal = %v, want ErrForged", err)
 				}
-				if d := diffSnapshots(before, snapshot(t, m)); d != "" {
+				if d := journaltest.DiffSnapshots(before, journaltest.Snapshot(t, m)); d != "" {
 					t.Fatalf("the refused undo changed the checkpoint:\n%s", d)
 				}
 				if _, err := Resume(ctx, m, loc, execOpts()); !errors.Is(err, ErrForged) {
@@ -147,7 +148,7 @@ func TestUndoRefusesEditedJournal(t *testing.T) {
 			pr["states"].([]any)[0].(map[string]any)["state"] = "gone"
 		},
 		"a write time out of range": func(pr map[string]any) {
-			pr["written"] = []any{map[string]any{"index": 999, "time": testNow.Format(time.RFC3339)}}
+			pr["written"] = []any{map[string]any{"index": 999, "time": journaltest.Now.Format(time.RFC3339)}}
 		},
 	} {
 		t.Run("progress: "+name, func(t *testing.T) {
@@ -160,7 +161,7 @@ func TestUndoRefusesEditedJournal(t *testing.T) {
 			}
 		})
 	}
-	// A snapshot added by hand (the chain of previous-snapshot digests breaks) is refused too.
+	// A journaltest.Snapshot added by hand (the chain of previous-journaltest.Snapshot digests breaks) is refused too.
 	m, _, loc := executed(t)
 	p, doc := newestSnapshot(t, loc)
 	doc["seq"] = doc["seq"].(float64) + 1
@@ -180,8 +181,8 @@ func TestUndoRefusesEditedJournal(t *testing.T) {
 func TestUndoWhileRunningRefused(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
-	buildScenario(t, "commits-ahead", m)
-	p, err := NewPlan(ctx, m, Options{})
+	journaltest.BuildScenario(t, "commits-ahead", m)
+	p, err := newPlan(ctx, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestUndoWhileRunningRefused(t *testing.T) {
 		if point != "changed" || len(inner) > 0 {
 			return
 		}
-		dirs := repairDirs(t, m)
+		dirs := journaltest.RepairDirs(t, m)
 		loc := Location{Store: m, Dir: dirs[0]}
 		_, uerr := Undo(ctx, m, loc, execOpts())
 		_, rerr := Resume(ctx, m, loc, execOpts())
@@ -220,7 +221,7 @@ func TestUndoWhileRunningRefused(t *testing.T) {
 // lock whose journal exists names resume and undo; one without never does.
 func TestStaleLock(t *testing.T) {
 	ctx := context.Background()
-	dead := deadPID(t)
+	dead := journaltest.DeadPID(t)
 	for _, tc := range []struct {
 		name    string
 		host    string
@@ -235,12 +236,12 @@ func TestStaleLock(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := storage.NewMem()
-			buildScenario(t, "commits-ahead", m)
+			journaltest.BuildScenario(t, "commits-ahead", m)
 			id := "20290101T000000Z-deadbeef"
 			jl := Location{Store: m, Dir: RepairsDir + "/" + id}
 			if tc.journal {
 				j := &Journal{Version: JournalVersion, ID: id, State: StatePlanned}
-				if err := j.write(ctx, jl, testNow); err != nil {
+				if err := j.write(ctx, jl, journaltest.Now); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -249,7 +250,7 @@ func TestStaleLock(t *testing.T) {
 			if err := m.WriteFile(ctx, LockPath, b); err != nil {
 				t.Fatal(err)
 			}
-			p, err := NewPlan(ctx, m, Options{})
+			p, err := newPlan(ctx, m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,9 +272,9 @@ func TestStaleLock(t *testing.T) {
 func TestNotAsPredictedRolledBack(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
-	buildScenario(t, "commits-ahead", m)
-	orig := snapshot(t, m)
-	p, err := NewPlan(ctx, m, Options{})
+	journaltest.BuildScenario(t, "commits-ahead", m)
+	orig := journaltest.Snapshot(t, m)
+	p, err := newPlan(ctx, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestNotAsPredictedRolledBack(t *testing.T) {
 	if !errors.As(err, &mm) || !mm.RolledBack {
 		t.Fatalf("execute = %v, want a rolled-back MismatchError", err)
 	}
-	now := snapshot(t, m)
+	now := journaltest.Snapshot(t, m)
 	for path, data := range orig {
 		if strings.HasPrefix(path, "offsets/") {
 			continue // the other writer's deletion stays: it is not the repair's to undo
@@ -315,9 +316,9 @@ func TestMoveCrossDeviceKeepsBackups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buildScenario(t, "commits-ahead", s)
-	orig := snapshot(t, s)
-	p, err := NewPlan(ctx, s, Options{})
+	journaltest.BuildScenario(t, "commits-ahead", s)
+	orig := journaltest.Snapshot(t, s)
+	p, err := newPlan(ctx, s)
 	if err != nil || len(p.Actions) < 2 {
 		t.Fatalf("plan: %v, %d actions", err, len(p.Actions))
 	}
@@ -332,11 +333,11 @@ func TestMoveCrossDeviceKeepsBackups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nothingLost(t, s, orig)
+	journaltest.NothingLost(t, s, orig)
 	if _, err := Undo(ctx, s, Location{Store: s, Dir: RepairsDir + "/" + j.ID}, execOpts()); err != nil {
 		t.Fatal(err)
 	}
-	if d := diffSnapshots(orig, snapshot(t, s)); d != "" {
+	if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, s)); d != "" {
 		t.Fatalf("undo after cross-device moves:\n%s", d)
 	}
 }
@@ -354,9 +355,9 @@ func TestMoveNeverReplacesBackup(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				buildScenario(t, "commits-ahead", s)
-				orig := snapshot(t, s)
-				p, err := NewPlan(ctx, s, Options{})
+				journaltest.BuildScenario(t, "commits-ahead", s)
+				orig := journaltest.Snapshot(t, s)
+				p, err := newPlan(ctx, s)
 				if err != nil || len(p.Actions) == 0 {
 					t.Fatalf("plan: %v", err)
 				}
@@ -368,7 +369,7 @@ func TestMoveNeverReplacesBackup(t *testing.T) {
 						return
 					}
 					noReplaceUnsupportedForTest = fallback
-					planted = storage.Join(repairDirs(t, s)[0], "files", first)
+					planted = storage.Join(journaltest.RepairDirs(t, s)[0], "files", first)
 					data := orig[first]
 					if !good {
 						data = "other bytes"
@@ -387,7 +388,7 @@ func TestMoveNeverReplacesBackup(t *testing.T) {
 					if string(got) != orig[first] {
 						t.Fatalf("backup %s = %q", planted, got)
 					}
-					nothingLost(t, s, orig)
+					journaltest.NothingLost(t, s, orig)
 					return
 				}
 				if err == nil || !strings.Contains(err.Error(), "is not the original") {

@@ -1,6 +1,6 @@
 // The forward half of Execute and Resume: lock guard, backups, applying actions, verification.
 
-package repair
+package journal
 
 import (
 	"context"
