@@ -53,7 +53,7 @@ type Action struct {
 	// Code is the doctor finding code this action answers.
 	Code string `json:"code,omitempty"`
 	// Before is the sha256 of Path when the plan was made (empty: the file did not exist), and
-	// After the sha256 it has once the action is applied (empty: the file is gone). Execute
+	// After the sha256 it has once the action is applied (empty: the file is gone). Apply
 	// refuses when Path no longer has Before, and Undo and Resume tell from them which actions
 	// were applied.
 	Before Digest `json:"sha256Before"`

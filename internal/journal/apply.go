@@ -17,8 +17,8 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
-// ExecOptions configures Execute, Resume and Undo.
-type ExecOptions struct {
+// Options configures Apply, Resume and Undo.
+type Options struct {
 	// BackupRoot is the directory under which the repair directory <id>/ (journal and backups) is
 	// created. nil: _ckpt/repairs in the checkpoint's own store.
 	BackupRoot *Location
@@ -44,20 +44,20 @@ type ExecOptions struct {
 	Hook func(point string)
 }
 
-func (o *ExecOptions) hook(point string) {
+func (o *Options) hook(point string) {
 	if o.Hook != nil {
 		o.Hook(point)
 	}
 }
 
-func (o *ExecOptions) now() time.Time {
+func (o *Options) now() time.Time {
 	if o.Now == nil {
 		return time.Now()
 	}
 	return o.Now()
 }
 
-func (o *ExecOptions) progress(format string, args ...any) {
+func (o *Options) progress(format string, args ...any) {
 	if o.Progress != nil {
 		o.Progress(format, args...)
 	}
@@ -67,7 +67,7 @@ func (o *ExecOptions) progress(format string, args ...any) {
 // something else wrote to it in the meantime, and acting now could destroy that write.
 var ErrChanged = errors.New("the checkpoint changed since the plan was made")
 
-// ErrNothingToDo is returned by Execute for a plan without actions.
+// ErrNothingToDo is returned by Apply for a plan without actions.
 var ErrNothingToDo = errors.New("the plan changes no file")
 
 // HalfwayError is returned when a repair, resume or undo stopped after changing the checkpoint.
@@ -123,13 +123,13 @@ func absoluteURI(s storage.Store) string {
 	return s.URI()
 }
 
-// Execute applies p to the checkpoint in s: lock, a check of the whole plan under the lock,
+// Apply applies p to the checkpoint in s: lock, a check of the whole plan under the lock,
 // journal, backups, actions, verification. See the package documentation for the protocol. On
 // success the returned journal is in StateDone and holds the planner's verified result, which is
 // the prediction: a verified restart that differs is rolled back and returned as a
 // *MismatchError. A failure before the first change leaves the checkpoint untouched and the lock
 // released; a failure after it returns a *HalfwayError and keeps the lock.
-func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*Journal, error) {
+func Apply(ctx context.Context, s storage.Store, p *Plan, opts Options) (*Record, error) {
 	if len(p.Actions) == 0 {
 		return nil, ErrNothingToDo
 	}
@@ -165,8 +165,8 @@ func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*
 		}
 		warnings = append(warnings, "--force: "+firstLine(err.Error()))
 	}
-	j := &Journal{
-		Version:    JournalVersion,
+	j := &Record{
+		Version:    Version,
 		ID:         id,
 		Tool:       opts.Tool,
 		Checkpoint: absoluteURI(s),
@@ -185,7 +185,7 @@ func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*
 		j.QueryID = m.ID
 	}
 	for _, a := range p.Actions {
-		ja := JournalAction{Action: a, State: ActionPending}
+		ja := Entry{Action: a, State: ActionPending}
 		if !a.Before.Absent() {
 			ja.Backup = storage.Join("files", a.Store, a.Path)
 		}
@@ -220,13 +220,13 @@ func Execute(ctx context.Context, s storage.Store, p *Plan, opts ExecOptions) (*
 		return nil, err
 	}
 	opts.hook("journaled")
-	return j, apply(ctx, st, loc, j, &opts, "repair", work)
+	return j, forward(ctx, st, loc, j, &opts, "repair", work)
 }
 
 // underLock reads every file the plan changes (once: the bytes are what the backups get) and
 // checks them against the plan, then asks the planner what the checkpoint as it is now gives with
 // the actions applied: the plan's prediction, or the plan is refused.
-func underLock(ctx context.Context, st stores, p *Plan, j *Journal) ([]todo, error) {
+func underLock(ctx context.Context, st stores, p *Plan, j *Record) ([]todo, error) {
 	meter := newPhase(ctx, "checking the files under the lock", len(j.Actions))
 	defer meter.end()
 	work := make([]todo, 0, len(j.Actions))
@@ -289,14 +289,14 @@ func underLock(ctx context.Context, st stores, p *Plan, j *Journal) ([]todo, err
 // checkpoint, to be checked before and after: every plan but Spark's manual procedure (whose
 // prediction is the restart once a person has run it) and a plan without a restart (the sink
 // half of a purge, in the sink's own store).
-func predicts(j *Journal) bool {
+func predicts(j *Record) bool {
 	return j.Predicted != nil && j.Strategy != StrategySparkProcedure
 }
 
 // Resume finishes the repair whose journal is at loc: it backs up what is not backed up yet,
 // applies the actions not applied yet (the file hashes tell), and verifies. It is safe to run
 // again after any failure, including its own.
-func Resume(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) (*Journal, error) {
+func Resume(ctx context.Context, s storage.Store, loc Location, opts Options) (*Record, error) {
 	j, err := openJournal(ctx, s, loc, opts.Sink)
 	if err != nil {
 		return nil, err
@@ -310,11 +310,11 @@ func Resume(ctx context.Context, s storage.Store, loc Location, opts ExecOptions
 		return j, err
 	}
 	defer running.Delete(j.lock.Owner)
-	return j, apply(ctx, st, loc, j, &opts, "resume", nil)
+	return j, forward(ctx, st, loc, j, &opts, "resume", nil)
 }
 
-func openJournal(ctx context.Context, s storage.Store, loc Location, sink storage.Store) (*Journal, error) {
-	j, err := ReadJournal(ctx, loc)
+func openJournal(ctx context.Context, s storage.Store, loc Location, sink storage.Store) (*Record, error) {
+	j, err := Read(ctx, loc)
 	if err != nil {
 		return nil, err
 	}

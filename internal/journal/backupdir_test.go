@@ -69,8 +69,8 @@ func TestBackupDirInsideLogs(t *testing.T) {
 			if !errors.As(err, &inside) || inside.Name != tc.want {
 				t.Fatalf("err = %v, want a BackupInsideError naming %s", err, tc.want)
 			}
-			if _, err := Execute(ctx, cp, p, o); !errors.As(err, &inside) || !strings.Contains(err.Error(), "--backup-dir") {
-				t.Fatalf("Execute = %v", err)
+			if _, err := Apply(ctx, cp, p, o); !errors.As(err, &inside) || !strings.Contains(err.Error(), "--backup-dir") {
+				t.Fatalf("Apply = %v", err)
 			}
 			if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, cp)); d != "" {
 				t.Fatalf("a refused repair changed the checkpoint:\n%s", d)

@@ -3,7 +3,7 @@
 // applied with a lock, a journal and backups, verified with the recovery planner, and can be
 // undone or finished byte for byte.
 //
-//   - Execute applies a Plan: it takes the lock, writes the journal, copies every file it will
+//   - Apply applies a Plan: it takes the lock, writes the journal, copies every file it will
 //     touch to the backup location, then applies the actions one by one, writing the journal
 //     durably before each change. Finally it reloads the checkpoint, runs the planner again and
 //     records the verified outcome.

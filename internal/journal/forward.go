@@ -1,4 +1,4 @@
-// The forward half of Execute and Resume: lock guard, backups, applying actions, verification.
+// The forward half of Apply and Resume: lock guard, backups, applying actions, verification.
 
 package journal
 
@@ -35,7 +35,7 @@ func (st stores) of(a Action) storage.Store {
 // created do not count as signs of life. It returns the lock it took over (the same repair's,
 // left by a run that stopped half-way and is gone), nil when there was none. A lock of the same
 // repair whose holder still runs (a resume and an undo of one journal at once) is refused.
-func guard(ctx context.Context, s storage.Store, j *Journal, opts *ExecOptions, op string) (*Lock, error) {
+func guard(ctx context.Context, s storage.Store, j *Record, opts *Options, op string) (*Lock, error) {
 	cp, err := checkpoint.Load(ctx, s)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func guard(ctx context.Context, s storage.Store, j *Journal, opts *ExecOptions, 
 	return prev, nil
 }
 
-func lockFor(j *Journal, op string, now time.Time) Lock {
+func lockFor(j *Record, op string, now time.Time) Lock {
 	return Lock{ID: j.ID, Journal: j.Location, Op: op, Host: hostname(), PID: os.Getpid(), Acquired: now.UTC(), Tool: j.Tool, Owner: newOwner()}
 }
 
@@ -137,10 +137,10 @@ type todo struct {
 	mid  bool   // a replace stopped between its delete and its write: the backup exists
 }
 
-// apply is the forward half of Execute and Resume: back up, change, verify. Each step is decided
-// from the file hashes, so it continues where any earlier run stopped. pre is the work Execute
+// forward is the forward half of Apply and Resume: back up, change, verify. Each step is decided
+// from the file hashes, so it continues where any earlier run stopped. pre is the work Apply
 // already read under the lock (nil: read it now).
-func apply(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecOptions, op string, pre []todo) (err error) {
+func forward(ctx context.Context, st stores, loc Location, j *Record, opts *Options, op string, pre []todo) (err error) {
 	s := st.cp
 	var mm *MismatchError
 	defer func() {
@@ -318,7 +318,7 @@ func apply(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecO
 
 // pending reads every action's file and returns what is left to do; a file that is neither as
 // before nor as after the action stops it with ErrChanged before anything changes.
-func pending(ctx context.Context, st stores, j *Journal) ([]todo, error) {
+func pending(ctx context.Context, st stores, j *Record) ([]todo, error) {
 	var work []todo
 	var conflicts []string
 	ph := newPhase(ctx, "checking the files", len(j.Actions))
@@ -394,7 +394,7 @@ func (e *MismatchError) Unwrap() error { return e.Err }
 // unlock releases the lock at the end of a successful run. Failing to is not a failure of the
 // run: the checkpoint is as it should be, and the next resume or undo of this journal takes the
 // lock over anyway.
-func unlock(ctx context.Context, s storage.Store, j *Journal) {
+func unlock(ctx context.Context, s storage.Store, j *Record) {
 	if err := releaseLock(ctx, s, j.lock); err != nil {
 		j.Warnings = append(j.Warnings, fmt.Sprintf("the repair is complete but its lock %s could not be removed (%v): remove it by hand, or run resume or undo of this journal, which take it over", LockPath, err))
 	}
@@ -404,7 +404,7 @@ func unlock(ctx context.Context, s storage.Store, j *Journal) {
 // this run's bookkeeping, say whether the checkpoint was changed: if it was, the lock stays (the
 // journal is the only explanation of the checkpoint's state) and the error says how to resume or
 // undo; if not, the lock goes and the error says nothing changed.
-func stopped(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecOptions, op string, err error) error {
+func stopped(ctx context.Context, st stores, loc Location, j *Record, opts *Options, op string, err error) error {
 	bg := context.WithoutCancel(ctx)
 	j.Error = err.Error()
 	_ = j.write(bg, loc, opts.now()) // best effort: the hashes are the truth anyway
@@ -420,7 +420,7 @@ func stopped(ctx context.Context, st stores, loc Location, j *Journal, opts *Exe
 
 // backUp copies the originals of ws into the backup (or checks the copies an earlier run made),
 // several at once on stores where each copy is a round trip.
-func backUp(ctx context.Context, loc Location, j *Journal, ws []todo, opts *ExecOptions) error {
+func backUp(ctx context.Context, loc Location, j *Record, ws []todo, opts *Options) error {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -498,7 +498,7 @@ func forEach(ctx context.Context, n, workers int, f func(int) error) error {
 
 // ensureBackup copies data (the original of ja.Path) to the backup, or checks the copy an earlier
 // run made.
-func ensureBackup(ctx context.Context, loc Location, ja JournalAction, data []byte) error {
+func ensureBackup(ctx context.Context, loc Location, ja Entry, data []byte) error {
 	p := storage.Join(loc.Dir, ja.Backup)
 	err := put(ctx, loc.Store, p, data)
 	if err == nil {
@@ -526,7 +526,7 @@ func plural(n int, what string) string {
 
 // anyApplied reports whether some action's file is no longer as it was; errors count as yes, the
 // safe answer (it keeps the lock).
-func anyApplied(ctx context.Context, st stores, j *Journal) bool {
+func anyApplied(ctx context.Context, st stores, j *Record) bool {
 	errApplied := errors.New("applied")
 	err := forEach(context.WithoutCancel(ctx), len(j.Actions), workersOf(st), func(i int) error {
 		a := j.Actions[i]
@@ -556,7 +556,7 @@ func workersOf(st stores) int {
 // unordered reports whether the order of a journal's changes does not matter: a purge deletes
 // batches far below the ones the restart reads, in any order, as Spark's own purge does. Every
 // other plan is ordered so that each intermediate state restarts (order), and undone in reverse.
-func unordered(j *Journal) bool { return j.Strategy == StrategyPurge }
+func unordered(j *Record) bool { return j.Strategy == StrategyPurge }
 
 // fileRead is one file's bytes and digest (absent: no file).
 type fileRead struct {
@@ -565,7 +565,7 @@ type fileRead struct {
 }
 
 // readAll reads the file of every action, workersOf(st) at a time, counting each on ph.
-func readAll(ctx context.Context, st stores, as []JournalAction, ph *phase) ([]fileRead, error) {
+func readAll(ctx context.Context, st stores, as []Entry, ph *phase) ([]fileRead, error) {
 	out := make([]fileRead, len(as))
 	err := forEach(ctx, len(as), workersOf(st), func(i int) error {
 		data, d, err := readDigest(ctx, st.of(as[i].Action), as[i].Path)

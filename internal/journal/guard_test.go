@@ -78,27 +78,27 @@ func TestUndoRefusesEditedJournal(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		edit func(t *testing.T, m *storage.Mem, j *Journal, doc map[string]any)
+		edit func(t *testing.T, m *storage.Mem, j *Record, doc map[string]any)
 	}{
-		{"added write of a live file", func(t *testing.T, m *storage.Mem, j *Journal, doc map[string]any) {
+		{"added write of a live file", func(t *testing.T, m *storage.Mem, j *Record, doc map[string]any) {
 			live, _ := m.ReadFile(ctx, "offsets/0")
 			acts := doc["actions"].([]any)
 			doc["actions"] = append(acts, map[string]any{"op": "write", "path": "offsets/0", "data": live,
 				"reason": "x", "sha256Before": nil, "sha256After": string(DigestOf(live)), "size": len(live), "state": "done"})
 		}},
-		{"delete renamed onto a state file", func(t *testing.T, m *storage.Mem, j *Journal, doc map[string]any) {
+		{"delete renamed onto a state file", func(t *testing.T, m *storage.Mem, j *Record, doc map[string]any) {
 			a := doc["actions"].([]any)[0].(map[string]any)
 			a["path"] = "state/0/0/1.delta"
 		}},
-		{"delete renamed, backup too", func(t *testing.T, m *storage.Mem, j *Journal, doc map[string]any) {
+		{"delete renamed, backup too", func(t *testing.T, m *storage.Mem, j *Record, doc map[string]any) {
 			a := doc["actions"].([]any)[0].(map[string]any)
 			a["path"] = "state/0/0/1.delta"
 			a["backup"] = "files/state/0/0/1.delta"
 		}},
-		{"added write, binding recomputed", func(t *testing.T, m *storage.Mem, j *Journal, doc map[string]any) {
+		{"added write, binding recomputed", func(t *testing.T, m *storage.Mem, j *Record, doc map[string]any) {
 			live, _ := m.ReadFile(ctx, "offsets/0")
 			forged := *j
-			forged.Actions = append(append([]JournalAction(nil), j.Actions...), JournalAction{Action: Action{Op: OpWrite, Path: "offsets/0", Data: live, After: DigestOf(live), Size: int64(len(live))}, State: ActionDone})
+			forged.Actions = append(append([]Entry(nil), j.Actions...), Entry{Action: Action{Op: OpWrite, Path: "offsets/0", Data: live, After: DigestOf(live), Size: int64(len(live))}, State: ActionDone})
 			b, _ := json.Marshal(forged.Actions)
 			var acts []any
 			_ = json.Unmarshal(b, &acts)
@@ -170,12 +170,12 @@ func TestUndoRefusesEditedJournal(t *testing.T) {
 	if err := m.WriteFile(ctx, next, b); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadJournal(ctx, loc); !errors.Is(err, ErrForged) {
+	if _, err := Read(ctx, loc); !errors.Is(err, ErrForged) {
 		t.Fatalf("a copied snapshot: %v, want ErrForged", err)
 	}
 }
 
-// A resume or undo of a journal whose repair is still running (here: called while Execute holds
+// A resume or undo of a journal whose repair is still running (here: called while Apply holds
 // the lock, between two of its changes) is refused, not run alongside it. Before, a lock with
 // the same repair id was taken over without asking whether its holder was alive.
 func TestUndoWhileRunningRefused(t *testing.T) {
@@ -198,7 +198,7 @@ func TestUndoWhileRunningRefused(t *testing.T) {
 		_, rerr := Resume(ctx, m, loc, execOpts())
 		inner = append(inner, uerr, rerr)
 	}
-	j, err := Execute(ctx, m, p, o)
+	j, err := Apply(ctx, m, p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestStaleLock(t *testing.T) {
 			id := "20290101T000000Z-deadbeef"
 			jl := Location{Store: m, Dir: RepairsDir + "/" + id}
 			if tc.journal {
-				j := &Journal{Version: JournalVersion, ID: id, State: StatePlanned}
+				j := &Record{Version: Version, ID: id, State: StatePlanned}
 				if err := j.write(ctx, jl, journaltest.Now); err != nil {
 					t.Fatal(err)
 				}
@@ -254,7 +254,7 @@ func TestStaleLock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			j, err := Execute(ctx, m, p, execOpts())
+			j, err := Apply(ctx, m, p, execOpts())
 			msg := fmt.Sprint(err)
 			if j != nil {
 				msg = strings.Join(j.Warnings, "\n")
@@ -288,7 +288,7 @@ func TestNotAsPredictedRolledBack(t *testing.T) {
 			}
 		}
 	}
-	_, err = Execute(ctx, m, p, o)
+	_, err = Apply(ctx, m, p, o)
 	var mm *MismatchError
 	if !errors.As(err, &mm) || !mm.RolledBack {
 		t.Fatalf("execute = %v, want a rolled-back MismatchError", err)
@@ -329,7 +329,7 @@ func TestMoveCrossDeviceKeepsBackups(t *testing.T) {
 		}
 	}
 	defer func() { crossDeviceForTest = false }()
-	j, err := Execute(ctx, s, p, o)
+	j, err := Apply(ctx, s, p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestMoveNeverReplacesBackup(t *testing.T) {
 					}
 				}
 				defer func() { noReplaceUnsupportedForTest = false }()
-				_, err = Execute(ctx, s, p, o)
+				_, err = Apply(ctx, s, p, o)
 				got, _ := s.ReadFile(ctx, planted)
 				if good {
 					if err != nil {

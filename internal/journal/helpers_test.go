@@ -6,6 +6,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 )
 
-func execOpts() ExecOptions {
-	return ExecOptions{Now: func() time.Time { return journaltest.Now }, Tool: "ckpt test"}
+func execOpts() Options {
+	return Options{Now: func() time.Time { return journaltest.Now }, Tool: "ckpt test"}
 }

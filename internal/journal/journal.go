@@ -32,15 +32,15 @@ const (
 	LockPath = Dir + "/lock"
 )
 
-// JournalVersion is the version of the journal format this package writes. Version 2 added the
+// Version is the version of the journal format this package writes. Version 2 added the
 // digest chain (Binding, Prev); a version 1 journal has none and is refused, since nothing would
 // show whether it was edited. Version 3 writes the actions once, in the first snapshot, and
 // every later snapshot records only the actions' progress (Progress): a purge of 40,000 files
 // wrote ~16 MB a snapshot before. Version 2 journals are still read (and continued with
 // version 3 snapshots).
-const JournalVersion = 3
+const Version = 3
 
-// oldestJournalVersion is the oldest version ReadJournal accepts.
+// oldestJournalVersion is the oldest version Read accepts.
 const oldestJournalVersion = 2
 
 // Location is a repair's directory: the journal snapshots under journal/ and the backups under
@@ -89,13 +89,13 @@ const (
 	ActionUndone   ActionState = "undone"
 )
 
-// Journal is the durable record of one repair. It is written as a sequence of snapshots,
+// Record is the durable record of one repair. It is written as a sequence of snapshots,
 // journal/000001.json, journal/000002.json, …, each a new file: stores never overwrite, so a
 // snapshot is either fully there or absent, and the newest one is the journal. The first snapshot
 // holds every action; each later one holds everything else in full and, instead of the actions,
 // their progress (which action is in which state), so a snapshot costs the same for 4 actions
 // and for 40,000. A person can read them with cat.
-type Journal struct {
+type Record struct {
 	Version int    `json:"version"`
 	ID      string `json:"id"`
 	// Tool is the ckpt build that wrote it.
@@ -118,7 +118,7 @@ type Journal struct {
 	Updated time.Time `json:"updated"`
 	// Actions are in the first snapshot (and in every snapshot of a version 2 journal); a later
 	// snapshot has Progress instead.
-	Actions []JournalAction `json:"actions,omitempty"`
+	Actions []Entry `json:"actions,omitempty"`
 	// Progress is the actions' states and write times in a snapshot that does not repeat the
 	// actions; nil in a snapshot that holds them.
 	Progress *Progress `json:"progress,omitempty"`
@@ -147,8 +147,8 @@ type Journal struct {
 	last Digest
 }
 
-// JournalAction is an Action with its backup and progress.
-type JournalAction struct {
+// Entry is an Action with its backup and progress.
+type Entry struct {
 	Action
 	// Backup is the copy of the original file, relative to the repair directory
 	// ("files/offsets/21"); empty when the action creates a file that did not exist.
@@ -162,7 +162,7 @@ type JournalAction struct {
 
 // Progress is where every action of a journal stands, in a snapshot after the first: the states
 // run-length encoded in action order ({"state": "done", "count": 39800}), and the write time of
-// each action ckpt wrote (JournalAction.Written).
+// each action ckpt wrote (Entry.Written).
 type Progress struct {
 	States  []StateRun  `json:"states"`
 	Written []WrittenAt `json:"written,omitempty"`
@@ -181,7 +181,7 @@ type WrittenAt struct {
 }
 
 // progressOf encodes the states and write times of as.
-func progressOf(as []JournalAction) *Progress {
+func progressOf(as []Entry) *Progress {
 	p := &Progress{States: []StateRun{}}
 	for i, a := range as {
 		if n := len(p.States); n > 0 && p.States[n-1].State == a.State {
@@ -199,7 +199,7 @@ func progressOf(as []JournalAction) *Progress {
 // applyTo sets the states and write times of as (the actions of the first snapshot) from p. A
 // progress record that does not fit the actions (other counts, an index out of range or twice,
 // an unknown state) was not written by ckpt.
-func (p *Progress) applyTo(as []JournalAction) error {
+func (p *Progress) applyTo(as []Entry) error {
 	k := 0
 	for _, r := range p.States {
 		switch r.State {
@@ -236,9 +236,9 @@ func snapshotName(seq int) string { return fmt.Sprintf("%06d.json", seq) }
 
 // write records j as snapshot j.Seq+1 and advances j.Seq. The write is durable when it returns
 // (the store's atomic write), which is what lets every change be preceded by its record.
-func (j *Journal) write(ctx context.Context, loc Location, now time.Time) error {
+func (j *Record) write(ctx context.Context, loc Location, now time.Time) error {
 	next := *j
-	next.Version = JournalVersion
+	next.Version = Version
 	next.Seq++
 	next.Updated = now.UTC()
 	if next.Binding == "" || j.Seq == 0 {
@@ -265,7 +265,7 @@ func (j *Journal) write(ctx context.Context, loc Location, now time.Time) error 
 
 // binding hashes what the repair is, not how far it got: the fields no run changes. Every field
 // is length-prefixed, so no two journals share an encoding.
-func (j *Journal) binding() Digest {
+func (j *Record) binding() Digest {
 	h := sha256.New()
 	var buf []byte
 	field := func(s string) {
@@ -307,7 +307,7 @@ var ErrForged = errors.New("the repair journal is not as ckpt wrote it")
 // check refuses a journal whose actions do not fit the repair they claim to be: every change
 // must be one ckpt makes (a delete of an existing file with its backup under files/<path>, a
 // create of a missing file), and the digests must be those the recorded bytes have.
-func (j *Journal) check() error {
+func (j *Record) check() error {
 	seen := map[string]bool{}
 	for i, a := range j.Actions {
 		bad := func(why string) error {
@@ -351,10 +351,10 @@ func (j *Journal) check() error {
 	return nil
 }
 
-// ErrNoJournal is returned when a location holds no journal snapshot.
-var ErrNoJournal = errors.New("no repair journal")
+// ErrMissing is returned when a location holds no journal snapshot.
+var ErrMissing = errors.New("no repair journal")
 
-// snapshotHead is what ReadJournal decodes of every snapshot: its place in the chain, and whether
+// snapshotHead is what Read decodes of every snapshot: its place in the chain, and whether
 // it holds the actions or their progress (kept raw, not decoded: tens of thousands of actions).
 type snapshotHead struct {
 	Version  int             `json:"version"`
@@ -367,13 +367,13 @@ type snapshotHead struct {
 
 func (h *snapshotHead) hasProgress() bool { return len(h.Progress) > 0 && string(h.Progress) != "null" }
 
-// ReadJournal returns the newest snapshot of the journal at loc, after checking the chain of
+// Read returns the newest snapshot of the journal at loc, after checking the chain of
 // every snapshot (journal.check, Prev): a journal edited by hand is refused with ErrForged. A
 // newest snapshot that does not parse is skipped in favour of the one before it (stores write
 // atomically, so that only happens to a file edited by hand, and the chain still holds up to it).
 // A snapshot with progress instead of actions takes its actions from the newest snapshot before
 // it that holds them.
-func ReadJournal(ctx context.Context, loc Location) (*Journal, error) {
+func Read(ctx context.Context, loc Location) (*Record, error) {
 	entries, err := loc.Store.List(ctx, loc.journalDir())
 	if err != nil {
 		return nil, err
@@ -420,8 +420,8 @@ func ReadJournal(ctx context.Context, loc Location) (*Journal, error) {
 			}
 			return nil, fmt.Errorf("%w: %s does not parse (%v), and later snapshots follow it", ErrForged, sn.path, err)
 		}
-		if h.Version < oldestJournalVersion || h.Version > JournalVersion {
-			return nil, fmt.Errorf("%s: journal version %d, this ckpt reads versions %d to %d (a version 1 journal has no digest chain: undo or resume it with the ckpt that wrote it)", sn.path, h.Version, oldestJournalVersion, JournalVersion)
+		if h.Version < oldestJournalVersion || h.Version > Version {
+			return nil, fmt.Errorf("%s: journal version %d, this ckpt reads versions %d to %d (a version 1 journal has no digest chain: undo or resume it with the ckpt that wrote it)", sn.path, h.Version, oldestJournalVersion, Version)
 		}
 		if h.Seq != i+1 || sn.seq != i+1 {
 			return nil, fmt.Errorf("%w: %s is snapshot %d of the directory but records seq %d (a snapshot was added or removed)", ErrForged, sn.path, i+1, h.Seq)
@@ -473,15 +473,15 @@ func ReadJournal(ctx context.Context, loc Location) (*Journal, error) {
 		return j, nil
 	}
 	if lastErr != nil {
-		return nil, fmt.Errorf("%w at %s: %v", ErrNoJournal, loc.URI(), lastErr)
+		return nil, fmt.Errorf("%w at %s: %v", ErrMissing, loc.URI(), lastErr)
 	}
-	return nil, fmt.Errorf("%w at %s", ErrNoJournal, loc.URI())
+	return nil, fmt.Errorf("%w at %s", ErrMissing, loc.URI())
 }
 
 // decodeSnapshot decodes a snapshot; one with progress gets the actions of full (the snapshot
 // that holds them) with that progress applied.
-func decodeSnapshot(data, full []byte) (*Journal, error) {
-	var j Journal
+func decodeSnapshot(data, full []byte) (*Record, error) {
+	var j Record
 	if err := json.Unmarshal(data, &j); err != nil {
 		return nil, err
 	}
@@ -489,7 +489,7 @@ func decodeSnapshot(data, full []byte) (*Journal, error) {
 		return &j, nil
 	}
 	var f struct {
-		Actions []JournalAction `json:"actions"`
+		Actions []Entry `json:"actions"`
 	}
 	if err := json.Unmarshal(full, &f); err != nil {
 		return nil, err
@@ -501,18 +501,18 @@ func decodeSnapshot(data, full []byte) (*Journal, error) {
 	return &j, nil
 }
 
-// MaxJournalBytes bounds one journal snapshot ReadJournal reads (1 GiB, or logformat.MaxFileBytes
+// MaxSnapshotBytes bounds one journal snapshot Read reads (1 GiB, or logformat.MaxFileBytes
 // when CKPT_MAX_FILE_BYTES sets it higher): the first snapshot of a purge of a million files is
 // about 400 MB, and a larger file is not a journal ckpt wrote.
-var MaxJournalBytes int64 = 1 << 30
+var MaxSnapshotBytes int64 = 1 << 30
 
 func readJournalFile(ctx context.Context, s storage.Store, p string) ([]byte, error) {
-	return readCapped(ctx, s, p, max(MaxJournalBytes, logformat.MaxFileBytes))
+	return readCapped(ctx, s, p, max(MaxSnapshotBytes, logformat.MaxFileBytes))
 }
 
-// JournalLocation turns what a user passes to `ckpt repair undo|resume` into the repair directory:
+// DirOf turns what a user passes to `ckpt repair undo|resume` into the repair directory:
 // the directory itself, its journal/ directory, or one snapshot file in it.
-func JournalLocation(arg string) string {
+func DirOf(arg string) string {
 	a := strings.TrimRight(arg, "/")
 	if strings.HasSuffix(a, ".json") {
 		if i := strings.LastIndex(a, "/"); i >= 0 {

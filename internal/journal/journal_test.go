@@ -12,7 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
-func TestJournalLocation(t *testing.T) {
+func TestDirOf(t *testing.T) {
 	for in, want := range map[string]string{
 		"/c/_ckpt/repairs/X":                     "/c/_ckpt/repairs/X",
 		"/c/_ckpt/repairs/X/":                    "/c/_ckpt/repairs/X",
@@ -20,8 +20,8 @@ func TestJournalLocation(t *testing.T) {
 		"/c/_ckpt/repairs/X/journal/000003.json": "/c/_ckpt/repairs/X",
 		"s3://b/p/_ckpt/repairs/X/journal/":      "s3://b/p/_ckpt/repairs/X",
 	} {
-		if got := JournalLocation(in); got != want {
-			t.Errorf("JournalLocation(%q) = %q, want %q", in, got, want)
+		if got := DirOf(in); got != want {
+			t.Errorf("DirOf(%q) = %q, want %q", in, got, want)
 		}
 	}
 	for in, want := range map[string]string{
@@ -41,14 +41,14 @@ func TestJournalLocation(t *testing.T) {
 
 // The newest journaltest.Snapshot that parses is the journal; a damaged newest one (edited by hand) falls
 // back to the one before.
-func TestReadJournal(t *testing.T) {
+func TestRead(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
 	loc := Location{Store: m, Dir: "r"}
-	if _, err := ReadJournal(ctx, loc); !errors.Is(err, ErrNoJournal) {
+	if _, err := Read(ctx, loc); !errors.Is(err, ErrMissing) {
 		t.Fatalf("empty: %v", err)
 	}
-	j := &Journal{Version: JournalVersion, ID: "x", State: StatePlanned}
+	j := &Record{Version: Version, ID: "x", State: StatePlanned}
 	if err := j.write(ctx, loc, journaltest.Now); err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +56,14 @@ func TestReadJournal(t *testing.T) {
 	if err := j.write(ctx, loc, journaltest.Now); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadJournal(ctx, loc)
+	got, err := Read(ctx, loc)
 	if err != nil || got.Seq != 2 || got.State != StateBackedUp {
 		t.Fatalf("got %+v, %v", got, err)
 	}
 	if err := m.WriteFile(ctx, "r/journal/000003.json", []byte("{broken")); err != nil {
 		t.Fatal(err)
 	}
-	got, err = ReadJournal(ctx, loc)
+	got, err = Read(ctx, loc)
 	if err != nil || got.Seq != 2 {
 		t.Fatalf("with a broken newest snapshot: %+v, %v", got, err)
 	}
@@ -74,15 +74,15 @@ func TestReadJournal(t *testing.T) {
 }
 
 // Only the first journaltest.Snapshot holds the actions; the later ones record their states and write times,
-// and ReadJournal puts the two together. Before version 3 every journaltest.Snapshot repeated every action
+// and Read puts the two together. Before version 3 every journaltest.Snapshot repeated every action
 // (~16 MB a journaltest.Snapshot for a purge of 40,000 files).
 func TestJournalProgressSnapshots(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
 	loc := Location{Store: m, Dir: "r"}
-	j := &Journal{Version: JournalVersion, ID: "x", State: StatePlanned}
+	j := &Record{Version: Version, ID: "x", State: StatePlanned}
 	for _, p := range []string{"offsets/1", "offsets/2", "commits/1"} {
-		j.Actions = append(j.Actions, JournalAction{Action: Action{Op: OpDelete, Path: p, Before: DigestOf([]byte(p)), Reason: strings.Repeat("why ", 50)},
+		j.Actions = append(j.Actions, Entry{Action: Action{Op: OpDelete, Path: p, Before: DigestOf([]byte(p)), Reason: strings.Repeat("why ", 50)},
 			Backup: "files/" + p, State: ActionPending})
 	}
 	if err := j.write(ctx, loc, journaltest.Now); err != nil {
@@ -100,7 +100,7 @@ func TestJournalProgressSnapshots(t *testing.T) {
 	if strings.Contains(string(second), `"actions"`) || !strings.Contains(string(second), `"progress"`) || len(second) >= len(first)/2 {
 		t.Fatalf("the second journaltest.Snapshot repeats the actions (%d bytes, the first %d):\n%s", len(second), len(first), second)
 	}
-	got, err := ReadJournal(ctx, loc)
+	got, err := Read(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,25 +120,25 @@ func TestJournalProgressSnapshots(t *testing.T) {
 	if err := got.write(ctx, loc, journaltest.Now); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := ReadJournal(ctx, loc); err != nil || again.Seq != 3 || again.State != StateApplied || len(again.Actions) != 3 {
+	if again, err := Read(ctx, loc); err != nil || again.Seq != 3 || again.State != StateApplied || len(again.Actions) != 3 {
 		t.Fatalf("third: %+v, %v", again, err)
 	}
 }
 
 // A version 2 journal (every journaltest.Snapshot holds the actions) written by the ckpt before is still read,
 // and continued with version 3 snapshots.
-func TestReadJournalVersion2(t *testing.T) {
+func TestReadVersion2(t *testing.T) {
 	ctx := context.Background()
 	m := storage.NewMem()
 	loc := Location{Store: m, Dir: "r"}
-	j := Journal{Version: 2, ID: "x", State: StateApplying, Seq: 1}
-	j.Actions = []JournalAction{{Action: Action{Op: OpDelete, Path: "offsets/1", Before: DigestOf([]byte("a"))}, Backup: "files/offsets/1", State: ActionApplying}}
+	j := Record{Version: 2, ID: "x", State: StateApplying, Seq: 1}
+	j.Actions = []Entry{{Action: Action{Op: OpDelete, Path: "offsets/1", Before: DigestOf([]byte("a"))}, Backup: "files/offsets/1", State: ActionApplying}}
 	j.Binding = j.binding()
 	data, _ := json.MarshalIndent(&j, "", "  ")
 	if err := m.WriteFile(ctx, "r/journal/000001.json", data); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadJournal(ctx, loc)
+	got, err := Read(ctx, loc)
 	if err != nil || got.Version != 2 || len(got.Actions) != 1 {
 		t.Fatalf("version 2: %+v, %v", got, err)
 	}
@@ -146,8 +146,8 @@ func TestReadJournalVersion2(t *testing.T) {
 	if err := got.write(ctx, loc, journaltest.Now); err != nil {
 		t.Fatal(err)
 	}
-	again, err := ReadJournal(ctx, loc)
-	if err != nil || again.Version != JournalVersion || again.Actions[0].State != ActionDone {
+	again, err := Read(ctx, loc)
+	if err != nil || again.Version != Version || again.Actions[0].State != ActionDone {
 		t.Fatalf("continued: %+v, %v", again, err)
 	}
 }

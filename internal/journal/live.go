@@ -160,7 +160,7 @@ func ownWrites(ctx context.Context, s storage.Store, backupRoot *Location) map[w
 			if !d.IsDir {
 				continue
 			}
-			j, err := ReadJournal(ctx, Location{Store: root.Store, Dir: d.Path})
+			j, err := Read(ctx, Location{Store: root.Store, Dir: d.Path})
 			if err != nil || j.Checkpoint != me {
 				continue
 			}

@@ -62,7 +62,7 @@ func (m *mover) can(a Action) bool {
 	return ok
 }
 
-func (m *mover) paths(ja *JournalAction) (file, backup string) {
+func (m *mover) paths(ja *Entry) (file, backup string) {
 	root := m.roots[m.st.of(ja.Action)]
 	return filepath.Join(root, filepath.FromSlash(ja.Path)), filepath.Join(m.backup, filepath.FromSlash(ja.Backup))
 }
@@ -70,7 +70,7 @@ func (m *mover) paths(ja *JournalAction) (file, backup string) {
 // moveInto renames ja's file into its backup. A backup already there (an earlier run copied or
 // moved it, and the file came back or was never removed) must be the original; the file is then
 // deleted. A rename across devices falls back to copy and delete, for this file and the rest.
-func (m *mover) moveInto(ctx context.Context, ja *JournalAction) error {
+func (m *mover) moveInto(ctx context.Context, ja *Entry) error {
 	file, backup := m.paths(ja)
 	if err := m.mkdirAll(filepath.Dir(backup)); err != nil {
 		return err
@@ -136,7 +136,7 @@ var crossDeviceForTest bool
 // linkBack restores ja's file as a hard link to its backup (linked): the link fails rather than
 // replace a file, and the backup stays. Where links are refused it writes the bytes (data)
 // instead.
-func (m *mover) linkBack(ctx context.Context, ja *JournalAction, data []byte) (linked bool, err error) {
+func (m *mover) linkBack(ctx context.Context, ja *Entry, data []byte) (linked bool, err error) {
 	file, backup := m.paths(ja)
 	if err := m.mkdirAll(filepath.Dir(file)); err != nil {
 		return false, err

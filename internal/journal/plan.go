@@ -17,16 +17,16 @@ const (
 	StrategyPurge Strategy = "purge"
 )
 
-// Plan is what Execute applies: the file changes, in order, and the planner's prediction for the
+// Plan is what Apply applies: the file changes, in order, and the planner's prediction for the
 // checkpoint once they are applied.
 type Plan struct {
 	// Strategy is recorded in the journal.
 	Strategy Strategy
-	// Actions are the file changes, in the order Execute applies them.
+	// Actions are the file changes, in the order Apply applies them.
 	Actions []Action
 	// After is the planner's prediction for the changed checkpoint, checked under the lock and
 	// verified afterwards; nil when there is no restart to verify (a file sink's half).
 	After *recovery.Result
-	// Options are the planner options predicted with (Execute verifies with them).
+	// Options are the planner options predicted with (Apply verifies with them).
 	Options recovery.Options
 }

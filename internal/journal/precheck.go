@@ -7,10 +7,10 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
-// CheckIdleBefore is Execute's liveness check on its own, for a command to run before it asks for
+// CheckIdleBefore is Apply's liveness check on its own, for a command to run before it asks for
 // confirmation: a query that looks alive is refused before the person answers, not after.
-// Execute checks again (the answer may take a while). --force (opts.Force) skips it here.
-func CheckIdleBefore(ctx context.Context, s storage.Store, opts ExecOptions) error {
+// Apply checks again (the answer may take a while). --force (opts.Force) skips it here.
+func CheckIdleBefore(ctx context.Context, s storage.Store, opts Options) error {
 	if opts.Force {
 		return nil
 	}

@@ -34,7 +34,7 @@ func TestRefuseLiveQuery(t *testing.T) {
 	}
 	o := execOpts()
 	o.ActiveWindow = DefaultActiveWindow
-	_, err = Execute(ctx, m, p, o)
+	_, err = Apply(ctx, m, p, o)
 	var live *LiveError
 	if !errors.As(err, &live) || live.Path != "offsets/7" {
 		t.Fatalf("want a LiveError naming offsets/7, got %v", err)
@@ -47,12 +47,12 @@ func TestRefuseLiveQuery(t *testing.T) {
 	}
 	// Older than the window: fine. --force: fine, with a warning.
 	o.ActiveWindow = 20 * time.Second
-	if _, err := Execute(ctx, journaltest.CloneMem(t, m), p, o); err != nil {
+	if _, err := Apply(ctx, journaltest.CloneMem(t, m), p, o); err != nil {
 		t.Errorf("window 20s: %v", err)
 	}
 	o.ActiveWindow = DefaultActiveWindow
 	o.Force = true
-	j, err := Execute(ctx, m, p, o)
+	j, err := Apply(ctx, m, p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestRefuseLockHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Execute(ctx, m, p, execOpts())
+	_, err = Apply(ctx, m, p, execOpts())
 	var locked *LockedError
 	if !errors.As(err, &locked) || locked.Holder.Host != "elsewhere" {
 		t.Fatalf("want a LockedError, got %v", err)
@@ -90,7 +90,7 @@ func TestRefuseLockHeld(t *testing.T) {
 	}
 	o := execOpts()
 	o.Force = true
-	j, err := Execute(ctx, m, p, o)
+	j, err := Apply(ctx, m, p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestSamePlanSameSecond(t *testing.T) {
 	})
 	first := make(chan error, 1)
 	go func() {
-		_, err := Execute(ctx, f, p, execOpts())
+		_, err := Apply(ctx, f, p, execOpts())
 		first <- err
 	}()
 	<-entered
@@ -179,7 +179,7 @@ func TestSamePlanSameSecond(t *testing.T) {
 		t.Fatal("the first repair holds no lock")
 	}
 	for i := range 2 {
-		_, err := Execute(ctx, m, p, execOpts())
+		_, err := Apply(ctx, m, p, execOpts())
 		var locked *LockedError
 		if !errors.As(err, &locked) {
 			t.Fatalf("repair %d alongside the first: %v, want a LockedError", i+2, err)
@@ -227,11 +227,11 @@ func TestRefusePathEscape(t *testing.T) {
 	orig := journaltest.Snapshot(t, m)
 	for _, p := range []string{"../outside", "offsets/../metadata", "sources/0/0", "metadata"} {
 		plan := &Plan{Actions: []Action{{Op: OpDelete, Path: p, Before: "x"}}}
-		if _, err := Execute(ctx, m, plan, execOpts()); !errors.Is(err, ErrOutside) {
+		if _, err := Apply(ctx, m, plan, execOpts()); !errors.Is(err, ErrOutside) {
 			t.Errorf("%s: want ErrOutside, got %v", p, err)
 		}
 		copyPlan := &Plan{Actions: []Action{{Op: OpCopy, Path: "offsets/99", From: p}}}
-		if _, err := Execute(ctx, m, copyPlan, execOpts()); !errors.Is(err, ErrOutside) {
+		if _, err := Apply(ctx, m, copyPlan, execOpts()); !errors.Is(err, ErrOutside) {
 			t.Errorf("copy from %s: want ErrOutside, got %v", p, err)
 		}
 	}
@@ -270,7 +270,7 @@ func TestRefuseSymlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Execute(ctx, s, p, execOpts())
+	_, err = Apply(ctx, s, p, execOpts())
 	if !errors.Is(err, ErrOutside) {
 		t.Fatalf("want ErrOutside for the symlinked temp file, got %v", err)
 	}
@@ -336,7 +336,7 @@ func TestStateWriteCreateOnly(t *testing.T) {
 	orig := journaltest.Snapshot(t, m)
 	for _, p := range []string{"state/0/0/1.delta", "state/0/0/_metadata/schema", "state/0/x/2.snapshot"} {
 		a := Action{Op: OpWrite, Path: p, Data: []byte("new"), After: DigestOf([]byte("new")), Size: 3}
-		if _, err := Execute(ctx, m, &Plan{Actions: []Action{a}}, execOpts()); err == nil {
+		if _, err := Apply(ctx, m, &Plan{Actions: []Action{a}}, execOpts()); err == nil {
 			t.Errorf("write of %s applied", p)
 		}
 	}

@@ -33,7 +33,7 @@ func TestReplaceFaults(t *testing.T) {
 		return &Plan{Strategy: "sink-rebuild-compact", Actions: []Action{a}}
 	}
 	clean := storage.NewFaulty(journaltest.CopyStore(t, base, newStore))
-	if _, err := Execute(ctx, clean, plan(clean), execOpts()); err != nil {
+	if _, err := Apply(ctx, clean, plan(clean), execOpts()); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := clean.ReadFile(ctx, p); string(got) != string(rebuilt) {
@@ -50,7 +50,7 @@ func TestReplaceFaults(t *testing.T) {
 			} else {
 				f.FailMutation(k, nil)
 			}
-			_, err := Execute(ctx, f, plan(f), execOpts())
+			_, err := Apply(ctx, f, plan(f), execOpts())
 			if err != nil && !errors.Is(err, storage.ErrInjected) {
 				t.Fatalf("k=%d after=%v: %v", k, after, err)
 			}

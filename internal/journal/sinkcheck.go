@@ -16,7 +16,7 @@ import (
 // the checkpoint's latest commit (a hole or a missing batch makes every read of the output
 // fail), and no batch the checkpoint has no offsets for. It returns the disagreement, "" when
 // there is none.
-func verifySink(ctx context.Context, st stores, j *Journal) (string, error) {
+func verifySink(ctx context.Context, st stores, j *Record) (string, error) {
 	if j.Sink == "" || st.sink == nil {
 		return "", nil
 	}

@@ -49,7 +49,7 @@ func TestSinkHoleNotVerified(t *testing.T) {
 	p := &Plan{Strategy: "delete", Actions: []Action{a}, After: res}
 	o := execOpts()
 	o.Sink = out
-	_, err = Execute(ctx, ck, p, o)
+	_, err = Apply(ctx, ck, p, o)
 	var mm *MismatchError
 	if !errors.As(err, &mm) || !mm.RolledBack || !strings.Contains(mm.Problem, "ends at batch 1, but the checkpoint commits batch 2") {
 		t.Fatalf("execute = %v, want a rolled-back MismatchError about the sink's log", err)

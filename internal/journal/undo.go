@@ -15,7 +15,7 @@ import (
 // first. It refuses (ErrChanged) when a file has bytes that neither the repair nor the original
 // explain, since something else wrote it afterwards. Like Resume, it decides from the hashes and
 // can be run again after any failure.
-func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) (j *Journal, err error) {
+func Undo(ctx context.Context, s storage.Store, loc Location, opts Options) (j *Record, err error) {
 	j, err = openJournal(ctx, s, loc, opts.Sink)
 	if err != nil {
 		return nil, err
@@ -31,7 +31,7 @@ func Undo(ctx context.Context, s storage.Store, loc Location, opts ExecOptions) 
 // undoLocked is Undo once the lock is held: by the undo itself, or by a run that rolls back what
 // it applied because the result was not as predicted. prev is the lock to put back when it
 // refuses before touching anything.
-func undoLocked(ctx context.Context, st stores, loc Location, j *Journal, opts *ExecOptions, prev *Lock) (err error) {
+func undoLocked(ctx context.Context, st stores, loc Location, j *Record, opts *Options, prev *Lock) (err error) {
 	s := st.cp
 	changed := false // whether this undo has started restoring files
 	defer func() {

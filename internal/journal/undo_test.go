@@ -13,7 +13,7 @@ import (
 
 // executed runs the plan of the commits-ahead scenario (it deletes commits/6 and commits/7, both
 // backed up) on a Mem whose clock is journaltest.Now and whose files are an hour old.
-func executed(t *testing.T) (*storage.Mem, *Journal, Location) {
+func executed(t *testing.T) (*storage.Mem, *Record, Location) {
 	t.Helper()
 	ctx := context.Background()
 	m := storage.NewMem()
@@ -30,7 +30,7 @@ func executed(t *testing.T) (*storage.Mem, *Journal, Location) {
 	}
 	o := execOpts()
 	o.ActiveWindow = DefaultActiveWindow
-	j, err := Execute(ctx, m, p, o)
+	j, err := Apply(ctx, m, p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestRepairAfterUndoNotAlive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = Execute(ctx, m, p, o)
+		_, err = Apply(ctx, m, p, o)
 		var live *LiveError
 		switch {
 		case !fresh && err != nil:

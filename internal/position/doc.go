@@ -4,6 +4,6 @@
 //
 // Nothing here writes: a plan is a list of journal.Actions with the recovery planner's prediction
 // for the checkpoint they leave (computed on an in-memory overlay), and `ckpt offsets reset` and
-// `ckpt rewind` apply it with journal.Execute, so every change is backed up, journaled, verified by
+// `ckpt rewind` apply it with journal.Apply, so every change is backed up, journaled, verified by
 // recovery.Plan and undone by `ckpt repair undo`, like a repair.
 package position

@@ -71,8 +71,8 @@ func snapshot(t *testing.T, s storage.Store) map[string]string {
 	return out
 }
 
-func execOpts() journal.ExecOptions {
-	return journal.ExecOptions{Now: func() time.Time { return testNow }, Tool: "ckpt test"}
+func execOpts() journal.Options {
+	return journal.Options{Now: func() time.Time { return testNow }, Tool: "ckpt test"}
 }
 
 var broker = logs{
@@ -119,7 +119,7 @@ func TestResetTargets(t *testing.T) {
 			if skip != c.skip || reread != c.reread {
 				t.Errorf("skipped %d, re-read %d; want %d, %d", skip, reread, c.skip, c.reread)
 			}
-			done, err := journal.Execute(ctx, s, p.RepairPlan(), execOpts())
+			done, err := journal.Apply(ctx, s, p.JournalPlan(), execOpts())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +152,7 @@ func TestResetTargets(t *testing.T) {
 				}
 			}
 			// Undo restores every byte.
-			j, err := journal.ReadJournal(ctx, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + done.ID})
+			j, err := journal.Read(ctx, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + done.ID})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +248,7 @@ func TestRewind(t *testing.T) {
 	if p.RerunRecords == nil || *p.RerunRecords != 3*(10+11+12) {
 		t.Errorf("rerun records %v", p.RerunRecords)
 	}
-	done, err := journal.Execute(ctx, s, p.RepairPlan(), execOpts())
+	done, err := journal.Apply(ctx, s, p.JournalPlan(), execOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestRewind(t *testing.T) {
 			t.Errorf("%s is still there", gone)
 		}
 	}
-	j, err := journal.ReadJournal(ctx, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + done.ID})
+	j, err := journal.Read(ctx, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + done.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

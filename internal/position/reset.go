@@ -301,8 +301,8 @@ func finish(ctx context.Context, cp *checkpoint.Checkpoint, actions []journal.Ac
 	return actions, after, "", nil
 }
 
-// RepairPlan is the plan in the form journal.Execute applies.
-func (p *ResetPlan) RepairPlan() *journal.Plan {
+// JournalPlan is the plan in the form journal.Apply applies.
+func (p *ResetPlan) JournalPlan() *journal.Plan {
 	as := p.Actions
 	if p.Sink != nil {
 		as = withSink(as, p.Sink.Actions)

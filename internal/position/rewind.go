@@ -66,8 +66,8 @@ type RewindPlan struct {
 	options recovery.Options
 }
 
-// RepairPlan is the plan in the form journal.Execute applies.
-func (p *RewindPlan) RepairPlan() *journal.Plan {
+// JournalPlan is the plan in the form journal.Apply applies.
+func (p *RewindPlan) JournalPlan() *journal.Plan {
 	as := p.Actions
 	if p.Sink != nil {
 		as = withSink(as, p.Sink.Actions)

@@ -28,7 +28,7 @@ func TestResetAndRewindS3(t *testing.T) {
 		}
 	}
 	orig := snapshot(t, s)
-	undo := func(j *journal.Journal) {
+	undo := func(j *journal.Record) {
 		t.Helper()
 		loc := journal.Location{Store: s, Dir: journal.RepairsDir + "/" + j.ID}
 		if _, err := journal.Undo(ctx, s, loc, execOpts()); err != nil {
@@ -43,7 +43,7 @@ func TestResetAndRewindS3(t *testing.T) {
 	if err != nil || p.Refused != "" {
 		t.Fatalf("%v %q", err, p.Refused)
 	}
-	j, err := journal.Execute(ctx, s, p.RepairPlan(), execOpts())
+	j, err := journal.Apply(ctx, s, p.JournalPlan(), execOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestResetAndRewindS3(t *testing.T) {
 	if err != nil || r.Refused != "" {
 		t.Fatalf("%v %q", err, r.Refused)
 	}
-	if j, err = journal.Execute(ctx, s, r.RepairPlan(), execOpts()); err != nil {
+	if j, err = journal.Apply(ctx, s, r.JournalPlan(), execOpts()); err != nil {
 		t.Fatal(err)
 	}
 	if j.Verified == nil || j.Verified.NextBatch != 2 {

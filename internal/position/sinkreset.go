@@ -31,8 +31,8 @@ type SinkReset struct {
 	Actions []journal.Action `json:"actions"`
 }
 
-// RepairPlan is the sink half in the form journal.Execute applies (to the sink's store).
-func (p *SinkReset) RepairPlan() *journal.Plan {
+// JournalPlan is the sink half in the form journal.Apply applies (to the sink's store).
+func (p *SinkReset) JournalPlan() *journal.Plan {
 	return &journal.Plan{Strategy: StrategySinkReset, Actions: p.Actions}
 }
 

@@ -28,8 +28,8 @@ type SinkRewind struct {
 	Actions   []journal.Action `json:"actions"`
 }
 
-// RepairPlan is the sink half in the form journal.Execute applies (to the sink's store).
-func (p *SinkRewind) RepairPlan() *journal.Plan {
+// JournalPlan is the sink half in the form journal.Apply applies (to the sink's store).
+func (p *SinkRewind) JournalPlan() *journal.Plan {
 	return &journal.Plan{Strategy: StrategySinkRewind, Actions: p.Actions}
 }
 

@@ -16,7 +16,7 @@ import (
 
 // BenchmarkPurgeLocal is `ckpt purge --execute` and its undo on a local checkpoint of
 // CKPT_BENCH_BATCHES batches (default 20,000: 40,000 files), keeping 100: the figures of
-// docs/benchmarks.md. The plan is not timed; Execute (lock, checks, backups, changes, verify)
+// docs/benchmarks.md. The plan is not timed; journal.Apply (lock, checks, backups, changes, verify)
 // and Undo are, separately.
 func BenchmarkPurgeLocal(b *testing.B) {
 	n := int64(20000)
@@ -59,12 +59,12 @@ func BenchmarkPurgeLocal(b *testing.B) {
 		}
 		b.StartTimer()
 		t0 := time.Now()
-		j, err := journal.Execute(ctx, s, p.RepairPlan(), journal.ExecOptions{Tool: "bench"})
+		j, err := journal.Apply(ctx, s, p.JournalPlan(), journal.Options{Tool: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if _, err := journal.Undo(ctx, s, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + j.ID}, journal.ExecOptions{Tool: "bench"}); err != nil {
+		if _, err := journal.Undo(ctx, s, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + j.ID}, journal.Options{Tool: "bench"}); err != nil {
 			b.Fatal(err)
 		}
 		exec += t1.Sub(t0)
@@ -138,12 +138,12 @@ func benchPurgeRemote(b *testing.B, newStore func() (fill, timed storage.Store))
 		}
 		b.StartTimer()
 		t0 := time.Now()
-		j, err := journal.Execute(ctx, s, p.RepairPlan(), journal.ExecOptions{Tool: "bench"})
+		j, err := journal.Apply(ctx, s, p.JournalPlan(), journal.Options{Tool: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if _, err := journal.Undo(ctx, s, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + j.ID}, journal.ExecOptions{Tool: "bench"}); err != nil {
+		if _, err := journal.Undo(ctx, s, journal.Location{Store: s, Dir: journal.RepairsDir + "/" + j.ID}, journal.Options{Tool: "bench"}); err != nil {
 			b.Fatal(err)
 		}
 		exec += t1.Sub(t0)

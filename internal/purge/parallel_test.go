@@ -119,7 +119,7 @@ func runParallel(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	}
 	dels := &concurrency{op: storage.OpDelete}
 	f.SetHook(dels.hook)
-	j, err := journal.Execute(ctx, f, p.RepairPlan(), journal.ExecOptions{Tool: "test"})
+	j, err := journal.Apply(ctx, f, p.JournalPlan(), journal.Options{Tool: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func runParallel(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	}
 	writes := &concurrency{op: storage.OpWrite}
 	f.SetHook(writes.hook)
-	if _, err := journal.Undo(ctx, f, journal.Location{Store: f, Dir: journal.RepairsDir + "/" + j.ID}, journal.ExecOptions{Tool: "test"}); err != nil {
+	if _, err := journal.Undo(ctx, f, journal.Location{Store: f, Dir: journal.RepairsDir + "/" + j.ID}, journal.Options{Tool: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if writes.peak.Load() < 2 {
@@ -178,7 +178,7 @@ func TestPurgeParallelFaults(t *testing.T) {
 					} else {
 						f.FailMutation(k, nil)
 					}
-					j, err := journal.Execute(ctx, f, p.RepairPlan(), journal.ExecOptions{Tool: "test"})
+					j, err := journal.Apply(ctx, f, p.JournalPlan(), journal.Options{Tool: "test"})
 					f.Clear()
 					if err == nil {
 						if d := diff(want, files(t, m)); d != "" {
@@ -197,12 +197,12 @@ func TestPurgeParallelFaults(t *testing.T) {
 						return
 					}
 					halfway++
-					loc := journal.Location{Store: m, Dir: journal.JournalLocation(strings.TrimPrefix(he.Journal, m.URI()+"/"))}
+					loc := journal.Location{Store: m, Dir: journal.DirOf(strings.TrimPrefix(he.Journal, m.URI()+"/"))}
 					if j != nil {
 						loc.Dir = journal.RepairsDir + "/" + j.ID
 					}
 					if then == "undo" {
-						if _, err := journal.Undo(ctx, m, loc, journal.ExecOptions{Tool: "test"}); err != nil {
+						if _, err := journal.Undo(ctx, m, loc, journal.Options{Tool: "test"}); err != nil {
 							t.Fatal(err)
 						}
 						if d := diff(orig, files(t, m)); d != "" {
@@ -210,7 +210,7 @@ func TestPurgeParallelFaults(t *testing.T) {
 						}
 						return
 					}
-					if _, err := journal.Resume(ctx, m, loc, journal.ExecOptions{Tool: "test"}); err != nil {
+					if _, err := journal.Resume(ctx, m, loc, journal.Options{Tool: "test"}); err != nil {
 						t.Fatal(err)
 					}
 					if d := diff(want, files(t, m)); d != "" {

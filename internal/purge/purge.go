@@ -67,8 +67,8 @@ type Plan struct {
 	options recovery.Options
 }
 
-// RepairPlan is the plan in the form journal.Execute applies.
-func (p *Plan) RepairPlan() *journal.Plan {
+// JournalPlan is the plan in the form journal.Apply applies.
+func (p *Plan) JournalPlan() *journal.Plan {
 	return &journal.Plan{Strategy: Strategy, Actions: p.Actions, After: p.After, Options: p.options}
 }
 
@@ -223,8 +223,8 @@ type SinkPlan struct {
 	Bytes    int64            `json:"bytes"`
 }
 
-// RepairPlan is the sink half in the form journal.Execute applies (no restart to verify).
-func (sp *SinkPlan) RepairPlan() *journal.Plan {
+// JournalPlan is the sink half in the form journal.Apply applies (no restart to verify).
+func (sp *SinkPlan) JournalPlan() *journal.Plan {
 	return &journal.Plan{Strategy: Strategy, Actions: sp.Actions}
 }
 

@@ -33,7 +33,7 @@ func TestPurgeRewindRace(t *testing.T) {
 		if err != nil || rp.Refused != "" {
 			t.Fatalf("rewind plan: %v %s", err, rp.Refused)
 		}
-		plans := []*journal.Plan{pp.RepairPlan(), rp.RepairPlan()}
+		plans := []*journal.Plan{pp.JournalPlan(), rp.JournalPlan()}
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -49,7 +49,7 @@ func TestPurgeRewindRace(t *testing.T) {
 				// A command that finds the lock held tries again (as a person or a script
 				// would): it then runs after the other, on the plan made before it.
 				for try := 0; try < 2000; try++ {
-					_, errs[i] = journal.Execute(ctx, s, plans[i], journal.ExecOptions{Tool: "test"})
+					_, errs[i] = journal.Apply(ctx, s, plans[i], journal.Options{Tool: "test"})
 					var locked *journal.LockedError
 					if !errors.As(errs[i], &locked) {
 						break

@@ -65,7 +65,7 @@ func TestCopyCommittedRecommendedAndRestartable(t *testing.T) {
 	if p.Replay.RerunRecords == nil || *p.Replay.RerunRecords != 5*(10+11+12) {
 		t.Errorf("rerun records %v, want %d", p.Replay.RerunRecords, 5*(10+11+12))
 	}
-	j, err := journal.Execute(ctx, s, p.JournalPlan(), execOpts())
+	j, err := journal.Apply(ctx, s, p.JournalPlan(), execOpts())
 	if err != nil {
 		t.Fatal(err)
 	}

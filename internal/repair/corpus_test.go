@@ -153,7 +153,7 @@ func cycle(t *testing.T, s storage.Store, orig map[string]string, popts recovery
 			t.Fatalf("planning changed the checkpoint:\n%s", d)
 		}
 
-		j, err := journal.Execute(ctx, s, p.JournalPlan(), execOpts())
+		j, err := journal.Apply(ctx, s, p.JournalPlan(), execOpts())
 		if err != nil {
 			t.Fatal(err)
 		}

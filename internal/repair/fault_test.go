@@ -61,7 +61,7 @@ func runFaults(t *testing.T, cases []faultCase, newStore func(t *testing.T) stor
 			if len(p.Actions) == 0 {
 				t.Fatalf("no actions: %q", p.Refused)
 			}
-			if _, err := journal.Execute(ctx, clean, p.JournalPlan(), execOpts()); err != nil {
+			if _, err := journal.Apply(ctx, clean, p.JournalPlan(), execOpts()); err != nil {
 				t.Fatal(err)
 			}
 			n := int(clean.Mutations())
@@ -81,7 +81,7 @@ func runFaults(t *testing.T, cases []faultCase, newStore func(t *testing.T) stor
 					if err != nil {
 						t.Fatal(err)
 					}
-					_, err = journal.Execute(ctx, f, p.JournalPlan(), execOpts())
+					_, err = journal.Apply(ctx, f, p.JournalPlan(), execOpts())
 					label := map[bool]string{false: "before", true: "after"}[after]
 					if err != nil && !errors.Is(err, storage.ErrInjected) {
 						t.Fatalf("k=%d %s: unexpected error: %v", k, label, err)

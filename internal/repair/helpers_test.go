@@ -7,6 +7,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 )
 
-func execOpts() journal.ExecOptions {
-	return journal.ExecOptions{Now: func() time.Time { return journaltest.Now }, Tool: "ckpt test"}
+func execOpts() journal.Options {
+	return journal.Options{Now: func() time.Time { return journaltest.Now }, Tool: "ckpt test"}
 }

@@ -86,7 +86,7 @@ type Plan struct {
 	Strategy Strategy `json:"strategy,omitempty"`
 	// Recommended is the strategy that keeps output exactly-once and replays the least.
 	Recommended Strategy `json:"recommended,omitempty"`
-	// Actions are the file changes, in the order Execute applies them.
+	// Actions are the file changes, in the order journal.Apply applies them.
 	Actions []journal.Action `json:"actions"`
 	// Instructions are steps for a person (Spark's procedure), empty for file-only repairs.
 	Instructions []string `json:"instructions,omitempty"`
@@ -109,7 +109,7 @@ type Plan struct {
 	Refused string `json:"refused,omitempty"`
 	// Warnings are things to know before applying.
 	Warnings []string `json:"warnings"`
-	// Options are the planner options used (Execute verifies with them).
+	// Options are the planner options used (journal.Apply verifies with them).
 	Options recovery.Options `json:"-"`
 }
 
@@ -257,7 +257,7 @@ func nonNilFindings(fs []doctor.Finding) []doctor.Finding {
 	return fs
 }
 
-// JournalPlan is the plan in the form journal.Execute applies.
+// JournalPlan is the plan in the form journal.Apply applies.
 func (p *Plan) JournalPlan() *journal.Plan {
 	return &journal.Plan{Strategy: p.Strategy, Actions: p.Actions, After: p.After, Options: p.Options}
 }

@@ -106,8 +106,8 @@ type Store struct {
 	RowsTo   []int64 `json:"rowsTo"`
 }
 
-// RepairPlan is the plan in the form journal.Execute applies.
-func (p *Plan) RepairPlan() *journal.Plan {
+// JournalPlan is the plan in the form journal.Apply applies.
+func (p *Plan) JournalPlan() *journal.Plan {
 	return &journal.Plan{Strategy: Strategy, Actions: p.Actions, After: p.After, Options: p.options}
 }
 

@@ -1,7 +1,7 @@
 // Package change proposes and applies a journaled plan for the commands that change a
 // checkpoint (`ckpt offsets reset`, `ckpt rewind`, `ckpt purge`, `ckpt sink repair`): the plan
 // or dry run, the shared --execute, --yes, --backup-dir, --active-window and --force flags, the
-// confirmation, journal.Execute, and the closing lines that name the journal and `ckpt repair undo`.
+// confirmation, journal.Apply, and the closing lines that name the journal and `ckpt repair undo`.
 package change
 
 import (
@@ -90,7 +90,7 @@ var ErrDeclined = errors.New("declined")
 
 // Apply asks (or requires --yes) and executes p with repair's machinery. It returns ErrDeclined
 // when the user says no.
-func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *journal.Plan, question string) (*journal.Journal, error) {
+func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *journal.Plan, question string) (*journal.Record, error) {
 	if !f.Yes {
 		if env.JSON || !env.IO.CanPrompt() {
 			why := "stdin is not a terminal"
@@ -108,7 +108,7 @@ func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *journal.P
 			return nil, ErrDeclined
 		}
 	}
-	eo := journal.ExecOptions{
+	eo := journal.Options{
 		Now:          env.Now,
 		Tool:         "ckpt " + env.Version,
 		ActiveWindow: f.ActiveWindow,
@@ -125,7 +125,7 @@ func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *journal.P
 		}
 		eo.BackupRoot = &journal.Location{Store: bs}
 	}
-	return journal.Execute(ctx, s, p, eo)
+	return journal.Apply(ctx, s, p, eo)
 }
 
 // killAfterEnv makes the process kill itself with SIGKILL right after its N-th file change: the
@@ -134,7 +134,7 @@ func Apply(ctx context.Context, env Env, f *Flags, s storage.Store, p *journal.P
 const killAfterEnv = "CKPT_TEST_KILL_AFTER_CHANGES"
 
 // killAtEnv makes the process kill itself with SIGKILL at the N-th point of the engine's run
-// (journal.ExecOptions.Hook: "locked", "journaled", "backed-up", "applying", "changed",
+// (journal.Options.Hook: "locked", "journaled", "backed-up", "applying", "changed",
 // "applied", "verified"), or at the first point of that name: the kill matrices of the tests.
 const killAtEnv = "CKPT_TEST_KILL_AT"
 
@@ -176,7 +176,7 @@ func progress(io *iostreams.IOStreams, quiet bool) func(format string, args ...a
 }
 
 // PrintExecuted closes a successful --execute: the verified restart, warnings, the journal, undo.
-func PrintExecuted(r *render.Renderer, predicted *recovery.Result, j *journal.Journal) {
+func PrintExecuted(r *render.Renderer, predicted *recovery.Result, j *journal.Record) {
 	r.Println()
 	note := "as predicted"
 	if predicted != nil && j.Verified != nil && predicted.Verdict() != j.Verified.Verdict() {
@@ -285,7 +285,7 @@ func Propose(out io.Writer, r *render.Renderer, p Proposal) (bool, error) {
 // ApplyAfter applies the second half of a change that spans two stores (a file sink's log after
 // the checkpoint): the question was asked once, and the query's liveness checked on the
 // checkpoint, so neither is repeated.
-func ApplyAfter(ctx context.Context, env Env, f Flags, s storage.Store, p *journal.Plan) (*journal.Journal, error) {
+func ApplyAfter(ctx context.Context, env Env, f Flags, s storage.Store, p *journal.Plan) (*journal.Record, error) {
 	f.Yes, f.ActiveWindow = true, 0
 	return Apply(ctx, env, &f, s, p, "")
 }

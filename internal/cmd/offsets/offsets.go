@@ -367,7 +367,7 @@ func runReset(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, bro
 		return err
 	}
 	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand, Sink: ro.Sink}
-	j, err := change.Apply(ctx, env, &opts.Apply, store, p.RepairPlan(),
+	j, err := change.Apply(ctx, env, &opts.Apply, store, p.JournalPlan(),
 		fmt.Sprintf("Write batch %d with the new offsets to %s?", p.NewBatch, p.Checkpoint))
 	if errors.Is(err, change.ErrDeclined) {
 		return nil

@@ -163,7 +163,7 @@ func run(ctx context.Context, opts *Options) error {
 	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand, Quiet: true}
 	flags := opts.Apply
 	if len(p.Actions) > 0 {
-		j, err := change.Apply(ctx, env, &flags, store, p.RepairPlan(),
+		j, err := change.Apply(ctx, env, &flags, store, p.JournalPlan(),
 			fmt.Sprintf("Delete %d file(s) of %s (backed up first)?", len(p.Actions), p.Checkpoint))
 		if errors.Is(err, change.ErrDeclined) {
 			return nil
@@ -184,7 +184,7 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	if sinkActions {
 		flags.ActiveWindow = 0 // the query's liveness was checked on the checkpoint
-		sj, err := change.Apply(ctx, env, &flags, po.Sink, p.Sink.RepairPlan(),
+		sj, err := change.Apply(ctx, env, &flags, po.Sink, p.Sink.JournalPlan(),
 			fmt.Sprintf("Delete %d file sink log file(s) of %s (backed up first)?", len(p.Sink.Actions), p.Sink.Sink))
 		if errors.Is(err, change.ErrDeclined) {
 			return nil

@@ -119,13 +119,13 @@ func newJournalCmd(env *cli.Env, op string, runF func(context.Context, *JournalO
 
 // journalDoc is the -o json form of undo and resume.
 type journalDoc struct {
-	Op         string                  `json:"op"`
-	Journal    string                  `json:"journal"`
-	Checkpoint string                  `json:"checkpoint"`
-	State      journal.State           `json:"state"`
-	Actions    []journal.JournalAction `json:"actions"`
-	Verified   any                     `json:"verified"`
-	Warnings   []string                `json:"warnings"`
+	Op         string          `json:"op"`
+	Journal    string          `json:"journal"`
+	Checkpoint string          `json:"checkpoint"`
+	State      journal.State   `json:"state"`
+	Actions    []journal.Entry `json:"actions"`
+	Verified   any             `json:"verified"`
+	Warnings   []string        `json:"warnings"`
 }
 
 func runJournal(ctx context.Context, opts *JournalOptions) error {
@@ -141,13 +141,13 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 			return err
 		}
 	}
-	dir := journal.JournalLocation(opts.Journal)
+	dir := journal.DirOf(opts.Journal)
 	js, err := opts.OpenStore(ctx, dir)
 	if err != nil {
 		return err
 	}
 	loc := journal.Location{Store: js}
-	j, err := journal.ReadJournal(ctx, loc)
+	j, err := journal.Read(ctx, loc)
 	if err != nil {
 		return noJournalHint(ctx, opts, err)
 	}
@@ -217,7 +217,7 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 		}
 	}
 	quiet := !opts.Verbose && len(j.Actions) > listLimit
-	eo := journal.ExecOptions{
+	eo := journal.Options{
 		Now: opts.Now, Tool: "ckpt " + opts.Version, ActiveWindow: opts.ActiveWindow, Force: opts.Force,
 		Progress: func(format string, args ...any) {
 			line := fmt.Sprintf(format, args...)
@@ -235,7 +235,7 @@ func runJournal(ctx context.Context, opts *JournalOptions) error {
 			return fmt.Errorf("the file sink %s of this journal: %w", j.Sink, err)
 		}
 	}
-	var res *journal.Journal
+	var res *journal.Record
 	if opts.Op == "undo" {
 		res, err = journal.Undo(ctx, cs, loc, eo)
 	} else {
@@ -289,7 +289,7 @@ type group struct {
 	bytes int64
 }
 
-func groups(as []journal.JournalAction) []group {
+func groups(as []journal.Entry) []group {
 	var out []group
 	idx := map[string]int{}
 	for _, a := range as {
@@ -312,7 +312,7 @@ func groups(as []journal.JournalAction) []group {
 
 // summarize is the journal's actions in a few lines: per directory and operation, how many files
 // and bytes.
-func summarize(as []journal.JournalAction) []string {
+func summarize(as []journal.Entry) []string {
 	verb := map[journal.Op]string{journal.OpDelete: "moved into the backup", journal.OpCopy: "created by copy", journal.OpWrite: "written", journal.OpReplace: "replaced"}
 	var out []string
 	for _, g := range groups(as) {
@@ -323,7 +323,7 @@ func summarize(as []journal.JournalAction) []string {
 
 // undoSummary closes an undo of many files: how many were restored and removed per directory,
 // the bytes, the time.
-func undoSummary(as []journal.JournalAction, took time.Duration) string {
+func undoSummary(as []journal.Entry, took time.Duration) string {
 	var parts []string
 	var total int
 	var bytes int64

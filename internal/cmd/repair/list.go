@@ -58,7 +58,7 @@ func listJournals(ctx context.Context, cs storage.Store) ([]journalEntry, error)
 			continue
 		}
 		loc := journal.Location{Store: cs, Dir: storage.Join(journal.RepairsDir, path.Base(e.Path))}
-		j, err := journal.ReadJournal(ctx, loc)
+		j, err := journal.Read(ctx, loc)
 		if err != nil {
 			continue
 		}
@@ -141,7 +141,7 @@ func lastJournal(ctx context.Context, cs storage.Store, checkpoint string) (stri
 		return "", err
 	}
 	if len(list) == 0 {
-		return "", exitcode.New(exitcode.Failure, fmt.Errorf("%w under %s/%s/ (a repair with --backup-dir keeps its journal there: pass that directory)", journal.ErrNoJournal, checkpoint, journal.RepairsDir))
+		return "", exitcode.New(exitcode.Failure, fmt.Errorf("%w under %s/%s/ (a repair with --backup-dir keeps its journal there: pass that directory)", journal.ErrMissing, checkpoint, journal.RepairsDir))
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		if list[i].State != "undone" {
@@ -154,7 +154,7 @@ func lastJournal(ctx context.Context, cs storage.Store, checkpoint string) (stri
 // noJournalHint adds to "no repair journal" at a checkpoint the repairs it does have, and how to
 // undo the newest: `repair undo CHECKPOINT` used to stop at the bare error.
 func noJournalHint(ctx context.Context, opts *JournalOptions, err error) error {
-	if !errors.Is(err, journal.ErrNoJournal) {
+	if !errors.Is(err, journal.ErrMissing) {
 		return err
 	}
 	cs, oerr := opts.OpenStore(ctx, opts.Journal)

@@ -258,7 +258,7 @@ func printNextStep(r *render.Renderer, p *repair.Plan, opts *Options) {
 	r.Printf("Dry run: nothing changed. To apply: %s --execute\n", cmd)
 }
 
-func printExecuted(r *render.Renderer, p *repair.Plan, j *journal.Journal) {
+func printExecuted(r *render.Renderer, p *repair.Plan, j *journal.Record) {
 	r.Println()
 	note := "as predicted"
 	if p.After != nil && j.Verified != nil && restartText(p.After) != restartText(j.Verified) {

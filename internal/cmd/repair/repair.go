@@ -55,7 +55,7 @@ type Options struct {
 	DryRun bool
 	// BackupDir is where repair directories go ("" = <checkpoint>/_ckpt/repairs).
 	BackupDir string
-	// ActiveWindow and Force: see journal.ExecOptions.
+	// ActiveWindow and Force: see journal.Options.
 	ActiveWindow time.Duration
 	Force        bool
 	// Mode, SparkVersion and CommitFormatVersion describe the restart to plan for.
@@ -308,7 +308,7 @@ func runRepair(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	j, err := journal.Execute(ctx, store, plan.JournalPlan(), eo)
+	j, err := journal.Apply(ctx, store, plan.JournalPlan(), eo)
 	if j != nil {
 		out.Journal = &j.Location
 		out.Executed = j.State == journal.StateDone
@@ -341,8 +341,8 @@ func stillFails(plan *repair.Plan) error {
 	return nil
 }
 
-func (o *Options) execOptions(ctx context.Context) (journal.ExecOptions, error) {
-	eo := journal.ExecOptions{
+func (o *Options) execOptions(ctx context.Context) (journal.Options, error) {
+	eo := journal.Options{
 		Now:          o.Now,
 		Rand:         o.Rand,
 		Tool:         "ckpt " + o.Version,

@@ -181,7 +181,7 @@ func run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand, Sink: ro.Sink}
-	j, err := change.Apply(ctx, env, &opts.Apply, store, p.RepairPlan(),
+	j, err := change.Apply(ctx, env, &opts.Apply, store, p.JournalPlan(),
 		fmt.Sprintf("Move %d file(s) of %s into the backup?", len(p.Actions), p.Checkpoint))
 	if errors.Is(err, change.ErrDeclined) {
 		return nil

@@ -114,7 +114,7 @@ func TestRepairExecuteUndo(t *testing.T) {
 				t.Fatalf("verify after repair: %v", err)
 			}
 			dir := doc.Journal[strings.Index(doc.Journal, journal.RepairsDir):]
-			if _, err := journal.Undo(ctx, s, journal.Location{Store: s, Dir: dir}, journal.ExecOptions{}); err != nil {
+			if _, err := journal.Undo(ctx, s, journal.Location{Store: s, Dir: dir}, journal.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			if got, _ := s.ReadFile(ctx, compact); string(got) != string(damaged) {

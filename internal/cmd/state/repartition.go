@@ -153,7 +153,7 @@ func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 		return err
 	}
 	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand, Checkpoint: cp}
-	j, err := change.Apply(ctx, env, &opts.Apply, store, p.RepairPlan(),
+	j, err := change.Apply(ctx, env, &opts.Apply, store, p.JournalPlan(),
 		fmt.Sprintf("Write %d file(s) into %s (no existing file changes)?", len(p.Actions), p.Checkpoint))
 	if errors.Is(err, change.ErrDeclined) {
 		return nil

@@ -116,7 +116,7 @@ func TestRepartitionExecuteAndUndo(t *testing.T) {
 				t.Errorf("second run: %v", err)
 			}
 			st, _ := openLocal(context.Background(), dir)
-			if _, err := journal.Undo(context.Background(), st, journal.Location{Store: st, Dir: doc.Journal[len(dir)+1:]}, journal.ExecOptions{}); err != nil {
+			if _, err := journal.Undo(context.Background(), st, journal.Location{Store: st, Dir: doc.Journal[len(dir)+1:]}, journal.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			undone := tree(t, dir)
