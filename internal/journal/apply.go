@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -230,7 +229,7 @@ func underLock(ctx context.Context, st stores, p *Plan, j *Record) ([]todo, erro
 	meter := newPhase(ctx, "checking the files under the lock", len(j.Actions))
 	defer meter.end()
 	work := make([]todo, 0, len(j.Actions))
-	ov := checkpoint.NewOverlay(st.cp, nil)
+	ov := newStoreOverlay(st.cp)
 	reads, err := readAll(ctx, st, j.Actions, meter)
 	if err != nil {
 		return nil, err
@@ -256,25 +255,14 @@ func underLock(ctx context.Context, st stores, p *Plan, j *Record) ([]todo, erro
 			w.data = a.Data
 		}
 		if a.Store == "" {
-			switch a.Op {
-			case OpDelete:
-				ov.Hide(a.Path)
-			case OpCopy, OpWrite:
-				ov.Set(a.Path, w.data)
-			case OpReplace:
-				ov.Set(a.Path, a.Data)
-			}
+			ov.apply(a, w.data)
 		}
 		work = append(work, w)
 	}
 	if !predicts(j) {
 		return work, nil
 	}
-	cp, err := checkpoint.Load(ctx, ov)
-	if err != nil {
-		return nil, err
-	}
-	res, err := recovery.Plan(ctx, cp, p.Options)
+	res, err := ov.Predict(ctx, p.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -41,18 +41,7 @@ func newPlan(ctx context.Context, s storage.Store) (*Plan, error) {
 	for i := len(ids) - 1; i >= 0 && ids[i] > L; i-- {
 		as = append(as, Action{Op: OpDelete, Path: cp.Commits.FilePath(ids[i]), Reason: "commit ahead of the offsets"})
 	}
-	ov := cp.Overlay(nil)
-	for i := range as {
-		if err := Fill(ctx, ov, &as[i]); err != nil {
-			return nil, err
-		}
-		ov.Hide(as[i].Path)
-	}
-	after, err := checkpoint.Load(ctx, ov)
-	if err != nil {
-		return nil, err
-	}
-	res, err := recovery.Plan(ctx, after, recovery.Options{})
+	res, err := Predict(ctx, cp, as, recovery.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -268,30 +268,7 @@ func PlanReset(ctx context.Context, s storage.Store, opts ResetOptions) (*ResetP
 // finish fills the actions' digests, predicts the restart on an overlay with them applied, and
 // refuses when the planner does not resume the query at batch next with nothing re-run.
 func finish(ctx context.Context, cp *checkpoint.Checkpoint, actions []journal.Action, popts recovery.Options, next int64) ([]journal.Action, *recovery.Result, string, error) {
-	ov := cp.Overlay(nil) // lists nothing again: cp's listings with the actions applied
-	for i := range actions {
-		a := &actions[i]
-		if err := journal.Fill(ctx, ov, a); err != nil {
-			return nil, nil, "", err
-		}
-		switch a.Op {
-		case journal.OpDelete:
-			ov.Hide(a.Path)
-		case journal.OpCopy:
-			data, err := ov.ReadFile(ctx, a.From)
-			if err != nil {
-				return nil, nil, "", err
-			}
-			ov.Set(a.Path, data)
-		case journal.OpWrite:
-			ov.Set(a.Path, a.Data)
-		}
-	}
-	acp, err := checkpoint.Load(ctx, ov)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	after, err := recovery.Plan(ctx, acp, popts)
+	after, err := journal.Predict(ctx, cp, actions, popts)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -156,24 +156,20 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 // verify fills the actions' digests (one read each, so that execute refuses a file that changed)
 // and asks the planner what the restart does without the files: exactly what it does now.
 func (p *Plan) verify(ctx context.Context, cp *checkpoint.Checkpoint) error {
-	ov := cp.Overlay(nil) // lists nothing again: cp's listings without the files
+	ov := journal.NewOverlay(cp) // lists nothing again: cp's listings without the files
 	m := progress.From(ctx)
 	m.Stage("reading the files to purge")
 	m.Expect(progress.Read, len(p.Actions))
 	for i := range p.Actions {
 		a := &p.Actions[i]
-		if err := journal.Fill(ctx, ov, a); err != nil {
+		if err := ov.Add(ctx, a); err != nil {
 			return err
 		}
 		m.Add(progress.Read, 1)
 		p.Bytes += a.Size
-		ov.Hide(a.Path)
 	}
-	after, err := checkpoint.Load(ctx, ov)
-	if err != nil {
-		return err
-	}
-	if p.After, err = recovery.Plan(ctx, after, p.options); err != nil {
+	var err error
+	if p.After, err = ov.Predict(ctx, p.options); err != nil {
 		return err
 	}
 	if p.After.Verdict() != p.Before.Verdict() {

@@ -54,7 +54,7 @@ func (c *candidate) toChoice(st Strategy) Choice {
 // answer its findings, apply them to the overlay, and again, until doctor finds nothing repair can
 // act on. Then it predicts the restart on the result.
 func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, opts Options, st Strategy) (*candidate, error) {
-	ov := orig.Overlay(nil) // its loads list nothing: orig's listings with the steps' changes
+	ov := journal.NewOverlay(orig) // its loads list nothing: orig's listings with the steps' changes
 	c := &candidate{actions: []journal.Action{}}
 	seen := map[string]bool{}
 	procedure := false
@@ -63,7 +63,7 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 		if step == maxSteps {
 			return nil, fmt.Errorf("repair: the plan did not settle after %d steps (a bug: please report it with `ckpt inspect` output)", maxSteps)
 		}
-		cp, err := checkpoint.Load(ctx, ov)
+		cp, err := ov.Load(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -80,25 +80,15 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 				continue
 			}
 			seen[a.Path] = true
-			if err := journal.Fill(ctx, ov, &a); err != nil {
+			// Filled as the actions before it leave the checkpoint: a step's actions never
+			// touch each other's files.
+			if err := ov.Add(ctx, &a); err != nil {
 				return nil, err
 			}
 			fresh = append(fresh, a)
 		}
 		if len(fresh) == 0 {
 			break
-		}
-		for _, a := range fresh {
-			switch a.Op {
-			case journal.OpDelete:
-				ov.Hide(a.Path)
-			case journal.OpCopy:
-				data, err := journal.ReadFile(ctx, ov, a.From)
-				if err != nil {
-					return nil, err
-				}
-				ov.Set(a.Path, data)
-			}
 		}
 		c.actions = append(c.actions, fresh...)
 	}
@@ -107,7 +97,7 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 		return c, nil // NewPlan builds each strategy
 	}
 
-	cp, err := checkpoint.Load(ctx, ov)
+	cp, err := ov.Load(ctx) // the last step's load: nothing was added since
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +106,7 @@ func build(ctx context.Context, s storage.Store, orig *checkpoint.Checkpoint, op
 		popts.Mode = recovery.ModeAsync
 		c.instructions = procedureSteps(cp)
 	}
-	after, err := recovery.Plan(ctx, cp, popts)
+	after, err := ov.Predict(ctx, popts)
 	if err != nil {
 		if procedure {
 			c.refusal = "not available: " + err.Error()
