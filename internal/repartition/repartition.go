@@ -215,21 +215,16 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		add(checksumPath(cp.Commits.Path(p.NewBatch)), logformat.HadoopChecksum(commit))
 	}
 
-	ov := checkpoint.NewOverlay(s, nil)
+	ov := journal.NewOverlay(cp)
 	for _, f := range order {
 		a := journal.Action{Op: journal.OpWrite, Path: f, Data: files[f], Reason: reason(f, p)}
-		if err := journal.Fill(ctx, ov, &a); err != nil {
+		if err := ov.Add(ctx, &a); err != nil {
 			return nil, err
 		}
-		ov.Set(f, files[f])
 		p.Bytes += a.Size
 		p.Actions = append(p.Actions, a)
 	}
-	after, err := checkpoint.Load(ctx, ov)
-	if err != nil {
-		return nil, err
-	}
-	if p.After, err = recovery.Plan(ctx, after, o.Planner); err != nil {
+	if p.After, err = ov.Predict(ctx, o.Planner); err != nil {
 		return nil, err
 	}
 	if p.After.Outcome == "fail" {
