@@ -1,7 +1,9 @@
 // Package change proposes and applies a journaled plan for the commands that change a
-// checkpoint (`ckpt offsets reset`, `ckpt rewind`, `ckpt purge`, `ckpt sink repair`): the plan
-// or dry run, the shared --execute, --yes, --backup-dir, --active-window and --force flags, the
-// confirmation, journal.Apply, and the closing lines that name the journal and `ckpt repair undo`.
+// checkpoint (`ckpt offsets reset`, `ckpt rewind`, `ckpt purge`, `ckpt state repartition`,
+// `ckpt sink repair`): the shared --execute, --yes, --backup-dir, --active-window and --force
+// flags (ParseFlags checks them with -o and the restart flags), and Run, the one tail after a
+// plan: the plan or dry run, the confirmation, journal.Apply, the -o json document or the
+// closing lines that name the journal and `ckpt repair undo`.
 package change
 
 import (
@@ -288,4 +290,130 @@ func Propose(out io.Writer, r *render.Renderer, p Proposal) (bool, error) {
 func ApplyAfter(ctx context.Context, env Env, f Flags, s storage.Store, p *journal.Plan) (*journal.Record, error) {
 	f.Yes, f.ActiveWindow = true, 0
 	return Apply(ctx, env, &f, s, p, "")
+}
+
+// ParseFlags checks the flags every command that changes a checkpoint shares, in the order the
+// commands report them: -o, the apply flags, then the restart flags. It returns the output
+// format and the restart to predict (Mode, SparkVersion, CommitFormatVersion).
+func ParseFlags(output string, f *Flags, restart *cli.RestartFlags) (render.Format, recovery.Options, error) {
+	format, err := cli.ParseOutput(output)
+	if err != nil {
+		return "", recovery.Options{}, err
+	}
+	if err := f.Validate(); err != nil {
+		return "", recovery.Options{}, err
+	}
+	ro, err := restart.Options()
+	if err != nil {
+		return "", recovery.Options{}, err
+	}
+	return format, ro, nil
+}
+
+// Outcome is what the -o json document of a change says about applying it.
+type Outcome struct {
+	Executed bool    `json:"executed"`
+	Journal  *string `json:"journal"`
+}
+
+// Change is one command's change to a checkpoint, from its plan to its closing lines.
+type Change struct {
+	// Proposal is the plan as the command shows it (Proposal.JSON: -o json).
+	Proposal
+	// Env is what applying needs (Env.JSON is set from Proposal.JSON).
+	Env   Env
+	Flags *Flags
+	// Store is the checkpoint, Plan the change to it (no actions: only Sink changes anything),
+	// Question what the confirmation asks.
+	Store    storage.Store
+	Plan     *journal.Plan
+	Question string
+	// Outcome is the document's record of the journal, filled when there is one.
+	Outcome *Outcome
+	// SinkJournal, when set, receives the journal's location once the change succeeded: the
+	// plan changes the file sink's log too (--sink), in the same journal.
+	SinkJournal **string
+	// Verified, when set, receives the verified restart whenever there is a journal.
+	Verified **recovery.Result
+	// Closing, when set, prints what follows the closing lines of a successful change.
+	Closing func(j *journal.Record)
+	// Sink is a second change in the file sink's own store and journal, applied after the
+	// checkpoint's (purge --sink); nil: none.
+	Sink *SinkChange
+}
+
+// SinkChange is the file sink's half of a change, with a journal of its own.
+type SinkChange struct {
+	Store    storage.Store
+	Plan     *journal.Plan
+	Question string
+	// Journal receives the sink journal's location, Failed names what was not done when it fails,
+	// and Closing prints the lines after it succeeds.
+	Journal **string
+	Failed  string
+	Closing func(j *journal.Record)
+}
+
+// Run shows the plan and, with --execute, applies it: the confirmation (once for both halves),
+// the engine, and then the -o json document or the closing lines. A refused plan is an error
+// (exit code 1); a declined confirmation is not.
+func Run(ctx context.Context, r *render.Renderer, c Change) error {
+	out := c.Env.IO.Out
+	if ok, err := Propose(out, r, c.Proposal); !ok {
+		return err
+	}
+	c.Env.JSON = c.JSON
+	flags := *c.Flags
+	if len(c.Plan.Actions) > 0 {
+		j, err := Apply(ctx, c.Env, &flags, c.Store, c.Plan, c.Question)
+		if errors.Is(err, ErrDeclined) {
+			return nil
+		}
+		if j != nil {
+			c.Outcome.Journal, c.Outcome.Executed = &j.Location, j.State == journal.StateDone
+			if c.Verified != nil {
+				*c.Verified = j.Verified
+			}
+		}
+		if err != nil {
+			if c.JSON && j != nil {
+				_ = render.JSON(out, c.Doc)
+			}
+			return err
+		}
+		if c.SinkJournal != nil {
+			// One journal covers the checkpoint and the sink's log: resume and undo do both.
+			*c.SinkJournal = &j.Location
+		}
+		if !c.JSON {
+			PrintExecuted(r, c.Plan.After, j)
+			if c.Closing != nil {
+				c.Closing(j)
+			}
+		}
+		flags.Yes = true // asked once
+	}
+	if s := c.Sink; s != nil && len(s.Plan.Actions) > 0 {
+		flags.ActiveWindow = 0 // the query's liveness was checked on the checkpoint
+		j, err := Apply(ctx, c.Env, &flags, s.Store, s.Plan, s.Question)
+		if errors.Is(err, ErrDeclined) {
+			return nil
+		}
+		if j != nil {
+			*s.Journal = &j.Location
+		}
+		if err != nil {
+			if c.JSON {
+				_ = render.JSON(out, c.Doc)
+			}
+			return fmt.Errorf("%s: %w", s.Failed, err)
+		}
+		if !c.JSON {
+			s.Closing(j)
+		}
+	}
+	if c.JSON {
+		return render.JSON(out, c.Doc)
+	}
+	return nil
 }

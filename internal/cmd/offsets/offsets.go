@@ -18,6 +18,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/flagfile"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/position"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
@@ -204,13 +205,7 @@ func newResetCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobr
 				}
 				opts.Topics = append(opts.Topics, sel)
 			}
-			if _, err := cli.ParseOutput(opts.Output); err != nil {
-				return err
-			}
-			if err := opts.Apply.Validate(); err != nil {
-				return err
-			}
-			ro, err := restart.Options()
+			_, ro, err := change.ParseFlags(opts.Output, &opts.Apply, &restart)
 			if err != nil {
 				return err
 			}
@@ -362,37 +357,26 @@ func runReset(ctx context.Context, opts *Options, cp *checkpoint.Checkpoint, bro
 	jsonOut := opts.Output == string(render.FormatJSON)
 	doc := &resetDoc{ResetPlan: p}
 	r := render.New(opts.IO)
-	if ok, err := change.Propose(opts.IO.Out, r, change.Proposal{JSON: jsonOut, Doc: doc, Print: func() { printReset(r, p) },
-		What: "offsets reset", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute}); !ok {
-		return err
-	}
-	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand, Sink: ro.Sink}
-	j, err := change.Apply(ctx, env, &opts.Apply, store, p.JournalPlan(),
-		fmt.Sprintf("Write batch %d with the new offsets to %s?", p.NewBatch, p.Checkpoint))
-	if errors.Is(err, change.ErrDeclined) {
-		return nil
-	}
-	if j != nil {
-		doc.Journal, doc.Executed, doc.Verified = &j.Location, j.State == "done", j.Verified
-	}
-	if err != nil {
-		if jsonOut && j != nil {
-			_ = render.JSON(opts.IO.Out, doc)
-		}
-		return err
+	c := change.Change{
+		Proposal: change.Proposal{JSON: jsonOut, Doc: doc, Print: func() { printReset(r, p) },
+			What: "offsets reset", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute},
+		Env:      change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, Rand: opts.Rand, Sink: ro.Sink},
+		Flags:    &opts.Apply,
+		Store:    store,
+		Plan:     p.JournalPlan(),
+		Question: fmt.Sprintf("Write batch %d with the new offsets to %s?", p.NewBatch, p.Checkpoint),
+		Outcome:  &doc.Outcome,
+		Verified: &doc.Verified,
+		Closing: func(*journal.Record) {
+			if doc.SinkJournal != nil {
+				r.Printf("File sink log: entry of batch %d written (no file)\n", p.NewBatch)
+			}
+		},
 	}
 	if p.Sink != nil {
-		// One journal covers the checkpoint and the sink's log: resume and undo do both.
-		doc.SinkJournal = &j.Location
+		c.SinkJournal = &doc.SinkJournal
 	}
-	if jsonOut {
-		return render.JSON(opts.IO.Out, doc)
-	}
-	change.PrintExecuted(r, p.After, j)
-	if doc.SinkJournal != nil {
-		r.Printf("File sink log: entry of batch %d written (no file)\n", p.NewBatch)
-	}
-	return nil
+	return change.Run(ctx, r, c)
 }
 
 // openSink opens the file sink's output directory (--sink names it or its _spark_metadata).
@@ -412,8 +396,7 @@ func openSink(ctx context.Context, opts *Options) (storage.Store, error) {
 // resetDoc is the -o json form of a reset (docs/offsets.md).
 type resetDoc struct {
 	*position.ResetPlan
-	Executed bool             `json:"executed"`
-	Journal  *string          `json:"journal"`
+	change.Outcome
 	Verified *recovery.Result `json:"verified"`
 	// SinkJournal is the journal of the file sink's half (--sink).
 	SinkJournal *string `json:"sinkJournal,omitempty"`

@@ -17,6 +17,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/purge"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
@@ -93,18 +94,11 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 			if opts.Keep < opts.MinBatchesToRetain {
 				return exitcode.UsageError(fmt.Errorf("--keep %d is below minBatchesToRetain %d, which Spark keeps itself (--min-batches-to-retain if the query sets spark.sql.streaming.minBatchesToRetain lower)", opts.Keep, opts.MinBatchesToRetain))
 			}
-			f, err := cli.ParseOutput(output)
+			f, ro, err := change.ParseFlags(output, &opts.Apply, &restart)
 			if err != nil {
 				return err
 			}
 			opts.Output = f
-			if err := opts.Apply.Validate(); err != nil {
-				return err
-			}
-			ro, err := restart.Options()
-			if err != nil {
-				return err
-			}
 			opts.Mode, opts.SparkVersion, opts.CommitFormatVersion = ro.Mode, ro.SparkVersion, ro.CommitFormatVersion
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -156,63 +150,35 @@ func run(ctx context.Context, opts *Options) error {
 	doc := &purgeDoc{Plan: p, Detected: opts.Detected}
 	r := render.New(opts.IO)
 	sinkActions := p.Sink != nil && len(p.Sink.Actions) > 0
-	if ok, err := change.Propose(opts.IO.Out, r, change.Proposal{JSON: jsonOut, Doc: doc, Print: func() { printPlan(r, p, opts) },
-		What: "purge", Refused: p.Refused, Pending: len(p.Actions) > 0 || sinkActions, Execute: opts.Apply.Execute}); !ok {
-		return err
-	}
-	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand, Quiet: true}
-	flags := opts.Apply
-	if len(p.Actions) > 0 {
-		j, err := change.Apply(ctx, env, &flags, store, p.JournalPlan(),
-			fmt.Sprintf("Delete %d file(s) of %s (backed up first)?", len(p.Actions), p.Checkpoint))
-		if errors.Is(err, change.ErrDeclined) {
-			return nil
-		}
-		if j != nil {
-			doc.Journal, doc.Executed = &j.Location, j.State == "done"
-		}
-		if err != nil {
-			if jsonOut && j != nil {
-				_ = render.JSON(opts.IO.Out, doc)
-			}
-			return err
-		}
-		flags.Yes = true // asked once
-		if !jsonOut {
-			change.PrintExecuted(r, p.After, j)
-		}
+	c := change.Change{
+		Proposal: change.Proposal{JSON: jsonOut, Doc: doc, Print: func() { printPlan(r, p, opts) },
+			What: "purge", Refused: p.Refused, Pending: len(p.Actions) > 0 || sinkActions, Execute: opts.Apply.Execute},
+		Env:      change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, Rand: opts.Rand, Quiet: true},
+		Flags:    &opts.Apply,
+		Store:    store,
+		Plan:     p.JournalPlan(),
+		Question: fmt.Sprintf("Delete %d file(s) of %s (backed up first)?", len(p.Actions), p.Checkpoint),
+		Outcome:  &doc.Outcome,
 	}
 	if sinkActions {
-		flags.ActiveWindow = 0 // the query's liveness was checked on the checkpoint
-		sj, err := change.Apply(ctx, env, &flags, po.Sink, p.Sink.JournalPlan(),
-			fmt.Sprintf("Delete %d file sink log file(s) of %s (backed up first)?", len(p.Sink.Actions), p.Sink.Sink))
-		if errors.Is(err, change.ErrDeclined) {
-			return nil
-		}
-		if sj != nil {
-			doc.SinkJournal = &sj.Location
-		}
-		if err != nil {
-			if jsonOut {
-				_ = render.JSON(opts.IO.Out, doc)
-			}
-			return fmt.Errorf("the file sink's log was not purged: %w", err)
-		}
-		if !jsonOut {
-			r.Printf("File sink log: %d file(s) deleted, journal and backups: %s\n", len(p.Sink.Actions), sj.Location)
-			r.Printf("To revert the sink: ckpt repair undo %s\n", sj.Location)
+		c.Sink = &change.SinkChange{
+			Store:    po.Sink,
+			Plan:     p.Sink.JournalPlan(),
+			Question: fmt.Sprintf("Delete %d file sink log file(s) of %s (backed up first)?", len(p.Sink.Actions), p.Sink.Sink),
+			Journal:  &doc.SinkJournal,
+			Failed:   "the file sink's log was not purged",
+			Closing: func(j *journal.Record) {
+				r.Printf("File sink log: %d file(s) deleted, journal and backups: %s\n", len(p.Sink.Actions), j.Location)
+				r.Printf("To revert the sink: ckpt repair undo %s\n", j.Location)
+			},
 		}
 	}
-	if jsonOut {
-		return render.JSON(opts.IO.Out, doc)
-	}
-	return nil
+	return change.Run(ctx, r, c)
 }
 
 type purgeDoc struct {
 	*purge.Plan
-	Executed    bool           `json:"executed"`
-	Journal     *string        `json:"journal"`
+	change.Outcome
 	SinkJournal *string        `json:"sinkJournal,omitempty"`
 	Detected    *detect.Result `json:"detected,omitempty"`
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cli/change"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/liveness"
 	"github.com/ckpt-dev/ckpt/internal/position"
 	"github.com/ckpt-dev/ckpt/internal/query"
@@ -102,18 +103,11 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 				}
 				opts.ToTime = &t
 			}
-			f, err := cli.ParseOutput(output)
+			f, ro, err := change.ParseFlags(output, &opts.Apply, &restart)
 			if err != nil {
 				return err
 			}
 			opts.Output = f
-			if err := opts.Apply.Validate(); err != nil {
-				return err
-			}
-			ro, err := restart.Options()
-			if err != nil {
-				return err
-			}
 			opts.Mode, opts.SparkVersion, opts.CommitFormatVersion = ro.Mode, ro.SparkVersion, ro.CommitFormatVersion
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -176,43 +170,31 @@ func run(ctx context.Context, opts *Options) error {
 	jsonOut := opts.Output == render.FormatJSON
 	doc := &rewindDoc{RewindPlan: p}
 	r := render.New(opts.IO)
-	if ok, err := change.Propose(opts.IO.Out, r, change.Proposal{JSON: jsonOut, Doc: doc, Print: func() { printPlan(r, p) },
-		What: "rewind", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute}); !ok {
-		return err
-	}
-	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand, Sink: ro.Sink}
-	j, err := change.Apply(ctx, env, &opts.Apply, store, p.JournalPlan(),
-		fmt.Sprintf("Move %d file(s) of %s into the backup?", len(p.Actions), p.Checkpoint))
-	if errors.Is(err, change.ErrDeclined) {
-		return nil
-	}
-	if j != nil {
-		doc.Journal, doc.Executed, doc.Verified = &j.Location, j.State == "done", j.Verified
-	}
-	if err != nil {
-		if jsonOut && j != nil {
-			_ = render.JSON(opts.IO.Out, doc)
-		}
-		return err
+	c := change.Change{
+		Proposal: change.Proposal{JSON: jsonOut, Doc: doc, Print: func() { printPlan(r, p) },
+			What: "rewind", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute},
+		Env:      change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, Rand: opts.Rand, Sink: ro.Sink},
+		Flags:    &opts.Apply,
+		Store:    store,
+		Plan:     p.JournalPlan(),
+		Question: fmt.Sprintf("Move %d file(s) of %s into the backup?", len(p.Actions), p.Checkpoint),
+		Outcome:  &doc.Outcome,
+		Verified: &doc.Verified,
+		Closing: func(*journal.Record) {
+			if doc.SinkJournal != nil {
+				r.Printf("File sink log: %d entr(ies) moved; %d data file(s) they added are left in place, invisible to readers\n", len(p.Sink.Entries), len(p.Sink.DataFiles))
+			}
+		},
 	}
 	if p.Sink != nil {
-		// One journal covers the checkpoint and the sink's log: resume and undo do both.
-		doc.SinkJournal = &j.Location
+		c.SinkJournal = &doc.SinkJournal
 	}
-	if jsonOut {
-		return render.JSON(opts.IO.Out, doc)
-	}
-	change.PrintExecuted(r, p.After, j)
-	if doc.SinkJournal != nil {
-		r.Printf("File sink log: %d entr(ies) moved; %d data file(s) they added are left in place, invisible to readers\n", len(p.Sink.Entries), len(p.Sink.DataFiles))
-	}
-	return nil
+	return change.Run(ctx, r, c)
 }
 
 type rewindDoc struct {
 	*position.RewindPlan
-	Executed bool             `json:"executed"`
-	Journal  *string          `json:"journal"`
+	change.Outcome
 	Verified *recovery.Result `json:"verified"`
 	// SinkJournal is the journal of the file sink's half (--sink).
 	SinkJournal *string `json:"sinkJournal,omitempty"`

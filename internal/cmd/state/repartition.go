@@ -81,18 +81,11 @@ func newRepartition(env *cli.Env, runF func(*RepartitionOptions) error) *cobra.C
 			if opts.Partitions < 1 {
 				return exitcode.UsageError(fmt.Errorf("--partitions %d: want 1 or more", opts.Partitions))
 			}
-			f, err := cli.ParseOutput(output)
+			f, ro, err := change.ParseFlags(output, &opts.Apply, &restart)
 			if err != nil {
 				return err
 			}
 			opts.Output = f
-			if err := opts.Apply.Validate(); err != nil {
-				return err
-			}
-			ro, err := restart.Options()
-			if err != nil {
-				return err
-			}
 			opts.Mode, opts.SparkVersion, opts.CommitFormatVersion = ro.Mode, ro.SparkVersion, ro.CommitFormatVersion
 			if runF != nil {
 				return runF(opts)
@@ -110,8 +103,7 @@ func newRepartition(env *cli.Env, runF func(*RepartitionOptions) error) *cobra.C
 
 type repartitionDoc struct {
 	*repartition.Plan
-	Executed bool           `json:"executed"`
-	Journal  *string        `json:"journal"`
+	change.Outcome
 	Detected *detect.Result `json:"detected,omitempty"`
 }
 
@@ -148,30 +140,16 @@ func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 	}
 	doc := &repartitionDoc{Plan: &shown, Detected: opts.Detected}
 	r := render.New(opts.IO)
-	if ok, err := change.Propose(opts.IO.Out, r, change.Proposal{JSON: jsonOut, Doc: doc, Print: func() { printRepartition(r, p, opts) },
-		What: "state repartition", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute}); !ok {
-		return err
-	}
-	env := change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, JSON: jsonOut, Rand: opts.Rand, Checkpoint: cp}
-	j, err := change.Apply(ctx, env, &opts.Apply, store, p.JournalPlan(),
-		fmt.Sprintf("Write %d file(s) into %s (no existing file changes)?", len(p.Actions), p.Checkpoint))
-	if errors.Is(err, change.ErrDeclined) {
-		return nil
-	}
-	if j != nil {
-		doc.Journal, doc.Executed = &j.Location, j.State == "done"
-	}
-	if err != nil {
-		if jsonOut && j != nil {
-			_ = render.JSON(opts.IO.Out, doc)
-		}
-		return err
-	}
-	if jsonOut {
-		return render.JSON(opts.IO.Out, doc)
-	}
-	change.PrintExecuted(r, p.After, j)
-	return nil
+	return change.Run(ctx, r, change.Change{
+		Proposal: change.Proposal{JSON: jsonOut, Doc: doc, Print: func() { printRepartition(r, p, opts) },
+			What: "state repartition", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute},
+		Env:      change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, Rand: opts.Rand, Checkpoint: cp},
+		Flags:    &opts.Apply,
+		Store:    store,
+		Plan:     p.JournalPlan(),
+		Question: fmt.Sprintf("Write %d file(s) into %s (no existing file changes)?", len(p.Actions), p.Checkpoint),
+		Outcome:  &doc.Outcome,
+	})
 }
 
 func printRepartition(r *render.Renderer, p *repartition.Plan, opts *RepartitionOptions) {
