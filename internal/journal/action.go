@@ -119,11 +119,6 @@ func readFile(ctx context.Context, s storage.Store, p string) ([]byte, error) {
 	return readCapped(ctx, s, p, logformat.MaxFileBytes)
 }
 
-// ReadFile is readFile for the planners that build actions on an overlay.
-func ReadFile(ctx context.Context, s storage.Store, p string) ([]byte, error) {
-	return readFile(ctx, s, p)
-}
-
 // readCapped reads p whole, refusing (logformat.TooLarge) a file over limit after reading at most
 // one byte more.
 func readCapped(ctx context.Context, s storage.Store, p string, limit int64) ([]byte, error) {
