@@ -243,6 +243,18 @@ func underLock(ctx context.Context, st stores, p *Plan, j *Record) ([]todo, erro
 		w := todo{i: i, data: data}
 		switch a.Op {
 		case OpCopy:
+			if isStagedCopy(a) {
+				// The staged file is placed as a stream (placeStaged); the planner's overlay
+				// lists state files, never reads them, so it gets no bytes.
+				sd, err := streamDigest(ctx, st.of(a), a.From)
+				if err != nil {
+					return nil, err
+				}
+				if sd != a.After {
+					return nil, fmt.Errorf("%w: %s (the staged file) is now %s, the plan saw %s; plan again", ErrChanged, a.From, sd.Short(), a.After.Short())
+				}
+				break
+			}
 			src, sd, err := readDigest(ctx, st.of(a), a.From)
 			if err != nil {
 				return nil, err

@@ -81,6 +81,9 @@ func checkAction(st stores, a Action) error {
 		}
 		return confineSinkLog(s, a.Path, st.dirs)
 	}
+	if isStagedCopy(a) {
+		return confineStaged(s, a, st.dirs) // a new state file placed from its staged copy
+	}
 	if (a.Op == OpDelete || a.Op == OpWrite) && IsStateFile(a.Path) {
 		// `ckpt rewind` moves state versions into the backup; `ckpt state repartition` creates
 		// new ones (a write never replaces a file: fill and the store refuse an existing one).
@@ -226,7 +229,11 @@ func forward(ctx context.Context, st stores, loc Location, j *Record, opts *Opti
 				err = del(ctx, as, ja.Path)
 			}
 		case OpCopy, OpWrite:
-			err = put(ctx, as, ja.Path, w.data)
+			if isStagedCopy(ja.Action) {
+				err = placeStaged(ctx, as, ja.Action)
+			} else {
+				err = put(ctx, as, ja.Path, w.data)
+			}
 		case OpReplace:
 			if !w.mid {
 				err = del(ctx, as, ja.Path)
@@ -343,7 +350,17 @@ func pending(ctx context.Context, st stores, j *Record) ([]todo, error) {
 			conflicts = append(conflicts, fmt.Sprintf("%s is %s, expected %s (before) or %s (after)", a.Path, d.Short(), a.Before.Short(), a.After.Short()))
 			continue
 		}
-		if a.Op == OpCopy {
+		if isStagedCopy(a) {
+			// Placed as a stream: only the staged file's digest is checked here.
+			sd, err := streamDigest(ctx, as, a.From)
+			if err != nil {
+				return nil, err
+			}
+			if sd != a.After {
+				conflicts = append(conflicts, fmt.Sprintf("%s (the staged file) is %s, expected %s", a.From, sd.Short(), a.After.Short()))
+				continue
+			}
+		} else if a.Op == OpCopy {
 			src, sd, err := readDigest(ctx, as, a.From)
 			if err != nil {
 				return nil, err
@@ -568,7 +585,15 @@ type fileRead struct {
 func readAll(ctx context.Context, st stores, as []Entry, ph *phase) ([]fileRead, error) {
 	out := make([]fileRead, len(as))
 	err := forEach(ctx, len(as), workersOf(st), func(i int) error {
-		data, d, err := readDigest(ctx, st.of(as[i].Action), as[i].Path)
+		var data []byte
+		var d Digest
+		var err error
+		if isStagedCopy(as[i].Action) {
+			// A file the action creates is only ever compared, and a state file can be large.
+			d, err = streamDigest(ctx, st.of(as[i].Action), as[i].Path)
+		} else {
+			data, d, err = readDigest(ctx, st.of(as[i].Action), as[i].Path)
+		}
 		if err != nil {
 			return err
 		}

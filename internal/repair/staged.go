@@ -1,0 +1,142 @@
+// Staged files: new state files written before the journal, placed by a copy.
+
+package repair
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/internal/storage"
+)
+
+// StagingDir holds the files a command streamed to the store before its journal: a new state
+// file of `ckpt state repartition` is written once, to StagingDir/<run>/<its path>, and placed
+// by an OpCopy from there, so neither the plan nor the journal holds its bytes (a gigabyte of
+// state would be a gigabyte of memory). The journal's copy action names the staged file, whose
+// digest it checks before placing it; undo deletes the placed file, as for any created file.
+const StagingDir = Dir + "/staging"
+
+// StagedPath is where a run's staged copy of p is.
+func StagedPath(run, p string) string { return StagingDir + "/" + run + "/" + p }
+
+// isStagedCopy reports whether a is the placement of a staged state file.
+func isStagedCopy(a Action) bool {
+	return a.Op == OpCopy && a.Store == "" && IsStateFile(a.Path) && strings.HasPrefix(a.From, StagingDir+"/")
+}
+
+// confineStaged checks a staged copy: a new state version file, from StagingDir/<run>/ and the
+// same path, never through a symbolic link on local disk.
+func confineStaged(s storage.Store, a Action, c *confinedDirs) error {
+	if err := confineState(s, a.Path, c); err != nil {
+		return err
+	}
+	if err := lexical(a.From); err != nil {
+		return err
+	}
+	run, rest, ok := strings.Cut(strings.TrimPrefix(a.From, StagingDir+"/"), "/")
+	if !ok || run == "" || rest != a.Path {
+		return fmt.Errorf("%w: %q is not %s/<run>/%s", ErrOutside, a.From, StagingDir, a.Path)
+	}
+	if root, isLocal := localRoot(s); isLocal {
+		return confineLocal(root, a.From, c)
+	}
+	return nil
+}
+
+// streamDigest hashes p as a stream (the absent digest when p is missing): a file that is only
+// compared, never kept, costs no memory of its size.
+func streamDigest(ctx context.Context, s storage.Store, p string) (Digest, error) {
+	rc, err := s.Open(ctx, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, rc); err != nil {
+		return "", fmt.Errorf("read %s: %w", p, err)
+	}
+	return Digest(hex.EncodeToString(h.Sum(nil))), nil
+}
+
+// placeStaged creates a.Path with the bytes of the staged a.From. On local disk it is a hard
+// link (no byte copied; link(2) never replaces a file); elsewhere a streamed copy through the
+// store. A file already there with the bytes it should have is a placement an earlier run made.
+func placeStaged(ctx context.Context, s storage.Store, a Action) error {
+	if root, ok := localRoot(s); ok {
+		err := linkStaged(root, a)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, fs.ErrExist) && !errors.Is(err, errNoLink) {
+			return err
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return placedAlready(ctx, s, a, err)
+		}
+	}
+	src, err := s.Open(ctx, a.From)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	f, err := storage.Create(ctx, s, a.Path)
+	if err != nil {
+		return placedAlready(ctx, s, a, err)
+	}
+	if _, err := io.Copy(f, src); err != nil {
+		f.Abort()
+		return err
+	}
+	if err := f.Commit(); err != nil {
+		return placedAlready(ctx, s, a, err)
+	}
+	return nil
+}
+
+// placedAlready turns err into success when a.Path has the bytes a places (a write that landed
+// though the store reported a failure, or a placement by an earlier run).
+func placedAlready(ctx context.Context, s storage.Store, a Action, err error) error {
+	if d, derr := streamDigest(ctx, s, a.Path); derr == nil && d == a.After {
+		return nil
+	}
+	return err
+}
+
+// errNoLink is linkStaged's answer where the file system cannot link the staged file.
+var errNoLink = errors.New("cannot hard link here")
+
+// linkStaged links a.From to a.Path below root and syncs the directory it changed.
+func linkStaged(root string, a Action) error {
+	from := filepath.Join(root, filepath.FromSlash(a.From))
+	to := filepath.Join(root, filepath.FromSlash(a.Path))
+	dir := filepath.Dir(to)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.Link(from, to); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fs.ErrExist
+		}
+		return fmt.Errorf("%w: %v", errNoLink, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
