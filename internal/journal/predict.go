@@ -47,6 +47,13 @@ func (o *Overlay) Add(ctx context.Context, a *Action) error {
 	return nil
 }
 
+// Placed applies a filled copy whose bytes the planner never reads (a staged state file: the
+// planner lists state files, it does not read them); the overlay gets the name without them.
+func (o *Overlay) Placed(a Action) {
+	o.cp = nil
+	o.ov.Set(a.Path, nil)
+}
+
 // apply applies a to the overlay; data are the bytes a copy writes.
 func (o *Overlay) apply(a Action, data []byte) {
 	o.cp = nil

@@ -7,11 +7,16 @@
 package repartition
 
 import (
-	"bytes"
+	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
+	"io/fs"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -54,6 +59,12 @@ type Options struct {
 	Partitions int
 	// Planner is the restart the plan is predicted and verified for.
 	Planner recovery.Options
+	// Stage, when set, receives every new state file as it is computed, streamed to
+	// journal.StagedPath(StageRun, path) (the checkpoint's own store for --execute, which the
+	// journal's copies place them from). nil: a dry run that writes nothing; the files' digests
+	// and sizes are computed all the same.
+	Stage    storage.Store
+	StageRun string
 }
 
 // Plan is what a repartition would write.
@@ -74,6 +85,10 @@ type Plan struct {
 	Rows int64 `json:"rows"`
 	// Bytes is the size of the files the plan adds.
 	Bytes int64 `json:"bytes"`
+	// Staged says whether the new state files were written to the staging directory (StageRun)
+	// that the copies name; false for a dry run.
+	Staged   bool   `json:"staged"`
+	StageRun string `json:"stageRun"`
 	// BeyondSpark says where ckpt does what Spark 4.2.0 would refuse or has not.
 	BeyondSpark []string         `json:"beyondSpark"`
 	Actions     []journal.Action `json:"actions"`
@@ -173,14 +188,26 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		return p.refuse("the checkpoint has no state (no stateful operator under state/): spark.sql.shuffle.partitions of a stateless query changes with the query's own conf on restart")
 	}
 	crc := hasChecksum(ctx, s, cp, last)
-	files := map[string][]byte{} // path → bytes the plan writes, in write order (keys)
-	var order []string
-	add := func(p string, data []byte) {
-		files[p] = data
-		order = append(order, p)
+	p.StageRun = o.StageRun
+	if p.StageRun == "" {
+		p.StageRun = "dry-run"
 	}
+	// The new files in write order: the small log files with their bytes, the state files
+	// by digest and size, their bytes streamed to the stage (or nowhere).
+	ov := journal.NewOverlay(cp)
+	add := func(f string, data []byte) error {
+		a := journal.Action{Op: journal.OpWrite, Path: f, Data: data, Reason: reason(f, p)}
+		if err := ov.Add(ctx, &a); err != nil {
+			return err
+		}
+		p.Bytes += a.Size
+		p.Actions = append(p.Actions, a)
+		return nil
+	}
+	out := &output{ctx: ctx, s: s, o: o, p: p, ov: ov, crc: crc}
+	defer out.abort()
 	for _, lop := range listing.Operators {
-		op, err := planOperator(ctx, cp, listing, lop, p, crc, add)
+		op, err := planOperator(ctx, cp, listing, lop, p, out)
 		if err != nil {
 			return nil, err
 		}
@@ -202,27 +229,20 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	}
 	newOff.Metadata = &meta
 	offData := newOff.Marshal()
-	add(cp.Offsets.Path(p.NewBatch), offData)
-	if crc {
-		add(checksumPath(cp.Offsets.Path(p.NewBatch)), logformat.HadoopChecksum(offData))
-	}
 	commit, err := cp.ReadFile(ctx, cp.Commits.FilePath(last))
 	if err != nil {
 		return nil, err
 	}
-	add(cp.Commits.Path(p.NewBatch), commit)
-	if crc {
-		add(checksumPath(cp.Commits.Path(p.NewBatch)), logformat.HadoopChecksum(commit))
-	}
-
-	ov := journal.NewOverlay(cp)
-	for _, f := range order {
-		a := journal.Action{Op: journal.OpWrite, Path: f, Data: files[f], Reason: reason(f, p)}
-		if err := ov.Add(ctx, &a); err != nil {
+	logs := [][2][]byte{{[]byte(cp.Offsets.Path(p.NewBatch)), offData}, {[]byte(cp.Commits.Path(p.NewBatch)), commit}}
+	for _, l := range logs {
+		if err := add(string(l[0]), l[1]); err != nil {
 			return nil, err
 		}
-		p.Bytes += a.Size
-		p.Actions = append(p.Actions, a)
+		if crc {
+			if err := add(checksumPath(string(l[0])), logformat.HadoopChecksum(l[1])); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if p.After, err = ov.Predict(ctx, o.Planner); err != nil {
 		return nil, err
@@ -230,11 +250,13 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	if p.After.Outcome == "fail" {
 		return p.refuse("the recovery planner predicts that the restart after the repartition fails: %s", p.After.Verdict())
 	}
+	p.Staged = o.Stage != nil
+	out.keep() // placed by the journal from here on, or removed by the caller (RemoveStaged)
 	return p, nil
 }
 
 // planOperator rehashes every store of one operator, handing each new file to add.
-func planOperator(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing, lop *state.Operator, p *Plan, crc bool, add func(string, []byte)) (*Operator, error) {
+func planOperator(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing, lop *state.Operator, p *Plan, out *output) (*Operator, error) {
 	op := &Operator{ID: lop.ID, Stores: []*Store{}}
 	if lop.MetadataFile == "" && len(lop.MetadataV2Files) > 0 {
 		op.Name = "transformWithState"
@@ -288,7 +310,7 @@ func planOperator(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listi
 				}
 			}
 		}
-		st, err := planStore(ctx, cp, l, lop, ls, kind, p, crc, add)
+		st, err := planStore(ctx, cp, l, lop, ls, kind, p, out)
 		if err != nil {
 			var r refusal
 			if errors.As(err, &r) {
@@ -308,14 +330,18 @@ type refusal string
 func (r refusal) Error() string { return string(r) }
 
 // planStore reads the store's rows at version L+1 of partitions 0..From-1, partition by
-// partition, and writes each row to the snapshot of its new partition.
-func planStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing, lop *state.Operator, ls *state.Store, kind keyKind, p *Plan, crc bool, add func(string, []byte)) (*Store, error) {
+// partition, and streams each row to the snapshot of its new partition: what it holds is one
+// row and a compression block per new partition, whatever the size of the state.
+func planStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing, lop *state.Operator, ls *state.Store, kind keyKind, p *Plan, out *output) (*Store, error) {
 	st := &Store{Name: ls.Name, Provider: ls.Provider, RowsFrom: make([]int64, p.From), RowsTo: make([]int64, p.To)}
-	bufs := make([]bytes.Buffer, p.To)
-	ws := make([]*statefmt.FileWriter, p.To)
-	for i := range ws {
+	files := make([]*newFile, p.To)
+	for np := range files {
+		dir := path.Join(lop.Dir, strconv.Itoa(np))
+		if ls.Name != state.DefaultStore {
+			dir = path.Join(dir, ls.Name)
+		}
 		var err error
-		if ws[i], err = statefmt.NewFileWriter(p.Codec, &bufs[i]); err != nil {
+		if files[np], err = out.create(path.Join(dir, strconv.FormatInt(p.Version, 10)+".snapshot")); err != nil {
 			return nil, err
 		}
 	}
@@ -354,29 +380,149 @@ func planStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing,
 			}
 			st.RowsFrom[old]++
 			st.RowsTo[np]++
-			return ws[np].Put(row.RawKey, row.RawValue)
+			return files[np].w.Put(row.RawKey, row.RawValue)
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	for np := range ws {
-		if err := ws[np].Close(); err != nil {
+	for np, f := range files {
+		if err := out.finish(f); err != nil {
 			return nil, err
-		}
-		dir := path.Join(lop.Dir, strconv.Itoa(np))
-		if ls.Name != state.DefaultStore {
-			dir = path.Join(dir, ls.Name)
-		}
-		f := path.Join(dir, strconv.FormatInt(p.Version, 10)+".snapshot")
-		add(f, bufs[np].Bytes())
-		if crc {
-			add(checksumPath(f), logformat.HadoopChecksum(bufs[np].Bytes()))
 		}
 		st.Rows += st.RowsTo[np]
 	}
 	p.Rows += st.Rows
 	return st, nil
+}
+
+// output is where a plan's new state files go: a hash and a size for each (a dry run), and the
+// bytes streamed to the stage when there is one.
+type output struct {
+	ctx context.Context
+	s   storage.Store
+	o   Options
+	p   *Plan
+	ov  *journal.Overlay
+	crc bool
+	// open are the files being written, staged those written to the stage so far: abort
+	// removes both unless the plan completes.
+	open   []*newFile
+	staged []string
+}
+
+// newFile is one new state file being written.
+type newFile struct {
+	path string
+	w    *statefmt.FileWriter
+	buf  *bufio.Writer
+	sum  hash.Hash
+	size int64
+	crc  *logformat.HadoopChecksummer
+	dst  storage.NewFile
+}
+
+// Write feeds the compressed bytes to the digest, the size, the checksum and the stage.
+func (f *newFile) Write(b []byte) (int, error) {
+	f.sum.Write(b)
+	f.size += int64(len(b))
+	if f.crc != nil {
+		_, _ = f.crc.Write(b)
+	}
+	if f.dst != nil {
+		return f.dst.Write(b)
+	}
+	return len(b), nil
+}
+
+// stageBuffer batches the compressor's blocks into fewer writes of the stage.
+const stageBuffer = 64 << 10
+
+func (o *output) create(f string) (*newFile, error) {
+	if _, err := o.s.Stat(o.ctx, f); err == nil {
+		return nil, fmt.Errorf("repartition: %s exists already; the new state version would replace it", f)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	nf := &newFile{path: f, sum: sha256.New()}
+	if o.crc {
+		nf.crc = &logformat.HadoopChecksummer{}
+	}
+	if o.o.Stage != nil {
+		var err error
+		if nf.dst, err = storage.CreateWriter(o.ctx, o.o.Stage, journal.StagedPath(o.p.StageRun, f)); err != nil {
+			return nil, err
+		}
+	}
+	o.open = append(o.open, nf)
+	nf.buf = bufio.NewWriterSize(nf, stageBuffer)
+	var err error
+	if nf.w, err = statefmt.NewFileWriter(o.p.Codec, nf.buf); err != nil {
+		return nil, err
+	}
+	return nf, nil
+}
+
+// finish ends f and adds its copy (and its checksum's) to the plan.
+func (o *output) finish(f *newFile) error {
+	if err := f.w.Close(); err != nil {
+		return err
+	}
+	if err := f.buf.Flush(); err != nil {
+		return err
+	}
+	if f.dst != nil {
+		if err := f.dst.Commit(); err != nil {
+			return err
+		}
+		o.staged = append(o.staged, journal.StagedPath(o.p.StageRun, f.path))
+	}
+	if err := o.place(f.path, journal.Digest(hex.EncodeToString(f.sum.Sum(nil))), f.size); err != nil {
+		return err
+	}
+	if f.crc == nil {
+		return nil
+	}
+	data := f.crc.Sum()
+	crc := checksumPath(f.path)
+	if o.o.Stage != nil {
+		if err := o.o.Stage.WriteFile(o.ctx, journal.StagedPath(o.p.StageRun, crc), data); err != nil {
+			return err
+		}
+		o.staged = append(o.staged, journal.StagedPath(o.p.StageRun, crc))
+	}
+	return o.place(crc, journal.DigestOf(data), int64(len(data)))
+}
+
+// place adds the copy of a staged file to the plan. The overlay the restart is predicted on
+// gets the name without the bytes: the planner lists state files, it does not read them.
+func (o *output) place(f string, d journal.Digest, size int64) error {
+	if _, err := o.s.Stat(o.ctx, f); err == nil {
+		return fmt.Errorf("repartition: %s exists already; the new state version would replace it", f)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	a := journal.Action{Op: journal.OpCopy, Path: f, From: journal.StagedPath(o.p.StageRun, f),
+		After: d, Size: size, Reason: reason(f, o.p)}
+	o.ov.Placed(a)
+	o.p.Bytes += size
+	o.p.Actions = append(o.p.Actions, a)
+	return nil
+}
+
+// keep keeps what was staged.
+func (o *output) keep() { o.open, o.staged = nil, nil }
+
+// abort removes what a plan that did not complete staged.
+func (o *output) abort() {
+	for _, f := range o.open {
+		if f.dst != nil {
+			f.dst.Abort()
+		}
+	}
+	for _, f := range o.staged {
+		_ = o.o.Stage.Delete(context.WithoutCancel(o.ctx), f)
+	}
 }
 
 // keyKind says which key columns HashPartitioning hashes for an operator kind.
@@ -465,4 +611,34 @@ func reason(f string, p *Plan) string {
 		return fmt.Sprintf("batch %d committed: a copy of commits/%d", p.NewBatch, p.Batch)
 	}
 	return fmt.Sprintf("state version %d of the new partition, rows rehashed by Spark's HashPartitioning", p.Version)
+}
+
+// RemoveStaged deletes the staged files of p from s once they are placed (or will never be):
+// they are ckpt's own copies of files the checkpoint holds, or of files it will not hold.
+func RemoveStaged(ctx context.Context, s storage.Store, p *Plan) error {
+	if !p.Staged {
+		return nil
+	}
+	dirs := map[string]bool{}
+	for _, a := range p.Actions {
+		if a.Op == journal.OpCopy {
+			if err := s.Delete(ctx, a.From); err != nil {
+				return err
+			}
+			for d := path.Dir(a.From); strings.HasPrefix(d, journal.StagingDir+"/"); d = path.Dir(d) {
+				dirs[d] = true
+			}
+		}
+	}
+	// Then the directories, deepest first (a local store removes an empty one; object stores
+	// have none): what is not empty stays.
+	var ds []string
+	for d := range dirs {
+		ds = append(ds, d)
+	}
+	sort.Slice(ds, func(i, j int) bool { return len(ds[i]) > len(ds[j]) })
+	for _, d := range ds {
+		_ = s.Delete(ctx, d)
+	}
+	return nil
 }

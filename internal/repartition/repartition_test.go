@@ -30,16 +30,60 @@ func open(t *testing.T, dir string) storage.Store {
 	return st
 }
 
-// applied is the checkpoint in s with the plan's files added, in memory.
-func applied(t *testing.T, s storage.Store, p *Plan) storage.Store {
+// plan plans with the new state files staged in memory, checks that every file has the
+// digest and size its action names (and a dry run plans the same files), and returns the plan
+// with every new file's bytes.
+func plan(t *testing.T, s storage.Store, o Options) (*Plan, map[string][]byte) {
 	t.Helper()
+	ctx := context.Background()
+	dry, err := NewPlan(ctx, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := storage.NewMem()
+	o.Stage, o.StageRun = stage, "test"
+	p, err := NewPlan(ctx, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Refused != "" {
+		return p, nil
+	}
+	if !p.Staged || dry.Staged || len(dry.Actions) != len(p.Actions) {
+		t.Fatalf("staged %v (dry run %v), %d actions (dry run %d)", p.Staged, dry.Staged, len(p.Actions), len(dry.Actions))
+	}
 	files := map[string][]byte{}
-	for _, a := range p.Actions {
-		if a.Op != journal.OpWrite {
+	for i, a := range p.Actions {
+		data := a.Data
+		switch a.Op {
+		case journal.OpWrite:
+		case journal.OpCopy:
+			if a.From != journal.StagedPath("test", a.Path) || a.Data != nil {
+				t.Fatalf("copy %s from %s with %d bytes of data", a.Path, a.From, len(a.Data))
+			}
+			if data, err = stage.ReadFile(ctx, a.From); err != nil {
+				t.Fatal(err)
+			}
+		default:
 			t.Fatalf("action %s %s: a repartition only creates files", a.Op, a.Path)
 		}
-		files[a.Path] = a.Data
+		if journal.DigestOf(data) != a.After || int64(len(data)) != a.Size || !a.Before.Absent() {
+			t.Fatalf("%s: %d bytes, %s; the action says %d bytes, %s (before %s)", a.Path, len(data), journal.DigestOf(data).Short(), a.Size, a.After.Short(), a.Before.Short())
+		}
+		if d := dry.Actions[i]; d.Path != a.Path || d.After != a.After {
+			t.Fatalf("the dry run plans %s %s, the staged run %s %s", d.Path, d.After.Short(), a.Path, a.After.Short())
+		}
+		files[a.Path] = data
 	}
+	staged, _ := stage.Walk(ctx, "")
+	if want := len(p.Actions) - 4; len(staged) != want { // all but offsets, commits and their checksums
+		t.Errorf("%d files staged, want %d", len(staged), want)
+	}
+	return p, files
+}
+
+// applied is the checkpoint in s with the plan's files added, in memory.
+func applied(s storage.Store, files map[string][]byte) storage.Store {
 	return checkpoint.NewOverlay(s, files)
 }
 
@@ -81,10 +125,7 @@ func sparkRows(t *testing.T, file string) []string {
 // the same query's RocksDB checkpoint (the same input) holds after it, read by Spark's reader.
 func TestPlanEqualsSparkRepartition(t *testing.T) {
 	s := open(t, fixture)
-	p, err := NewPlan(context.Background(), s, Options{Partitions: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, files := plan(t, s, Options{Partitions: 4})
 	if p.Refused != "" {
 		t.Fatalf("refused: %s", p.Refused)
 	}
@@ -122,7 +163,7 @@ func TestPlanEqualsSparkRepartition(t *testing.T) {
 		t.Errorf("commits/5 %q, Spark's %q", got, sCommit)
 	}
 
-	got := rows(t, applied(t, s, p), 4)
+	got := rows(t, applied(s, files), 4)
 	wantRows := sparkRows(t, "../../testdata/spark-repartition/4.2.0/agg-rocksdb/oracle/after.jsonl")
 	if !slices.Equal(got, wantRows) {
 		t.Errorf("ckpt's repartition holds\n%s\nSpark's\n%s", strings.Join(got, "\n"), strings.Join(wantRows, "\n"))
@@ -135,11 +176,11 @@ func TestPlanEqualsSparkRepartition(t *testing.T) {
 // TestPlanShrink: 2→1 puts every row in partition 0.
 func TestPlanShrink(t *testing.T) {
 	s := open(t, fixture)
-	p, err := NewPlan(context.Background(), s, Options{Partitions: 1})
-	if err != nil || p.Refused != "" {
-		t.Fatalf("%v %s", err, p.Refused)
+	p, files := plan(t, s, Options{Partitions: 1})
+	if p.Refused != "" {
+		t.Fatalf("refused: %s", p.Refused)
 	}
-	got := rows(t, applied(t, s, p), 1)
+	got := rows(t, applied(s, files), 1)
 	if len(got) != 15 {
 		t.Fatalf("%d rows", len(got))
 	}

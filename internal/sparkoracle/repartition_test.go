@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/repartition"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -247,7 +248,8 @@ func applyRepartition(t *testing.T, ck string, n int) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := repartition.NewPlan(ctx, st, repartition.Options{Partitions: n})
+	stage := storage.NewMem()
+	p, err := repartition.NewPlan(ctx, st, repartition.Options{Partitions: n, Stage: stage, StageRun: "oracle"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,10 +258,16 @@ func applyRepartition(t *testing.T, ck string, n int) map[string]string {
 	}
 	out := map[string]string{}
 	for _, a := range p.Actions {
-		if err := st.WriteFile(ctx, a.Path, a.Data); err != nil {
+		data := a.Data
+		if a.Op == repair.OpCopy {
+			if data, err = stage.ReadFile(ctx, a.From); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.WriteFile(ctx, a.Path, data); err != nil {
 			t.Fatal(err)
 		}
-		sum := sha256.Sum256(a.Data)
+		sum := sha256.Sum256(data)
 		out[a.Path] = hex.EncodeToString(sum[:])
 	}
 	return out

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,14 +10,7 @@ import (
 	"path/filepath"
 )
 
-// Creator is a Store that can write a new file as a stream, so that a file of a gigabyte costs
-// no gigabyte of memory. The file gets its name only at Commit, with WriteFile's guarantees
-// (atomic, create-only, durable).
-type Creator interface {
-	Create(ctx context.Context, path string) (NewFile, error)
-}
-
-// NewFile is a file being written by Create.
+// NewFile is a file being written as a stream by CreateWriter.
 type NewFile interface {
 	io.Writer
 	// Commit makes the bytes written durable and gives them the file's name; it fails with an
@@ -28,32 +20,56 @@ type NewFile interface {
 	Abort()
 }
 
-// Create starts a new file at path in s: streamed to the store where s is a Creator, else held
-// in memory and written with WriteFile at Commit (every store works, the memory bound is the
-// Creator's).
-func Create(ctx context.Context, s Store, path string) (NewFile, error) {
-	if c, ok := s.(Creator); ok {
-		return c.Create(ctx, path)
+// CreateWriter starts a new file at path in s for a writer that produces it as a stream (an
+// encoder), so that a file of a gigabyte costs no gigabyte of memory. On local disk the bytes go
+// to a temporary file beside the target; on every other store they are spooled to a local
+// temporary file that Commit hands to s.Create (which may read it more than once to retry). The
+// file gets its name only at Commit, with WriteFile's guarantees (atomic, create-only, durable).
+func CreateWriter(ctx context.Context, s Store, path string) (NewFile, error) {
+	if l, ok := s.(*Local); ok {
+		return l.createWriter(ctx, path)
 	}
-	return &bufferedFile{ctx: ctx, s: s, path: path}, nil
+	f, err := os.CreateTemp("", "ckpt-spool-*")
+	if err != nil {
+		return nil, fmt.Errorf("storage: spool %s: %w", path, err)
+	}
+	return &spooledFile{ctx: ctx, s: s, path: path, f: f}, nil
 }
 
-// bufferedFile is Create for a store without streaming writes.
-type bufferedFile struct {
+// spooledFile is CreateWriter for a store other than local disk.
+type spooledFile struct {
 	ctx  context.Context
 	s    Store
 	path string
-	buf  bytes.Buffer
+	f    *os.File
+	size int64
+	done bool
 }
 
-func (b *bufferedFile) Write(p []byte) (int, error) { return b.buf.Write(p) }
-func (b *bufferedFile) Commit() error               { return b.s.WriteFile(b.ctx, b.path, b.buf.Bytes()) }
-func (b *bufferedFile) Abort()                      { b.buf = bytes.Buffer{} }
+func (b *spooledFile) Write(p []byte) (int, error) {
+	n, err := b.f.Write(p)
+	b.size += int64(n)
+	return n, err
+}
 
-// Create implements Creator: the bytes go to a temporary file (TempName) in the target's
+func (b *spooledFile) Commit() error {
+	if b.done {
+		return errors.New("storage: file committed or aborted already")
+	}
+	defer b.Abort()
+	return b.s.Create(b.ctx, b.path, ReaderAtSource(b.f, b.size))
+}
+
+func (b *spooledFile) Abort() {
+	b.done = true
+	b.f.Close()
+	os.Remove(b.f.Name())
+}
+
+// createWriter is CreateWriter on local disk: the bytes go to a temporary file (TempName) in the target's
 // directory, which Commit fsyncs and publishes under the name without replacing one (as
 // WriteFile's fallback does), then fsyncs the directory.
-func (l *Local) Create(ctx context.Context, path string) (NewFile, error) {
+func (l *Local) createWriter(ctx context.Context, path string) (NewFile, error) {
 	c, p, err := l.resolve(OpWrite, path, false)
 	if err != nil {
 		return nil, err
@@ -77,7 +93,7 @@ func (l *Local) Create(ctx context.Context, path string) (NewFile, error) {
 	return &localFile{l: l, rel: c, p: p, dir: dir, tmp: tmp, f: f}, nil
 }
 
-// localFile is a Local file being written by Create.
+// localFile is a Local file being written by CreateWriter.
 type localFile struct {
 	l            *Local
 	rel, p, dir  string

@@ -9,9 +9,9 @@ import (
 	"testing"
 )
 
-// TestLocalCreate: a streamed file gets its name only at Commit, never replaces one, and an
-// aborted one leaves nothing; a store without Create gets the same contract from memory.
-func TestLocalCreate(t *testing.T) {
+// TestCreateWriter: a streamed file gets its name only at Commit, never replaces one, and an
+// aborted one leaves nothing; a store other than local disk gets the same contract through a spool file.
+func TestCreateWriter(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	l, err := NewLocal(root)
@@ -19,7 +19,7 @@ func TestLocalCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []Store{l, NewMem()} {
-		f, err := Create(ctx, s, "a/b/c")
+		f, err := CreateWriter(ctx, s, "a/b/c")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestLocalCreate(t *testing.T) {
 		if got, _ := s.ReadFile(ctx, "a/b/c"); string(got) != "012345678901234567890123456789" {
 			t.Fatalf("%s: read back %q", s.URI(), got)
 		}
-		g, err := Create(ctx, s, "a/b/c")
+		g, err := CreateWriter(ctx, s, "a/b/c")
 		if err == nil {
 			_, _ = g.Write([]byte("x"))
 			err = g.Commit()
@@ -48,7 +48,7 @@ func TestLocalCreate(t *testing.T) {
 		if got, _ := s.ReadFile(ctx, "a/b/c"); len(got) != 30 {
 			t.Fatalf("%s: the file was replaced: %q", s.URI(), got)
 		}
-		h, err := Create(ctx, s, "a/b/d")
+		h, err := CreateWriter(ctx, s, "a/b/d")
 		if err != nil {
 			t.Fatal(err)
 		}

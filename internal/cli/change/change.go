@@ -335,6 +335,8 @@ type Change struct {
 	SinkJournal **string
 	// Verified, when set, receives the verified restart whenever there is a journal.
 	Verified **recovery.Result
+	// Record, when set, receives the journal whenever there is one.
+	Record **journal.Record
 	// Closing, when set, prints what follows the closing lines of a successful change.
 	Closing func(j *journal.Record)
 	// Sink is a second change in the file sink's own store and journal, applied after the
@@ -373,6 +375,9 @@ func Run(ctx context.Context, r *render.Renderer, c Change) error {
 			c.Outcome.Journal, c.Outcome.Executed = &j.Location, j.State == journal.StateDone
 			if c.Verified != nil {
 				*c.Verified = j.Verified
+			}
+			if c.Record != nil {
+				*c.Record = j
 			}
 		}
 		if err != nil {

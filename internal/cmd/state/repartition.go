@@ -2,6 +2,8 @@ package state
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -122,11 +124,28 @@ func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 	if err == nil {
 		opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	}
-	p, err := repartition.NewPlan(ctx, store, repartition.Options{Partitions: opts.Partitions,
-		Planner: recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}})
+	po := repartition.Options{Partitions: opts.Partitions,
+		Planner: recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}}
+	if opts.Apply.Execute {
+		// The new state files are streamed to the staging directory while they are planned
+		// (one read of the state), and the journal places them from there.
+		po.Stage, po.StageRun = store, stageRun(opts)
+	}
+	p, err := repartition.NewPlan(ctx, store, po)
 	if err != nil {
 		return err
 	}
+	var j *journal.Record
+	defer func() {
+		// The staged files go once placed, and when nothing will place them; a journal that
+		// stopped half-way keeps them for `ckpt repair resume`.
+		if j == nil || j.State == journal.StateDone || j.State == journal.StateUndone {
+			if rerr := repartition.RemoveStaged(context.WithoutCancel(ctx), store, p); rerr != nil {
+				fmt.Fprintf(opts.IO.ErrOut, "ckpt: warning: the staged files under %s/%s/%s stay: %s\n",
+					render.Escape(p.Checkpoint), journal.StagingDir, render.Escape(p.StageRun), render.Escape(rerr.Error()))
+			}
+		}
+	}()
 	if len(p.Actions) > 0 {
 		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now, Checkpoint: cp}, &opts.Apply, store)...)
 	}
@@ -149,6 +168,7 @@ func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 		Plan:     p.JournalPlan(),
 		Question: fmt.Sprintf("Write %d file(s) into %s (no existing file changes)?", len(p.Actions), p.Checkpoint),
 		Outcome:  &doc.Outcome,
+		Record:   &j,
 	})
 }
 
@@ -196,4 +216,20 @@ func ints(ns []int64) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, " ")
+}
+
+// stageRun names the staging directory of one --execute: the time and random bits, as repair
+// ids are made.
+func stageRun(opts *RepartitionOptions) string {
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	r := opts.Rand
+	if r == nil {
+		r = rand.Reader
+	}
+	var b [4]byte
+	_, _ = io.ReadFull(r, b[:])
+	return now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }

@@ -111,6 +111,35 @@ func TestRepartitionExecuteAndUndo(t *testing.T) {
 					t.Errorf("%s not written", a.Path)
 				}
 			}
+			// The journal placed the new state files from their staged copies (it carries no
+			// state bytes), and the staged copies are gone.
+			st0, _ := openLocal(context.Background(), dir)
+			j, err := repair.ReadJournal(context.Background(), repair.Location{Store: st0, Dir: doc.Journal[len(dir)+1:]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			copies := 0
+			for _, a := range j.Actions {
+				if repair.IsStateFile(a.Path) {
+					if a.Op != repair.OpCopy || a.Data != nil || !strings.HasPrefix(a.From, repair.StagingDir+"/") {
+						t.Errorf("journal: %s %s from %q with %d bytes; want a copy from the staging directory", a.Op, a.Path, a.From, len(a.Data))
+					}
+					copies++
+				}
+			}
+			if copies == 0 {
+				t.Error("journal: no state file placed")
+			}
+			var left []string
+			_ = filepath.WalkDir(filepath.Join(dir, "_ckpt", "staging"), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					left = append(left, p)
+				}
+				return nil
+			})
+			if len(left) > 0 {
+				t.Errorf("staged files left after the repartition: %v", left)
+			}
 			// A second run is refused: the partitions already match.
 			if _, err := runCmd(t, "repartition", dir, "--partitions", n); err == nil || !strings.Contains(err.Error(), "SHUFFLE_PARTITIONS_ALREADY_MATCH") {
 				t.Errorf("second run: %v", err)
@@ -144,6 +173,9 @@ func TestRepartitionRefusesLive(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "offsets", "5")); err == nil {
 		t.Error("offsets/5 written")
+	}
+	if des, _ := os.ReadDir(filepath.Join(dir, "_ckpt", "staging")); len(des) > 0 {
+		t.Errorf("a refused --execute left staged files: %v", des)
 	}
 	if _, err := runCmd(t, "repartition", dir, "--partitions", "0"); err == nil {
 		t.Error("--partitions 0 accepted")

@@ -1,6 +1,6 @@
 // Staged files: new state files written before the journal, placed by a copy.
 
-package repair
+package journal
 
 import (
 	"context"
@@ -85,20 +85,8 @@ func placeStaged(ctx context.Context, s storage.Store, a Action) error {
 			return placedAlready(ctx, s, a, err)
 		}
 	}
-	src, err := s.Open(ctx, a.From)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	f, err := storage.Create(ctx, s, a.Path)
-	if err != nil {
-		return placedAlready(ctx, s, a, err)
-	}
-	if _, err := io.Copy(f, src); err != nil {
-		f.Abort()
-		return err
-	}
-	if err := f.Commit(); err != nil {
+	// The store streams the staged file, opened again for each attempt it makes.
+	if err := s.Create(ctx, a.Path, storage.FileSource(s, a.From, a.Size)); err != nil {
 		return placedAlready(ctx, s, a, err)
 	}
 	return nil
