@@ -1,6 +1,7 @@
 package statefmt
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
@@ -89,21 +90,9 @@ func hashValue(v any, t *Type, seed uint32) (uint32, error) {
 	case TimestampNTZ:
 		return hashLong(int64(x), seed), nil
 	case float32:
-		if x == 0 { // -0.0 hashes as 0.0
-			return hashInt(0, seed), nil
-		}
-		if x != x {
-			return hashInt(0x7fc00000, seed), nil // floatToIntBits' canonical NaN
-		}
-		return hashInt(int32(math.Float32bits(x)), seed), nil
+		return hashFloat(x, seed), nil
 	case float64:
-		if x == 0 {
-			return hashLong(0, seed), nil
-		}
-		if x != x {
-			return hashLong(0x7ff8000000000000, seed), nil
-		}
-		return hashLong(int64(math.Float64bits(x)), seed), nil
+		return hashDouble(x, seed), nil
 	case Decimal:
 		if t.Precision <= 18 {
 			if x.Unscaled == nil || !x.Unscaled.IsInt64() {
@@ -148,6 +137,92 @@ func hashValue(v any, t *Type, seed uint32) (uint32, error) {
 		return h, nil
 	}
 	return 0, fmt.Errorf("no hash for a %s value (%T)", t, v)
+}
+
+func hashFloat(x float32, seed uint32) uint32 {
+	if x == 0 { // -0.0 hashes as 0.0
+		return hashInt(0, seed)
+	}
+	if x != x {
+		return hashInt(0x7fc00000, seed) // floatToIntBits' canonical NaN
+	}
+	return hashInt(int32(math.Float32bits(x)), seed)
+}
+
+func hashDouble(x float64, seed uint32) uint32 {
+	if x == 0 {
+		return hashLong(0, seed)
+	}
+	if x != x {
+		return hashLong(0x7ff8000000000000, seed)
+	}
+	return hashLong(int64(math.Float64bits(x)), seed)
+}
+
+// PartitionRow is Partition of a key given as its UnsafeRow bytes, hashed in place: no
+// decoding, no allocation. A string is hashed over its bytes as stored, as Spark hashes a
+// UTF8String. ok is false when a key column has a type it does not hash in place (nested
+// types, decimals of more than 18 digits): use Partition.
+func PartitionRow(b []byte, t *Type, cols []int, n int) (p int, ok bool, err error) {
+	if n <= 0 {
+		return 0, true, fmt.Errorf("%d partitions", n)
+	}
+	nf := len(t.Fields)
+	words := bitsetWords(nf)
+	if (words+nf)*8 > len(b) {
+		return 0, true, &RowError{Reason: fmt.Sprintf("a row of %d fields needs %d bytes, has %d", nf, (words+nf)*8, len(b))}
+	}
+	h := uint32(HashSeed)
+	for _, c := range cols {
+		if c < 0 || c >= nf {
+			return 0, true, fmt.Errorf("key column %d of a key of %d", c, nf)
+		}
+		if b[c/64*8+(c%64)/8]&(1<<(uint(c)%8)) != 0 {
+			continue // null leaves the hash as it is
+		}
+		at := (words + c) * 8
+		w := b[at : at+8]
+		switch ft := t.Fields[c].Type; ft.Name {
+		case "null":
+		case "boolean":
+			v := int32(0)
+			if w[0] != 0 {
+				v = 1
+			}
+			h = hashInt(v, h)
+		case "byte":
+			h = hashInt(int32(int8(w[0])), h)
+		case "short":
+			h = hashInt(int32(int16(binary.LittleEndian.Uint16(w))), h)
+		case "integer", "date":
+			h = hashInt(int32(binary.LittleEndian.Uint32(w)), h)
+		case "long", "timestamp", "timestamp_ntz":
+			h = hashLong(int64(binary.LittleEndian.Uint64(w)), h)
+		case "float":
+			h = hashFloat(math.Float32frombits(binary.LittleEndian.Uint32(w)), h)
+		case "double":
+			h = hashDouble(math.Float64frombits(binary.LittleEndian.Uint64(w)), h)
+		case "decimal":
+			if ft.Precision > 18 {
+				return 0, false, nil
+			}
+			h = hashLong(int64(binary.LittleEndian.Uint64(w)), h)
+		case "string", "binary":
+			ref := binary.LittleEndian.Uint64(w)
+			off, size := int(ref>>32), int(uint32(ref))
+			if off < 0 || size < 0 || off+size > len(b) {
+				return 0, true, &RowError{At: at, Reason: fmt.Sprintf("a %s at offset %d size %d outside the row of %d bytes", ft, off, size, len(b))}
+			}
+			h = hashBytes(b[off:off+size], h)
+		default:
+			return 0, false, nil
+		}
+	}
+	p = int(int32(h)) % n
+	if p < 0 {
+		p += n
+	}
+	return p, true, nil
 }
 
 // Partition is the partition Spark's HashPartitioning over the columns cols of key (of struct
