@@ -103,6 +103,10 @@ type ReadOptions struct {
 	MemoryBudget int64
 	// TempDir is where that temporary directory is made; default: os.TempDir() ($TMPDIR).
 	TempDir string
+	// Raw gives each row's bytes only (Row.RawKey, Row.RawValue), rendering no JSON and
+	// checking no row against the schema: for a caller that moves rows, not shows them (a
+	// repartition). Row's JSON methods are not to be used then.
+	Raw bool
 
 	fanIn int // runs merged at once (tests make it small); default defaultFanIn
 }
@@ -473,6 +477,10 @@ func (r *Reader) decode(row *Row, key, value []byte, deleted bool) (bool, error)
 	row.RawKey, row.RawValue, row.hasValue = key, nil, !deleted
 	if !deleted {
 		row.RawValue = value
+	}
+	if r.opts.Raw && len(r.filter) == 0 {
+		row.line = row.line[:0]
+		return true, nil
 	}
 	if !r.keep {
 		row.line = row.line[:0]
