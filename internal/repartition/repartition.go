@@ -351,7 +351,7 @@ func planStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing,
 		if ls.Partition(old) == nil {
 			return nil, fmt.Errorf("operator %d store %s has no partition %d of the %d in offsets/%d", lop.ID, ls.Name, old, p.From, p.Batch)
 		}
-		r, err := state.NewReader(ctx, cp, l, state.ReadOptions{Operator: lop.ID, Store: ls.Name, Partition: old, Version: p.Batch + 1})
+		r, err := state.NewReader(ctx, cp, l, state.ReadOptions{Operator: lop.ID, Store: ls.Name, Partition: old, Version: p.Batch + 1, Raw: true})
 		if err != nil {
 			return nil, err
 		}
@@ -370,11 +370,14 @@ func planStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing,
 			}
 		}
 		err = r.Each(ctx, func(row *state.Row) error {
-			k, err := statefmt.DecodeRow(row.RawKey, keyType)
-			if err != nil {
-				return err
+			np, ok, err := statefmt.PartitionRow(row.RawKey, keyType, cols, p.To)
+			if err == nil && !ok {
+				var k *statefmt.Object
+				if k, err = statefmt.DecodeRow(row.RawKey, keyType); err != nil {
+					return err
+				}
+				np, err = statefmt.Partition(k, keyType, cols, p.To)
 			}
-			np, err := statefmt.Partition(k, keyType, cols, p.To)
 			if err != nil {
 				return fmt.Errorf("operator %d store %s partition %d: %w", lop.ID, ls.Name, old, err)
 			}
