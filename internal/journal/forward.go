@@ -319,6 +319,7 @@ func forward(ctx context.Context, st stores, loc Location, j *Record, opts *Opti
 		return err
 	}
 	opts.hook("verified")
+	dropStaged(ctx, st, j)
 	unlock(ctx, s, j)
 	return nil
 }

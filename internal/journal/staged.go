@@ -11,7 +11,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -127,4 +129,41 @@ func linkStaged(root string, a Action) error {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// RemoveStaged deletes staged files (StagingDir/<run>/...) from s, then the directories they
+// leave empty, deepest first (a local store removes an empty one; object stores have none).
+func RemoveStaged(ctx context.Context, s storage.Store, files []string) error {
+	dirs := map[string]bool{}
+	for _, f := range files {
+		if err := del(ctx, s, f); err != nil {
+			return err
+		}
+		for d := path.Dir(f); strings.HasPrefix(d, StagingDir+"/"); d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	ds := make([]string, 0, len(dirs))
+	for d := range dirs {
+		ds = append(ds, d)
+	}
+	sort.Slice(ds, func(i, j int) bool { return len(ds[i]) > len(ds[j]) })
+	for _, d := range ds {
+		_ = s.Delete(ctx, d) // what is not empty stays
+	}
+	return nil
+}
+
+// dropStaged removes the staged sources of j's placements once nothing needs them: the journal
+// is done (every file placed) or undone (none is). Best effort: they are ckpt's own copies.
+func dropStaged(ctx context.Context, st stores, j *Journal) {
+	var files []string
+	for _, a := range j.Actions {
+		if isStagedCopy(a.Action) {
+			files = append(files, a.From)
+		}
+	}
+	if len(files) > 0 {
+		_ = RemoveStaged(context.WithoutCancel(ctx), st.cp, files)
+	}
 }

@@ -174,6 +174,7 @@ func undoLocked(ctx context.Context, st stores, loc Location, j *Record, opts *O
 	if err := j.write(ctx, loc, opts.now()); err != nil {
 		return err
 	}
+	dropStaged(ctx, st, j)
 	unlock(ctx, s, j)
 	return nil
 }

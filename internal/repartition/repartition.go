@@ -16,7 +16,6 @@ import (
 	"hash"
 	"io/fs"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -616,32 +615,18 @@ func reason(f string, p *Plan) string {
 	return fmt.Sprintf("state version %d of the new partition, rows rehashed by Spark's HashPartitioning", p.Version)
 }
 
-// RemoveStaged deletes the staged files of p from s once they are placed (or will never be):
-// they are ckpt's own copies of files the checkpoint holds, or of files it will not hold.
+// RemoveStaged deletes the staged files of p from s when nothing will place them (the plan
+// was declined, refused, or failed before its journal); a journal removes its own once done
+// or undone.
 func RemoveStaged(ctx context.Context, s storage.Store, p *Plan) error {
 	if !p.Staged {
 		return nil
 	}
-	dirs := map[string]bool{}
+	var files []string
 	for _, a := range p.Actions {
 		if a.Op == journal.OpCopy {
-			if err := s.Delete(ctx, a.From); err != nil {
-				return err
-			}
-			for d := path.Dir(a.From); strings.HasPrefix(d, journal.StagingDir+"/"); d = path.Dir(d) {
-				dirs[d] = true
-			}
+			files = append(files, a.From)
 		}
 	}
-	// Then the directories, deepest first (a local store removes an empty one; object stores
-	// have none): what is not empty stays.
-	var ds []string
-	for d := range dirs {
-		ds = append(ds, d)
-	}
-	sort.Slice(ds, func(i, j int) bool { return len(ds[i]) > len(ds[j]) })
-	for _, d := range ds {
-		_ = s.Delete(ctx, d)
-	}
-	return nil
+	return journal.RemoveStaged(ctx, s, files)
 }

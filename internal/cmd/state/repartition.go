@@ -137,9 +137,9 @@ func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 	}
 	var j *journal.Record
 	defer func() {
-		// The staged files go once placed, and when nothing will place them; a journal that
-		// stopped half-way keeps them for `ckpt repair resume`.
-		if j == nil || j.State == journal.StateDone || j.State == journal.StateUndone {
+		// The staged files go when nothing will place them; a journal removes its own once
+		// done or undone, and one that stopped half-way keeps them for `ckpt repair resume`.
+		if j == nil {
 			if rerr := repartition.RemoveStaged(context.WithoutCancel(ctx), store, p); rerr != nil {
 				fmt.Fprintf(opts.IO.ErrOut, "ckpt: warning: the staged files under %s/%s/%s stay: %s\n",
 					render.Escape(p.Checkpoint), journal.StagingDir, render.Escape(p.StageRun), render.Escape(rerr.Error()))
