@@ -102,6 +102,15 @@ func init() {
 				if got := prints(dst); got != expect {
 					ts.Fatalf("kill point %d, then %s: the files differ:\n%s\nwant:\n%s", k, recover, got, expect)
 				}
+				// A journal removes the files staged for it once done or undone.
+				if journal != "" {
+					_ = filepath.WalkDir(filepath.Join(dst, ck, "_ckpt", "staging"), func(p string, d fs.DirEntry, err error) error {
+						if err == nil && !d.IsDir() {
+							ts.Fatalf("kill point %d, then %s: staged file %s left", k, recover, p)
+						}
+						return nil
+					})
+				}
 				// (Killed before the journal and not run again, the stale lock stays until the
 				// next command takes it over, as the resume branch shows.)
 				if _, err := os.Stat(filepath.Join(dst, ck, "_ckpt", "lock")); err == nil && journal != "" {
