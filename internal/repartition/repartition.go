@@ -52,6 +52,10 @@ const (
 	BeyondSparkRelease = "Spark 3.5, 4.0 and 4.1 have no state repartition; the result is in the formats every release reads (HDFS-backed snapshot, offsets v1, commit v1)"
 )
 
+// DryRunStage is the run a dry run's copies name: nothing is staged, --execute stages the
+// files under a run of its own.
+const DryRunStage = "<run>"
+
 // Options configure NewPlan.
 type Options struct {
 	// Partitions is the new number of shuffle partitions (--partitions), at least 1.
@@ -189,7 +193,7 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	crc := hasChecksum(ctx, s, cp, last)
 	p.StageRun = o.StageRun
 	if p.StageRun == "" {
-		p.StageRun = "dry-run"
+		p.StageRun = DryRunStage
 	}
 	// The new files in write order: the small log files with their bytes, the state files
 	// by digest and size, their bytes streamed to the stage (or nowhere).

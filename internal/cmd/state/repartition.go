@@ -61,6 +61,10 @@ By default it only prints the plan. --execute applies it like a repair: create-o
 journal, verification by the recovery planner; 'ckpt repair undo <journal>' removes every file it
 added. Refused while the query runs, and when the last batch did not commit.
 
+The state is read once and the new files stream: --execute writes each new state file to
+_ckpt/staging/<run>/ in the checkpoint as it is computed, and the journal places it from there
+(a hard link on local disk), so memory stays flat whatever the size of the state.
+
 Exit codes: 0 planned or applied, 1 refused or failed, 2 usage error.`
 
 func newRepartition(env *cli.Env, runF func(*RepartitionOptions) error) *cobra.Command {
