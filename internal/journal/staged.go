@@ -106,11 +106,16 @@ func placedAlready(ctx context.Context, s storage.Store, a Action, err error) er
 // errNoLink is linkStaged's answer where the file system cannot link the staged file.
 var errNoLink = errors.New("cannot hard link here")
 
-// linkStaged links a.From to a.Path below root and syncs the directory it changed.
+// linkStaged links a.From to a.Path below root and syncs the directories it changed (a new
+// partition's directory, and its parent, which gained it).
 func linkStaged(root string, a Action) error {
 	from := filepath.Join(root, filepath.FromSlash(a.From))
 	to := filepath.Join(root, filepath.FromSlash(a.Path))
 	dir := filepath.Dir(to)
+	syncs := []string{dir}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		syncs = append(syncs, filepath.Dir(dir))
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -120,6 +125,15 @@ func linkStaged(root string, a Action) error {
 		}
 		return fmt.Errorf("%w: %v", errNoLink, err)
 	}
+	for _, d := range syncs {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
