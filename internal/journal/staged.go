@@ -170,7 +170,7 @@ func RemoveStaged(ctx context.Context, s storage.Store, files []string) error {
 
 // dropStaged removes the staged sources of j's placements once nothing needs them: the journal
 // is done (every file placed) or undone (none is). Best effort: they are ckpt's own copies.
-func dropStaged(ctx context.Context, st stores, j *Journal) {
+func dropStaged(ctx context.Context, st stores, j *Record) {
 	var files []string
 	for _, a := range j.Actions {
 		if isStagedCopy(a.Action) {

@@ -1,4 +1,4 @@
-package repair
+package journal
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/journal/journaltest"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -28,8 +29,8 @@ func TestStagedCopy(t *testing.T) {
 				}
 				s = l
 			}
-			buildScenario(t, "leftovers", s)
-			orig := snapshot(t, s)
+			journaltest.BuildScenario(t, "leftovers", s)
+			orig := journaltest.Snapshot(t, s)
 			target := "state/0/3/7.snapshot"
 			staged := StagedPath("run1", target)
 			if err := s.WriteFile(ctx, staged, data); err != nil {
@@ -41,20 +42,20 @@ func TestStagedCopy(t *testing.T) {
 				{Op: OpCopy, Path: target, From: StagedPath("run1", "state/0/2/7.snapshot"), After: a.After},
 				{Op: OpCopy, Path: "offsets/99", From: StagedPath("run1", "offsets/99"), After: a.After},
 			} {
-				if _, err := Execute(ctx, s, &Plan{Actions: []Action{bad}}, execOpts()); err == nil {
+				if _, err := Apply(ctx, s, &Plan{Actions: []Action{bad}}, execOpts()); err == nil {
 					t.Errorf("copy %s to %s applied", bad.From, bad.Path)
 				}
 			}
 			// A plan whose staged file no longer has its digest.
 			wrong := a
 			wrong.After = DigestOf([]byte("other"))
-			if _, err := Execute(ctx, s, &Plan{Actions: []Action{wrong}}, execOpts()); !errors.Is(err, ErrChanged) {
+			if _, err := Apply(ctx, s, &Plan{Actions: []Action{wrong}}, execOpts()); !errors.Is(err, ErrChanged) {
 				t.Errorf("a staged file with other bytes: %v, want ErrChanged", err)
 			}
-			if d := diffSnapshots(orig, snapshot(t, s)); d != "" {
+			if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, s)); d != "" {
 				t.Fatalf("refused plans changed the checkpoint:\n%s", d)
 			}
-			j, err := Execute(ctx, s, &Plan{Actions: []Action{a}}, execOpts())
+			j, err := Apply(ctx, s, &Plan{Actions: []Action{a}}, execOpts())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +70,7 @@ func TestStagedCopy(t *testing.T) {
 			if _, err := Undo(ctx, s, loc, execOpts()); err != nil {
 				t.Fatal(err)
 			}
-			if d := diffSnapshots(orig, snapshot(t, s)); d != "" {
+			if d := journaltest.DiffSnapshots(orig, journaltest.Snapshot(t, s)); d != "" {
 				t.Fatalf("after undo:\n%s", d)
 			}
 		})

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/repartition"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -259,7 +259,7 @@ func applyRepartition(t *testing.T, ck string, n int) map[string]string {
 	out := map[string]string{}
 	for _, a := range p.Actions {
 		data := a.Data
-		if a.Op == repair.OpCopy {
+		if a.Op == journal.OpCopy {
 			if data, err = stage.ReadFile(ctx, a.From); err != nil {
 				t.Fatal(err)
 			}

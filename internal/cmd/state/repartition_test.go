@@ -114,14 +114,14 @@ func TestRepartitionExecuteAndUndo(t *testing.T) {
 			// The journal placed the new state files from their staged copies (it carries no
 			// state bytes), and the staged copies are gone.
 			st0, _ := openLocal(context.Background(), dir)
-			j, err := repair.ReadJournal(context.Background(), repair.Location{Store: st0, Dir: doc.Journal[len(dir)+1:]})
+			j, err := journal.Read(context.Background(), journal.Location{Store: st0, Dir: doc.Journal[len(dir)+1:]})
 			if err != nil {
 				t.Fatal(err)
 			}
 			copies := 0
 			for _, a := range j.Actions {
-				if repair.IsStateFile(a.Path) {
-					if a.Op != repair.OpCopy || a.Data != nil || !strings.HasPrefix(a.From, repair.StagingDir+"/") {
+				if journal.IsStateFile(a.Path) {
+					if a.Op != journal.OpCopy || a.Data != nil || !strings.HasPrefix(a.From, journal.StagingDir+"/") {
 						t.Errorf("journal: %s %s from %q with %d bytes; want a copy from the staging directory", a.Op, a.Path, a.From, len(a.Data))
 					}
 					copies++
