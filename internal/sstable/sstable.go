@@ -2,10 +2,12 @@
 // state store): the footer, the metaindex and properties blocks, the index (single level or
 // partitioned, with delta-encoded handles) and the data blocks, each block checked against its
 // trailer's checksum. It yields internal keys (user key, sequence number, kind) in file order.
+// Writer builds the tables of ckpt's RocksDB state writer (package statefmt), in a layout every
+// RocksDB of Spark's classpath reads.
 //
 // Like logformat it does no I/O and imports only the standard library: a table is read from
-// bytes, and compressed blocks go through the Decompressor the caller gives (statefmt has the
-// codecs). Every error is an *Error naming the file, the offset and block, and what was
+// and written to bytes, and compressed blocks go through the Decompressor (and the compressor)
+// the caller gives (statefmt has the codecs). Every error is an *Error naming the file, the offset and block, and what was
 // expected.
 package sstable
 

@@ -13,15 +13,29 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/statefmt"
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
 
-// decompress is the state reader's decompressor: statefmt's raw block codecs.
+// decompress decodes the raw blocks of Spark's SST files with the codec libraries statefmt
+// uses (statefmt imports this package for its writer, so the test cannot import statefmt).
 func decompress(c Compression, dst, src []byte) ([]byte, error) {
-	codec := map[Compression]string{LZ4Compression: statefmt.CodecLZ4, LZ4HCCompression: statefmt.CodecLZ4,
-		SnappyCompression: statefmt.CodecSnappy, ZSTDCompression: statefmt.CodecZstd}[c]
-	return statefmt.DecompressBlock(codec, dst, src)
+	switch c {
+	case LZ4Compression, LZ4HCCompression:
+		n, err := lz4.UncompressBlock(src, dst)
+		return dst[:n], err
+	case SnappyCompression:
+		return snappy.Decode(nil, src)
+	case ZSTDCompression:
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		return d.DecodeAll(src, dst[:0])
+	}
+	return nil, fmt.Errorf("compression %v", c)
 }
 
 // fixtureSSTs are SST files real Spark (RocksDB JNI 8.x and 9.x) wrote (testdata/spark-state).
@@ -400,7 +414,9 @@ func testWriter(t *testing.T, w *Writer) {
 		if i%10 == 3 {
 			kind, v = KindDeletion, ""
 		}
-		w.Add([]byte(k), uint64(10_000-i), kind, []byte(v))
+		if err := w.Add([]byte(k), uint64(10_000-i), kind, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
 		want = append(want, k+"/"+kind.String()+"/"+v)
 	}
 	tb, es, err := readAll(t, "w.sst", w.Finish())
@@ -416,5 +432,68 @@ func testWriter(t *testing.T, w *Writer) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("read %d entries, wrote %d", len(got), len(want))
+	}
+}
+
+// TestWriterRewritesSparkSSTs: every SST file Spark wrote, its entries added to a Writer as
+// they are (user key, seqno, kind, value), reads back as the same entries in the same order,
+// and the writer's FileMeta names the first and last internal keys and the seqno range.
+func TestWriterRewritesSparkSSTs(t *testing.T) {
+	for _, f := range fixtureSSTs(t) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, want, err := readAll(t, f, data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		w := &Writer{Compression: LZ4Compression, Compress: lz4Block, CompressIndex: true}
+		lo, hi := ^uint64(0), uint64(0)
+		for _, e := range want {
+			if err := w.Add([]byte(e.key), e.seq, e.kind, []byte(e.value)); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			lo, hi = min(lo, e.seq), max(hi, e.seq)
+		}
+		m := w.Meta()
+		_, got, err := readAll(t, "w.sst", w.Finish())
+		if err != nil {
+			t.Fatalf("%s rewritten: %v", f, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s rewritten: %d entries read back, %d written", f, len(got), len(want))
+		}
+		first, last := want[0], want[len(want)-1]
+		ik := func(k string, seq uint64, kind Kind) []byte {
+			return binary.LittleEndian.AppendUint64([]byte(k), seq<<8|uint64(kind))
+		}
+		if !bytes.Equal(m.Smallest, ik(first.key, first.seq, first.kind)) || !bytes.Equal(m.Largest, ik(last.key, last.seq, last.kind)) ||
+			m.SmallestSeq != lo || m.LargestSeq != hi || m.Entries != uint64(len(want)) {
+			t.Errorf("%s: meta %+v", f, m)
+		}
+	}
+}
+
+// TestWriterRefuses: entries out of RocksDB's order (a smaller user key, the same user key with
+// a sequence number that is not smaller), a seqno above 56 bits and a merge operand.
+func TestWriterRefuses(t *testing.T) {
+	for name, add := range map[string]func(w *Writer) error{
+		"smaller key":     func(w *Writer) error { return w.Add([]byte("a"), 1, KindValue, nil) },
+		"same seqno":      func(w *Writer) error { return w.Add([]byte("b"), 5, KindValue, nil) },
+		"newer same key":  func(w *Writer) error { return w.Add([]byte("b"), 6, KindDeletion, nil) },
+		"seqno too large": func(w *Writer) error { return w.Add([]byte("c"), 1<<56, KindValue, nil) },
+		"merge":           func(w *Writer) error { return w.Add([]byte("c"), 1, KindMerge, nil) },
+	} {
+		w := &Writer{}
+		if err := w.Add([]byte("b"), 5, KindValue, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := add(w); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		if err := w.Add([]byte("b"), 4, KindDeletion, nil); err != nil {
+			t.Errorf("%s: then an older entry of the same key: %v", name, err)
+		}
 	}
 }

@@ -3,13 +3,16 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 )
 
-// Writer builds a table as Spark's RocksDB settings do (format version 5, crc32c, a binary
-// search index with delta-encoded handles, a properties block), for tests and benchmarks:
-// ckpt never writes state. Add keys in RocksDB's order (user key ascending, then newer
-// sequence numbers first).
+// Writer builds a table that every RocksDB in Spark's classpath opens (rocksdbjni 8.3 in Spark
+// 3.5, 9.x in 4.x): format version 5, crc32c block checksums, data blocks with a restart point
+// every 16 entries, a binary search index with delta-encoded handles, and a properties block
+// naming the default column family. It is the SST writer of ckpt's RocksDB state writer
+// (statefmt) and of the tests' fixtures. Add entries in RocksDB's order (user key ascending,
+// then newer sequence numbers first); Finish returns the file.
 type Writer struct {
 	// Compression is the compression type recorded for compressed blocks; Compress, when not
 	// nil, compresses a block's bytes (a block is stored uncompressed when it does not shrink).
@@ -27,15 +30,43 @@ type Writer struct {
 	n        int // entries in the current block
 	last     []byte
 	index    [][2][]byte // last key of a block, encoded handle
-	entries  uint64
+	meta     FileMeta
 	blocks   uint64
+	rawKey   uint64
+	rawValue uint64
+}
+
+// FileMeta is what a MANIFEST records of a table: its smallest and largest internal keys and
+// the range of its sequence numbers, with its entry counts.
+type FileMeta struct {
+	Smallest, Largest       []byte // internal keys: user key, then the 8-byte seqno/kind trailer
+	SmallestSeq, LargestSeq uint64
+	Entries, Deletions      uint64
 }
 
 const writerRestartInterval = 16
 
-// Add appends one entry.
-func (w *Writer) Add(userKey []byte, seq uint64, kind Kind, value []byte) {
+// maxSeq is the largest sequence number an internal key holds (56 bits).
+const maxSeq = 1<<56 - 1
+
+// Add appends one entry. It refuses an entry out of RocksDB's order, a sequence number above
+// 2^56-1 and a kind other than a value or a deletion.
+func (w *Writer) Add(userKey []byte, seq uint64, kind Kind, value []byte) error {
+	if seq > maxSeq {
+		return fmt.Errorf("sstable: sequence number %d is above 2^56-1", seq)
+	}
+	if kind != KindValue && kind != KindDeletion {
+		return fmt.Errorf("sstable: the writer writes values and deletions, not %v", kind)
+	}
 	key := binary.LittleEndian.AppendUint64(append([]byte(nil), userKey...), seq<<8|uint64(kind))
+	if w.meta.Entries > 0 {
+		lastUser := w.last[:len(w.last)-8]
+		lastSeq := binary.LittleEndian.Uint64(w.last[len(w.last)-8:]) >> 8
+		c := bytes.Compare(lastUser, userKey)
+		if c > 0 || (c == 0 && lastSeq <= seq) {
+			return fmt.Errorf("sstable: entry %d (user key %x, seqno %d) is not after user key %x, seqno %d", w.meta.Entries, userKey, seq, lastUser, lastSeq)
+		}
+	}
 	shared := 0
 	if w.n%writerRestartInterval == 0 {
 		w.restarts = append(w.restarts, uint32(len(w.block)))
@@ -50,7 +81,17 @@ func (w *Writer) Add(userKey []byte, seq uint64, kind Kind, value []byte) {
 	w.block = append(append(w.block, key[shared:]...), value...)
 	w.last = key
 	w.n++
-	w.entries++
+	if w.meta.Entries == 0 {
+		w.meta.Smallest = key
+		w.meta.SmallestSeq, w.meta.LargestSeq = seq, seq
+	}
+	w.meta.SmallestSeq, w.meta.LargestSeq = min(w.meta.SmallestSeq, seq), max(w.meta.LargestSeq, seq)
+	w.meta.Entries++
+	if kind == KindDeletion {
+		w.meta.Deletions++
+	}
+	w.rawKey += uint64(len(key))
+	w.rawValue += uint64(len(value))
 	size := w.BlockSize
 	if size <= 0 {
 		size = 4096
@@ -58,6 +99,14 @@ func (w *Writer) Add(userKey []byte, seq uint64, kind Kind, value []byte) {
 	if len(w.block) >= size {
 		w.flush()
 	}
+	return nil
+}
+
+// Meta describes the entries added so far (Largest is the last key added).
+func (w *Writer) Meta() FileMeta {
+	m := w.meta
+	m.Largest = w.last
+	return m
 }
 
 func (w *Writer) flush() {
@@ -127,15 +176,24 @@ func (w *Writer) Finish() []byte {
 		ib = binary.AppendUvarint(ib, uint64(len(e[0])))
 		ib = append(append(ib, e[0]...), e[1]...)
 	}
+	dataSize := uint64(len(w.out))
 	index := w.writeBlock(w.finishBlock(ib, rs), w.CompressIndex)
 	uv := func(v uint64) []byte { return binary.AppendUvarint(nil, v) }
+	// Properties in the byte order of their names, as a block requires.
 	props := w.writeBlock(w.simpleBlock([][2][]byte{
 		{[]byte("rocksdb.block.based.table.index.type"), binary.LittleEndian.AppendUint32(nil, IndexBinarySearch)},
+		{[]byte("rocksdb.column.family.id"), uv(0)},
+		{[]byte("rocksdb.column.family.name"), []byte("default")},
 		{[]byte("rocksdb.comparator"), []byte("leveldb.BytewiseComparator")},
 		{[]byte("rocksdb.compression"), []byte(w.Compression.String())},
+		{[]byte("rocksdb.data.size"), uv(dataSize)},
+		{[]byte("rocksdb.deleted.keys"), uv(w.meta.Deletions)},
 		{[]byte("rocksdb.index.value.is.delta.encoded"), uv(1)},
+		{[]byte("rocksdb.merge.operands"), uv(0)},
 		{[]byte("rocksdb.num.data.blocks"), uv(w.blocks)},
-		{[]byte("rocksdb.num.entries"), uv(w.entries)},
+		{[]byte("rocksdb.num.entries"), uv(w.meta.Entries)},
+		{[]byte("rocksdb.raw.key.size"), uv(w.rawKey)},
+		{[]byte("rocksdb.raw.value.size"), uv(w.rawValue)},
 	}), false)
 	meta := w.writeBlock(w.simpleBlock([][2][]byte{{[]byte("rocksdb.properties"), props}}), false)
 	f := []byte{byte(ChecksumCRC32C)}
