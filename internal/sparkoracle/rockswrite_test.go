@@ -1,17 +1,25 @@
 package sparkoracle
 
 import (
+	"archive/zip"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/sstable"
 	"github.com/ckpt-dev/ckpt/internal/state"
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
+	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
 // installed skips (or, in CI, fails) when Spark rel is not in the cache.
@@ -30,7 +38,9 @@ func installed(t *testing.T, rel string) {
 // checksums verified). Every SST file Spark wrote in testdata/spark-state, its entries
 // rewritten by sstable.Writer (lz4 blocks, Spark's default), reads in RocksDB as the same live
 // entries as Spark's own file; a table of many blocks, with deletions and several versions of
-// a key, reads as the entries the newest version of each key leaves.
+// a key, reads as the entries the newest version of each key leaves. Then a database directory
+// holding only a MANIFEST, CURRENT and one SST file that statefmt wrote opens read-only and
+// reads as the rows that were put.
 func TestSparkLiveSSTWriter(t *testing.T) {
 	ssts, _ := filepath.Glob("../../testdata/spark-state/*/*/checkpoint/state/*/*/SSTs/*.sst")
 	if len(ssts) == 0 {
@@ -62,6 +72,8 @@ func TestSparkLiveSSTWriter(t *testing.T) {
 				t.Fatal(err)
 			}
 			reqs = append(reqs, "SST\t"+manyFile+"\t"+manyFile+".txt")
+			db, dbWant := rocksDBDir(t, filepath.Join(work, "db"), rel)
+			reqs = append(reqs, "DB\t"+db+"\t"+db+".txt")
 			runJava(t, rel, "RocksRead", reqs)
 
 			sparkRead := 0
@@ -86,7 +98,7 @@ func TestSparkLiveSSTWriter(t *testing.T) {
 			if sparkRead < len(files)/2 {
 				t.Errorf("RocksDB read only %d of Spark's %d files", sparkRead, len(files))
 			}
-			for _, c := range []struct{ file, want string }{{manyFile, manyWant}} {
+			for _, c := range []struct{ file, want string }{{manyFile, manyWant}, {db, dbWant}} {
 				got, err := readOrError(c.file + ".txt")
 				if err != "" {
 					t.Errorf("%s: RocksDB: %s", c.file, err)
@@ -97,7 +109,7 @@ func TestSparkLiveSSTWriter(t *testing.T) {
 			if len(files) < len(ssts)/2 {
 				t.Errorf("only %d of %d SST files rewritten", len(files), len(ssts))
 			}
-			t.Logf("%d of Spark's %d SST files rewritten and compared (%d read by RocksDB as Spark wrote them), one table of many blocks", len(files), len(ssts), sparkRead)
+			t.Logf("%d of Spark's %d SST files rewritten and compared (%d read by RocksDB as Spark wrote them), one table of many blocks, one database", len(files), len(ssts), sparkRead)
 		})
 	}
 }
@@ -180,4 +192,202 @@ func manyBlockSST(t *testing.T) ([]byte, string) {
 	m := w.Meta()
 	fmt.Fprintf(&want, "# entries %d\n", m.Entries)
 	return w.Finish(), want.String()
+}
+
+// rocksDBDir writes a RocksDB version of 500 rows with statefmt's writer and lays it out as
+// Spark does before it opens the database: the zip's entries and the SST file in one directory.
+// want is RocksRead's output: every row with RocksDB's encoding byte.
+func rocksDBDir(t *testing.T, dir, rel string) (string, string) {
+	t.Helper()
+	w := statefmt.NewRocksDBWriter()
+	var want strings.Builder
+	for i := range 500 {
+		k := []byte(fmt.Sprintf("key-%05d", i))
+		v := []byte(strings.Repeat("v", i%30))
+		if err := w.Put(k, v); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&want, "00%x\t00%x\n", k, v)
+	}
+	fmt.Fprintf(&want, "# entries %d\n", 500)
+	v, err := w.Finish("0b3c2a4e-1f5d-4c6b-8a9e-7d2f1e0c3b4a", Line(rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipTo(t, v.Zip, dir)
+	if err := os.WriteFile(filepath.Join(dir, strings.SplitN(v.SSTName, "-", 2)[0]+".sst"), v.SST, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, want.String()
+}
+
+// unzipTo extracts a RocksDB checkpoint zip into dir, as Spark's RocksDBFileManager does.
+func unzipTo(t *testing.T, data []byte, dir string) {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f.Name)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSparkLiveRocksDBWriter: for each release, the RocksDB aggregation fixture of its line
+// (testdata/spark-state/<line>.x/agg-rocksdb, five batches) with its last version (5) of every
+// partition replaced by statefmt's writing of the rows ckpt's reader reads there: one new SST
+// file and a 5.zip naming it, Spark's own files of version 5 removed. Spark's statestore reader
+// (4.0+; 3.5 has none) reads the same rows from it as from Spark's version 5, and the query
+// restarted on it (spark/StateDamage.java, a new input file) runs batch 5 and writes a version
+// 6 in which ckpt's reader sees the same rows as in the version 6 the same restart writes from
+// Spark's own version 5: Spark loaded exactly the rows that were written.
+func TestSparkLiveRocksDBWriter(t *testing.T) {
+	for _, rel := range releasesFromEnv(t) {
+		t.Run(rel, func(t *testing.T) {
+			installed(t, rel)
+			fx := fixtureFor(t, rel, "agg-rocksdb")
+			if fx == "" {
+				t.Fatalf("no agg-rocksdb fixture for Spark %s", Line(rel))
+			}
+			work := t.TempDir()
+			var cks [2]string
+			for i, name := range []string{"spark", "ckpt"} {
+				cks[i] = filepath.Join(work, name, "checkpoint")
+				copyTree(t, filepath.Join(fx, "checkpoint"), cks[i])
+			}
+			before := readRocksVersion(t, cks[0], 5)
+			if len(before) == 0 {
+				t.Fatal("no rows in version 5 of Spark's store")
+			}
+			for p := range before {
+				rewriteRocksVersion(t, cks[1], p, 5, Line(rel))
+			}
+			if got := readRocksVersion(t, cks[1], 5); !equalRows(got, before) {
+				t.Fatalf("ckpt reads other rows from the version it wrote:\n%v\nSpark's:\n%v", got, before)
+			}
+			if !strings.HasPrefix(rel, "3.") {
+				var reqs []string
+				var outs [2]string
+				for i, ck := range cks {
+					outs[i] = filepath.Join(work, fmt.Sprintf("read-%d.jsonl", i))
+					reqs = append(reqs, strings.Join([]string{ck, "0", "default", outs[i]}, "\t"))
+				}
+				runStateRead(t, rel, reqs)
+				want, werr := readOrError(outs[0])
+				got, gerr := readOrError(outs[1])
+				switch {
+				case werr != "" || len(want) == 0:
+					t.Fatalf("Spark's reader of Spark's store: %q (%d bytes)", werr, len(want))
+				case gerr != "":
+					t.Errorf("Spark's reader of the version ckpt wrote: %s", gerr)
+				case !bytes.Equal(want, got):
+					t.Errorf("Spark's reader reads\n%s\nfrom the version ckpt wrote, and from Spark's:\n%s", got, want)
+				}
+			}
+			var conf struct {
+				Query string            `json:"query"`
+				Conf  map[string]string `json:"conf"`
+			}
+			readJSON(t, filepath.Join(fx, "conf.json"), &conf)
+			var reqs []map[string]any
+			for i, ck := range cks {
+				in := restartInput(t, filepath.Dir(ck), ck)
+				reqs = append(reqs, map[string]any{"name": []string{"spark", "ckpt"}[i], "checkpoint": ck, "input": in,
+					"query": conf.Query, "conf": conf.Conf, "timeoutMs": 180000})
+			}
+			res := runStateDamage(t, rel, reqs)
+			for i, r := range res {
+				if r.Outcome != "ok" || len(r.Batches) != 1 || r.Batches[0].ID != 5 {
+					t.Fatalf("restart on %s's version 5: %s %v %v, batches %v", reqs[i]["name"], r.Outcome, deref(r.ErrorClass), deref(r.Error), r.Batches)
+				}
+			}
+			want, got := readRocksVersion(t, cks[0], 6), readRocksVersion(t, cks[1], 6)
+			if len(want) == 0 || equalRows(want, before) {
+				t.Fatalf("the restart on Spark's store changed no row of version 5: %v", want)
+			}
+			if !equalRows(got, want) {
+				t.Errorf("version 6 after the restart on ckpt's version 5:\n%v\nafter the restart on Spark's:\n%v", got, want)
+			}
+		})
+	}
+}
+
+// readRocksVersion reads version v of operator 0's store with ckpt's reader: by partition, the
+// key and value bytes of each row in key order.
+func readRocksVersion(t *testing.T, ck string, v int64) map[int][][2]string {
+	t.Helper()
+	ctx := context.Background()
+	s, err := storage.NewLocal(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.Load(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := state.Scan(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int][][2]string{}
+	for _, p := range l.Operator(0).Store("default").Partitions {
+		r, err := state.NewReader(ctx, cp, l, state.ReadOptions{Operator: 0, Partition: p.ID, Version: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.Each(ctx, func(row *state.Row) error {
+			out[p.ID] = append(out[p.ID], [2]string{string(row.RawKey), string(row.RawValue)})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(out[p.ID], func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	}
+	return out
+}
+
+func equalRows(a, b map[int][][2]string) bool {
+	return maps.EqualFunc(a, b, func(x, y [][2]string) bool { return slices.Equal(x, y) })
+}
+
+// rewriteRocksVersion replaces version v of operator 0's partition p by statefmt's writing of
+// the rows ckpt reads there: the version's zip and its checksum files removed, a new SST file
+// and zip written. Spark's SST files stay (older versions list them).
+func rewriteRocksVersion(t *testing.T, ck string, p int, v int64, line string) {
+	t.Helper()
+	rows := readRocksVersion(t, ck, v)[p]
+	w := statefmt.NewRocksDBWriter()
+	for _, r := range rows {
+		if err := w.Put([]byte(r[0]), []byte(r[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ver, err := w.Finish(fmt.Sprintf("c0ffee00-0000-4000-8000-%012d", p), line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(ck, "state", "0", fmt.Sprint(p))
+	zipName := fmt.Sprintf("%d.zip", v)
+	for _, f := range []string{zipName, zipName + ".crc", "." + zipName + ".crc"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(dir, "SSTs", ver.SSTName), ver.SST)
+	writeFile(t, filepath.Join(dir, zipName), ver.Zip)
 }

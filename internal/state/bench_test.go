@@ -1,12 +1,10 @@
 package state
 
 import (
-	"archive/zip"
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -29,7 +27,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/sstable"
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
 	"github.com/ckpt-dev/ckpt/internal/storage"
-	"github.com/pierrec/lz4/v4"
 )
 
 // The 1 GB state partition of the read benchmarks: the aggregation checkpoint real Spark 4.0
@@ -542,14 +539,7 @@ func writeBenchSST(dir string, n int64, lz4Index bool, k int) (int64, error) {
 		order[i] = int64(i)
 	}
 	slices.SortFunc(order, func(a, b int64) int { return bytes.Compare(keys[a], keys[b]) })
-	lz := func(b []byte) []byte {
-		dst := make([]byte, lz4.CompressBlockBound(len(b)))
-		m, err := lz4.CompressBlock(b, dst, nil)
-		if err != nil || m == 0 {
-			return nil
-		}
-		return dst[:m]
-	}
+	lz := statefmt.SSTLZ4
 	var val []byte
 	var big []*sstable.Writer
 	for range k {
@@ -559,14 +549,19 @@ func writeBenchSST(dir string, n int64, lz4Index bool, k int) (int64, error) {
 	rows := n
 	for j, i := range order {
 		val = append(append(val[:0], 0), benchValue(nil, tmpl, i, 3)...)
-		big[int64(j)*int64(k)/n].Add(keys[i], uint64(i+1), sstable.KindValue, val)
+		if err := big[int64(j)*int64(k)/n].Add(keys[i], uint64(i+1), sstable.KindValue, val); err != nil {
+			return 0, err
+		}
 		switch {
 		case i%500 == 7:
-			small.Add(keys[i], uint64(n+i+1), sstable.KindDeletion, nil)
+			err = small.Add(keys[i], uint64(n+i+1), sstable.KindDeletion, nil)
 			rows--
 		case i%100 == 3:
 			val = append(append(val[:0], 0), benchValue(nil, tmpl, i, 5)...)
-			small.Add(keys[i], uint64(n+i+1), sstable.KindValue, val)
+			err = small.Add(keys[i], uint64(n+i+1), sstable.KindValue, val)
+		}
+		if err != nil {
+			return 0, err
 		}
 	}
 	part := filepath.Join(dir, "state/0/0")
@@ -574,28 +569,21 @@ func writeBenchSST(dir string, n int64, lz4Index bool, k int) (int64, error) {
 		return 0, err
 	}
 	var files []statefmt.RocksDBFile
+	var tables []statefmt.RocksDBSST
+	last := uint64(0)
 	for i, w := range append(big, small) {
+		m := w.Meta()
 		b := w.Finish()
 		name := fmt.Sprintf("%06d-bench.sst", 100+i)
 		if err := os.WriteFile(filepath.Join(part, "SSTs", name), b, 0o644); err != nil {
 			return 0, err
 		}
 		files = append(files, statefmt.RocksDBFile{LocalFileName: fmt.Sprintf("%06d.sst", 100+i), DFSSSTFileName: name, SizeBytes: int64(len(b))})
-	}
-	meta, err := json.Marshal(map[string]any{"sstFiles": files, "numKeys": rows})
-	if err != nil {
-		return 0, err
+		tables = append(tables, statefmt.RocksDBSST{Number: uint64(100 + i), Size: uint64(len(b)), Meta: m})
+		last = max(last, m.LargestSeq)
 	}
 	var zb bytes.Buffer
-	zw := zip.NewWriter(&zb)
-	w, err := zw.Create("metadata")
-	if err != nil {
-		return 0, err
-	}
-	if _, err := w.Write(append([]byte("v1\n"), meta...)); err != nil {
-		return 0, err
-	}
-	if err := zw.Close(); err != nil {
+	if err := statefmt.WriteRocksDBZip(&zb, "4.1", files, rows, 5, statefmt.RocksDBManifest(tables, last, uint64(100+len(tables)))); err != nil {
 		return 0, err
 	}
 	return rows, os.WriteFile(filepath.Join(part, "5.zip"), zb.Bytes(), 0o644)
