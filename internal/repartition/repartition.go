@@ -16,6 +16,7 @@ import (
 	"hash"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,7 +50,7 @@ const (
 	// BeyondSparkHDFS is what the plan says where Spark 4.2.0 itself would refuse.
 	BeyondSparkHDFS = "Spark 4.2.0 refuses the HDFS-backed provider (STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_PROVIDER); ckpt writes its snapshot format"
 	// BeyondSparkRelease is said for the releases that have no repartition at all.
-	BeyondSparkRelease = "Spark 3.5, 4.0 and 4.1 have no state repartition; the result is in the formats every release reads (HDFS-backed snapshot, offsets v1, commit v1)"
+	BeyondSparkRelease = "Spark 3.5, 4.0 and 4.1 have no state repartition; the result is in the formats every release reads (HDFS-backed snapshot, RocksDB zip and SST file, offsets v1, commit v1)"
 )
 
 // DryRunStage is the run a dry run's copies name: nothing is staged, --execute stages the
@@ -219,7 +220,12 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 			return p.refuse("operator %d (%s): %s", op.ID, op.Name, op.Refused)
 		}
 	}
-	p.BeyondSpark = append(p.BeyondSpark, BeyondSparkHDFS, BeyondSparkRelease)
+	for _, op := range p.Operators {
+		if slices.ContainsFunc(op.Stores, func(st *Store) bool { return st.Provider == state.ProviderHDFS }) && !slices.Contains(p.BeyondSpark, BeyondSparkHDFS) {
+			p.BeyondSpark = append(p.BeyondSpark, BeyondSparkHDFS)
+		}
+	}
+	p.BeyondSpark = append(p.BeyondSpark, BeyondSparkRelease)
 
 	// offsets/L+1: offsets/L with the new partition count; commits/L+1: commits/L.
 	newOff := *off
@@ -300,9 +306,13 @@ func planOperator(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listi
 		}
 	}
 	for _, ls := range lop.Stores {
-		if ls.Provider != state.ProviderHDFS {
-			op.Refused = fmt.Sprintf("store %s is %s: ckpt writes the HDFS-backed provider's snapshot format only; "+
-				"a RocksDB store needs SST files, which ckpt does not write yet (Spark 4.2.0's own repartition handles RocksDB)", ls.Name, ls.Provider)
+		write := planStore
+		switch ls.Provider {
+		case state.ProviderHDFS:
+		case state.ProviderRocksDB:
+			write = planRocksStore
+		default:
+			op.Refused = fmt.Sprintf("store %s is %s: ckpt writes the HDFS-backed and RocksDB providers' formats only", ls.Name, ls.Provider)
 			return op, nil
 		}
 		for _, lp := range ls.Partitions {
@@ -313,7 +323,7 @@ func planOperator(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listi
 				}
 			}
 		}
-		st, err := planStore(ctx, cp, l, lop, ls, kind, p, out)
+		st, err := write(ctx, cp, l, lop, ls, kind, p, out)
 		if err != nil {
 			var r refusal
 			if errors.As(err, &r) {
@@ -348,25 +358,44 @@ func planStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing,
 			return nil, err
 		}
 	}
+	err := eachRehashed(ctx, cp, l, lop, ls, kind, p, st, func(np int, key, value []byte) error {
+		return files[np].w.Put(key, value)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for np, f := range files {
+		if err := out.finish(f); err != nil {
+			return nil, err
+		}
+		st.Rows += st.RowsTo[np]
+	}
+	p.Rows += st.Rows
+	return st, nil
+}
+
+// eachRehashed reads the store's rows at version L+1 of partitions 0..From-1, partition by
+// partition, and hands each row's bytes to fn with its new partition (Spark's HashPartitioning
+// of its key columns, hashed in place where statefmt.PartitionRow can), counting them in st.
+func eachRehashed(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing, lop *state.Operator, ls *state.Store, kind keyKind, p *Plan, st *Store, fn func(np int, key, value []byte) error) error {
 	var cols []int
 	var keyType *statefmt.Type
 	for old := 0; old < p.From; old++ {
 		if ls.Partition(old) == nil {
-			return nil, fmt.Errorf("operator %d store %s has no partition %d of the %d in offsets/%d", lop.ID, ls.Name, old, p.From, p.Batch)
+			return fmt.Errorf("operator %d store %s has no partition %d of the %d in offsets/%d", lop.ID, ls.Name, old, p.From, p.Batch)
 		}
 		r, err := state.NewReader(ctx, cp, l, state.ReadOptions{Operator: lop.ID, Store: ls.Name, Partition: old, Version: p.Batch + 1, Raw: true})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sc := r.Schema()
 		if sc == nil {
-			return nil, refusal(fmt.Sprintf("store %s has no schema file: ckpt cannot decode the keys to hash them", ls.Name))
+			return refusal(fmt.Sprintf("store %s has no schema file: ckpt cannot decode the keys to hash them", ls.Name))
 		}
-		fam := sc.Family(statefmt.DefaultColumnFamily)
 		if keyType == nil {
-			keyType = fam.Key
+			keyType = sc.Family(statefmt.DefaultColumnFamily).Key
 			if cols, err = kind.columns(ls.Name, keyType); err != nil {
-				return nil, err
+				return err
 			}
 			for _, c := range cols {
 				st.KeyColumns = append(st.KeyColumns, keyType.Fields[c].Name)
@@ -386,20 +415,13 @@ func planStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing,
 			}
 			st.RowsFrom[old]++
 			st.RowsTo[np]++
-			return files[np].w.Put(row.RawKey, row.RawValue)
+			return fn(np, row.RawKey, row.RawValue)
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	for np, f := range files {
-		if err := out.finish(f); err != nil {
-			return nil, err
-		}
-		st.Rows += st.RowsTo[np]
-	}
-	p.Rows += st.Rows
-	return st, nil
+	return nil
 }
 
 // output is where a plan's new state files go: a hash and a size for each (a dry run), and the
@@ -513,6 +535,29 @@ func (o *output) place(f string, d journal.Digest, size int64) error {
 	o.ov.Placed(a)
 	o.p.Bytes += size
 	o.p.Actions = append(o.p.Actions, a)
+	return nil
+}
+
+// whole adds a new state file whose bytes are in memory (a RocksDB version's SST file and zip),
+// and its checksum where the checkpoint has them: staged as the streamed files are, and placed
+// by a copy.
+func (o *output) whole(f string, data []byte) error {
+	files := [][2][]byte{{[]byte(f), data}}
+	if o.crc {
+		files = append(files, [2][]byte{[]byte(checksumPath(f)), logformat.HadoopChecksum(data)})
+	}
+	for _, nf := range files {
+		name, data := string(nf[0]), nf[1]
+		if o.o.Stage != nil {
+			if err := o.o.Stage.WriteFile(o.ctx, journal.StagedPath(o.p.StageRun, name), data); err != nil {
+				return err
+			}
+			o.staged = append(o.staged, journal.StagedPath(o.p.StageRun, name))
+		}
+		if err := o.place(name, journal.DigestOf(data), int64(len(data))); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -201,7 +201,6 @@ func TestPlanRefusals(t *testing.T) {
 		want      string
 	}{
 		{"same count", fixture, 2, nil, "SHUFFLE_PARTITIONS_ALREADY_MATCH"},
-		{"rocksdb", "../../testdata/spark-state/4.2.0/agg-rocksdb/checkpoint", 4, nil, "ckpt does not write yet"},
 		{"last batch failed", fixture, 4, func(dir string) { _ = os.Remove(filepath.Join(dir, "commits/4")) }, "LAST_BATCH_FAILED"},
 		{"no metadata, unknown stores", fixture, 4, func(dir string) {
 			_ = os.Remove(filepath.Join(dir, "state/0/_metadata/metadata"))
