@@ -35,6 +35,7 @@ var repartitionCases = []struct {
 }{
 	{"agg-hdfs", "agg", false}, {"dedup-hdfs", "dedup", false}, {"join-hdfs", "join", false},
 	{"window-hdfs", "window", true}, {"fmgws-hdfs", "fmgws", true},
+	{"agg-rocksdb", "agg", false},
 }
 
 // generatedBatches are the batches a generated case's checkpoint holds.
@@ -46,13 +47,13 @@ var repartitionTo = []int{4, 1}
 // restartBatches are the batches of new input the restarts read (the fixtures ran 0-4).
 var restartBatches = []int{5, 6, 7}
 
-// TestSparkLiveRepartition: on every release, the HDFS-backed fixtures repartitioned by ckpt
-// to 4 and to 1 partitions restart on Spark over three more input files and emit exactly
-// what the restart of the checkpoint as Spark left it emits, with the new partition count in
-// every batch; Spark's statestore reader (4.0+) reads the fixture's rows from the
-// repartitioned checkpoint. UPDATE_SPARK=1 writes Spark's answers as the goldens that
-// TestRepartitionGoldens (internal/repartition) compares ckpt with in every CI run; otherwise
-// they are compared with the goldens. CKPT_SPARK_REPARTITION=agg-hdfs,… limits the fixtures;
+// TestSparkLiveRepartition: on every release, the HDFS-backed fixtures and the RocksDB
+// aggregation repartitioned by ckpt to 4 and to 1 partitions restart on Spark over three more
+// input files and emit exactly what the restart of the checkpoint as Spark left it emits,
+// with the new partition count in every batch; Spark's statestore reader (4.0+) reads the
+// fixture's rows from the repartitioned checkpoint. UPDATE_SPARK=1 writes Spark's answers as
+// the goldens that TestRepartitionGoldens (internal/repartition) compares ckpt with in every
+// CI run; otherwise they are compared with the goldens. CKPT_SPARK_REPARTITION=agg-hdfs,… limits the fixtures;
 // CKPT_SPARK_REPARTITION=ci is CI's one live case (agg-hdfs to 4, the newest release).
 func TestSparkLiveRepartition(t *testing.T) {
 	update := os.Getenv("UPDATE_SPARK") == "1"
