@@ -89,6 +89,9 @@ func checkAction(st stores, a Action) error {
 		// new ones (a write never replaces a file: fill and the store refuse an existing one).
 		return confineState(s, a.Path, st.dirs)
 	}
+	if a.Op == OpWrite && IsSSTFile(a.Path) {
+		return confineSST(s, a.Path, st.dirs) // a RocksDB version's new SST file (repartition)
+	}
 	if a.Op == OpDelete && IsSinkLogFile(a.Path) {
 		return confineSinkLog(s, a.Path, st.dirs) // the sink half of a purge, in the sink's own journal
 	}

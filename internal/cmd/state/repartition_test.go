@@ -57,10 +57,11 @@ func runCmd(t *testing.T, args ...string) (string, error) {
 // TestRepartitionExecuteAndUndo: `ckpt state repartition --execute` adds exactly the planned
 // files and changes none; `ckpt repair undo` of its journal leaves every file as it was.
 func TestRepartitionExecuteAndUndo(t *testing.T) {
-	for _, n := range []string{"4", "1"} {
-		t.Run("to "+n, func(t *testing.T) {
+	for _, c := range []struct{ fixture, n string }{{"agg-hdfs", "4"}, {"agg-hdfs", "1"}, {"agg-rocksdb", "4"}, {"agg-rocksdb", "1"}} {
+		n := c.n
+		t.Run(c.fixture+" to "+n, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "ck")
-			if err := os.CopyFS(dir, os.DirFS("../../../testdata/spark-state/4.2.0/agg-hdfs/checkpoint")); err != nil {
+			if err := os.CopyFS(dir, os.DirFS("../../../testdata/spark-state/4.2.0/"+c.fixture+"/checkpoint")); err != nil {
 				t.Fatal(err)
 			}
 			before := tree(t, dir)
