@@ -2,8 +2,10 @@
 // writes each reading as sorted JSON lines: the oracle of ckpt's state writer tests.
 //
 //   StateRead < requests      one request per line, tab-separated:
-//   CHECKPOINT <TAB> OPERATOR_ID <TAB> STORE_NAME <TAB> OUTPUT_FILE [<TAB> CHANGES_BATCH]
-// With CHANGES_BATCH the reading is the change feed of that batch (readChangeFeed). A request
+//   CHECKPOINT <TAB> OPERATOR_ID <TAB> STORE_NAME <TAB> OUTPUT_FILE [<TAB> CHANGES_BATCH [<TAB> CONF]]
+// With CHANGES_BATCH (may be empty) the reading is the change feed of that batch (readChangeFeed).
+// CONF is KEY=VALUE pairs separated by ';' set for that request only (a checkpoint of format v2
+// needs spark.sql.streaming.stateStore.checkpointFormatVersion=2 to read its commit log). A request
 // that fails writes OUTPUT_FILE.error with the exception's first line; the others go on.
 
 import java.io.BufferedReader;
@@ -32,7 +34,15 @@ public class StateRead {
       String[] f = line.split("\t");
       DataFrameReader r = spark.read().format("statestore")
           .option("operatorId", Integer.parseInt(f[1])).option("storeName", f[2]);
-      if (f.length > 4) {
+      List<String> confs = new ArrayList<>();
+      if (f.length > 5) {
+        for (String kv : f[5].split(";")) {
+          String[] p = kv.split("=", 2);
+          spark.conf().set(p[0], p[1]);
+          confs.add(p[0]);
+        }
+      }
+      if (f.length > 4 && !f[4].isEmpty()) {
         r = r.option("readChangeFeed", "true").option("changeStartBatchId", f[4])
             .option("changeEndBatchId", f[4]);
       }
@@ -44,6 +54,7 @@ public class StateRead {
         String msg = String.valueOf(e.getMessage()).split("\n", 2)[0];
         Files.write(Paths.get(f[3] + ".error"), (e.getClass().getName() + ": " + msg + "\n").getBytes(StandardCharsets.UTF_8));
       }
+      for (String k : confs) spark.conf().unset(k);
       System.out.println("done\t" + f[3]);
     }
     spark.stop();

@@ -2,12 +2,14 @@ package sparkoracle
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,56 +33,88 @@ func TestSparkLiveStateWriter(t *testing.T) {
 				}
 				t.Skipf("Spark %s not installed: scripts/spark.sh install %s", rel, Line(rel))
 			}
-			fixtures := stateFixtures(t, Line(rel))
-			work := t.TempDir()
-			var reqs []string
-			var pairs [][2]string
-			for _, fx := range fixtures {
-				name := filepath.Base(fx)
-				orig := filepath.Join(work, name, "spark")
-				ours := filepath.Join(work, name, "ckpt")
-				copyTree(t, filepath.Join(fx, "checkpoint"), orig)
-				copyTree(t, filepath.Join(fx, "checkpoint"), ours)
-				if n := rewriteStateFiles(t, ours); n == 0 {
-					t.Fatalf("%s: no state file rewritten", name)
-				}
-				last := lastCommit(t, orig)
-				for _, st := range stores(t, orig) {
-					for _, changes := range []string{"", fmt.Sprint(last)} {
-						var out [2]string
-						for i, ck := range []string{orig, ours} {
-							out[i] = filepath.Join(work, fmt.Sprintf("%s-%s-%s-%d.jsonl", name, st[0], st[1], i))
-							if changes != "" {
-								out[i] = strings.TrimSuffix(out[i], ".jsonl") + ".changes.jsonl"
-							}
-							req := strings.Join([]string{ck, st[0], st[1], out[i]}, "\t")
-							if changes != "" {
-								req += "\t" + changes
-							}
-							reqs = append(reqs, req)
-						}
-						pairs = append(pairs, out)
-					}
-				}
-			}
-			runStateRead(t, rel, reqs)
-			for _, p := range pairs {
-				want, werr := readOrError(p[0])
-				got, gerr := readOrError(p[1])
-				if werr != gerr {
-					t.Errorf("%s: Spark's store: %q; ckpt's: %q", filepath.Base(p[1]), werr, gerr)
-					continue
-				}
-				if werr == "" && len(want) == 0 && !strings.Contains(p[0], ".changes") {
-					t.Errorf("%s: Spark read no rows from its own store", filepath.Base(p[0]))
-				}
-				if !bytes.Equal(want, got) {
-					t.Errorf("%s: Spark reads other rows from ckpt's store:\nspark's: %s\nckpt's:  %s", filepath.Base(p[1]), want, got)
-				}
-			}
-			t.Logf("%d fixtures, %d readings compared", len(fixtures), len(pairs))
+			compareRewritten(t, rel, stateFixtures(t, Line(rel)), rewriteStateFiles)
 		})
 	}
+}
+
+const confCheckpointFormat = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+
+// compareRewritten copies each fixture's checkpoint twice, has rewrite replace state files in
+// the second copy, and checks that Spark's statestore reader reads every store of both as the
+// same rows, and the same change feed of the last batch.
+func compareRewritten(t *testing.T, rel string, fixtures []string, rewrite func(*testing.T, string) int) {
+	t.Helper()
+	work := t.TempDir()
+	var reqs []string
+	var pairs [][2]string
+	for _, fx := range fixtures {
+		name := filepath.Base(fx)
+		orig := filepath.Join(work, name, "spark")
+		ours := filepath.Join(work, name, "ckpt")
+		copyTree(t, filepath.Join(fx, "checkpoint"), orig)
+		copyTree(t, filepath.Join(fx, "checkpoint"), ours)
+		if n := rewrite(t, ours); n == 0 {
+			t.Fatalf("%s: no state file rewritten", name)
+		}
+		last := lastCommit(t, orig)
+		// A checkpoint of format v2 is read with the fixture's format version.
+		conf := ""
+		var fc struct {
+			Conf map[string]string `json:"conf"`
+		}
+		if data, err := os.ReadFile(filepath.Join(fx, "conf.json")); err == nil && json.Unmarshal(data, &fc) == nil {
+			if v, ok := fc.Conf[confCheckpointFormat]; ok {
+				conf = confCheckpointFormat + "=" + v
+			}
+		}
+		for _, st := range stores(t, orig) {
+			for _, changes := range []string{"", fmt.Sprint(last)} {
+				var out [2]string
+				for i, ck := range []string{orig, ours} {
+					out[i] = filepath.Join(work, fmt.Sprintf("%s-%s-%s-%d.jsonl", name, st[0], st[1], i))
+					if changes != "" {
+						out[i] = strings.TrimSuffix(out[i], ".jsonl") + ".changes.jsonl"
+					}
+					req := strings.Join([]string{ck, st[0], st[1], out[i]}, "\t")
+					if changes != "" || conf != "" {
+						req += "\t" + changes
+					}
+					if conf != "" {
+						req += "\t" + conf
+					}
+					reqs = append(reqs, req)
+				}
+				pairs = append(pairs, out)
+			}
+		}
+	}
+	runStateRead(t, rel, reqs)
+	read := 0
+	for _, p := range pairs {
+		want, werr := readOrError(p[0])
+		got, gerr := readOrError(p[1])
+		// An error names its copy of the checkpoint (<work>/<fixture>/spark or ckpt).
+		werr = strings.ReplaceAll(werr, "/spark/", "/<copy>/")
+		gerr = strings.ReplaceAll(gerr, "/ckpt/", "/<copy>/")
+		if werr == "" {
+			read++
+		}
+		if werr != gerr {
+			t.Errorf("%s: Spark's store: %q; ckpt's: %q", filepath.Base(p[1]), werr, gerr)
+			continue
+		}
+		if werr == "" && len(want) == 0 && !strings.Contains(p[0], ".changes") {
+			t.Errorf("%s: Spark read no rows from its own store", filepath.Base(p[0]))
+		}
+		if !bytes.Equal(want, got) {
+			t.Errorf("%s: Spark reads other rows from ckpt's store:\nspark's: %s\nckpt's:  %s", filepath.Base(p[1]), want, got)
+		}
+	}
+	if read == 0 {
+		t.Errorf("Spark read none of its own stores")
+	}
+	t.Logf("%d fixtures, %d readings compared (%d read, the others failed alike on Spark's store)", len(fixtures), len(pairs), read)
 }
 
 // stateFixtures are the HDFS-backed fixture cases of the release line (4.0 → 4.0.x).
@@ -101,22 +135,71 @@ func stateFixtures(t *testing.T, line string) []string {
 }
 
 // rewriteStateFiles replaces every delta and snapshot below ck/state with ckpt's writing of
-// its records, and drops the checksum files (Hadoop's .<name>.crc, Spark 4.1's <name>.crc) that
-// describe Spark's bytes.
+// its records.
 func rewriteStateFiles(t *testing.T, ck string) int {
+	t.Helper()
+	return rewriteFiles(t, ck, []string{".delta", ".snapshot"}, func(p, codec string, plain io.Reader, out io.Writer) (bool, error) {
+		kind := statefmt.Delta
+		if strings.HasSuffix(p, ".snapshot") {
+			kind = statefmt.Snapshot
+		}
+		fw, err := statefmt.NewFileWriter(codec, out)
+		if err != nil {
+			return false, err
+		}
+		return true, copyRecords(statefmt.NewRecordReader(p, kind, plain), fw, false)
+	})
+}
+
+// recordSink is a writer of state file records.
+type recordSink interface {
+	Put(key, value []byte) error
+	Delete(key []byte) error
+	Close() error
+}
+
+// copyRecords writes every record of rr to w and closes w; strip drops the RocksDB encoding
+// byte before each row (w adds it back).
+func copyRecords(rr *statefmt.RecordReader, w recordSink, strip bool) error {
+	for {
+		r, err := rr.Next()
+		if errors.Is(err, io.EOF) {
+			return w.Close()
+		}
+		if err != nil {
+			return err
+		}
+		if strip {
+			r.Key = r.Key[1:]
+			if !r.Delete {
+				r.Value = r.Value[1:]
+			}
+		}
+		if r.Delete {
+			err = w.Delete(r.Key)
+		} else {
+			err = w.Put(r.Key, r.Value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// rewriteFiles replaces every file below ck/state whose name ends in one of suffixes by what
+// rewrite writes to out from its decompressed bytes (a file it declines stays), and drops the
+// checksum files (Hadoop's .<name>.crc, Spark 4.1's <name>.crc) that describe Spark's bytes. It
+// returns the number of files rewritten.
+func rewriteFiles(t *testing.T, ck string, suffixes []string, rewrite func(p, codec string, plain io.Reader, out io.Writer) (bool, error)) int {
 	t.Helper()
 	n, differ := 0, 0
 	err := filepath.WalkDir(filepath.Join(ck, "state"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".delta") || strings.HasSuffix(p, ".snapshot")) {
+		if err != nil || d.IsDir() || !slices.ContainsFunc(suffixes, func(s string) bool { return strings.HasSuffix(p, s) }) {
 			return err
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
-		}
-		kind := statefmt.Delta
-		if strings.HasSuffix(p, ".snapshot") {
-			kind = statefmt.Snapshot
 		}
 		codec := statefmt.DetectCodec(data)
 		dr, err := statefmt.Decompress(p, codec, bytes.NewReader(data))
@@ -124,29 +207,7 @@ func rewriteStateFiles(t *testing.T, ck string) int {
 			return err
 		}
 		var buf bytes.Buffer
-		fw, err := statefmt.NewFileWriter(codec, &buf)
-		if err != nil {
-			return err
-		}
-		rr := statefmt.NewRecordReader(p, kind, dr)
-		for {
-			r, err := rr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			if r.Delete {
-				err = fw.Delete(r.Key)
-			} else {
-				err = fw.Put(r.Key, r.Value)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if err := fw.Close(); err != nil {
+		if ok, err := rewrite(p, codec, dr, &buf); err != nil || !ok {
 			return err
 		}
 		if !bytes.Equal(buf.Bytes(), data) {

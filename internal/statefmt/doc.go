@@ -5,9 +5,10 @@
 // checkpoint zip's metadata (its SST file list). DecompressBlock decompresses the raw lz4, snappy
 // and zstd blocks of RocksDB's SST files (package sstable parses the table format itself).
 //
-// It writes them too: FileWriter the HDFS-backed store's files, RocksDBWriter a RocksDB store's
-// version (an SST file built by package sstable, and the N.zip with Spark's metadata, RocksDB's
-// CURRENT and a MANIFEST in RocksDB's log format).
+// It writes them too: FileWriter the HDFS-backed store's files, ChangelogWriter a RocksDB
+// store's changelogs (v1, v3), RocksDBWriter a RocksDB store's version (an SST file built by
+// package sstable, and the N.zip with Spark's metadata, RocksDB's CURRENT and a MANIFEST in
+// RocksDB's log format).
 //
 // Like logformat it does no I/O of its own: readers take an io.Reader (so a large state file
 // streams) or bytes. Unlike logformat it is not standard library only: the lz4, zstd and snappy
