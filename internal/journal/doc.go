@@ -12,6 +12,7 @@
 //     they are safe to run again after any crash, including their own.
 //
 // Every path is checked before it is touched (Confine): the engine changes only direct children
-// of offsets/ and commits/, state store versions and a file sink's log, never follows a symbolic
-// link, and never writes outside its own _ckpt/ directory otherwise.
+// of offsets/ and commits/, state store versions (and new SST files of a RocksDB store, which it
+// only creates) and a file sink's log, never follows a symbolic link, and never writes outside
+// its own _ckpt/ directory otherwise.
 package journal

@@ -31,13 +31,17 @@ func StagedPath(run, p string) string { return StagingDir + "/" + run + "/" + p 
 
 // isStagedCopy reports whether a is the placement of a staged state file.
 func isStagedCopy(a Action) bool {
-	return a.Op == OpCopy && a.Store == "" && IsStateFile(a.Path) && strings.HasPrefix(a.From, StagingDir+"/")
+	return a.Op == OpCopy && a.Store == "" && (IsStateFile(a.Path) || IsSSTFile(a.Path)) && strings.HasPrefix(a.From, StagingDir+"/")
 }
 
-// confineStaged checks a staged copy: a new state version file, from StagingDir/<run>/ and the
+// confineStaged checks a staged copy: a new state version file (or a RocksDB store's new SST file), from StagingDir/<run>/ and the
 // same path, never through a symbolic link on local disk.
 func confineStaged(s storage.Store, a Action, c *confinedDirs) error {
-	if err := confineState(s, a.Path, c); err != nil {
+	confine := confineState
+	if IsSSTFile(a.Path) {
+		confine = confineSST // a RocksDB version's new SST file, only ever created
+	}
+	if err := confine(s, a.Path, c); err != nil {
 		return err
 	}
 	if err := lexical(a.From); err != nil {

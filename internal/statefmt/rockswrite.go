@@ -189,8 +189,8 @@ func appendLogRecord(out, data []byte) []byte {
 // WriteRocksDBZip writes a RocksDB checkpoint zip as Spark's RocksDBFileManager does: the
 // metadata entry ("v1" and the JSON naming the SST files; Spark 4.0+ adds its column family
 // fields, empty for a store without them), CURRENT naming MANIFEST-<manifestNumber>, and that
-// MANIFEST. RocksDB's OPTIONS file and empty write-ahead log, which Spark also zips, are not
-// read when Spark opens the version and are left out.
+// MANIFEST. RocksDB's OPTIONS file and empty write-ahead log, which Spark also zips, are left
+// out: Spark loads the version without them (TestSparkLiveRocksDBWriter).
 func WriteRocksDBZip(w io.Writer, sparkLine string, files []RocksDBFile, numKeys int64, manifestNumber uint64, manifest []byte) error {
 	if files == nil {
 		files = []RocksDBFile{}
