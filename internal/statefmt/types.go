@@ -31,6 +31,9 @@ type Field struct {
 	Name     string `json:"name"`
 	Type     *Type  `json:"type"`
 	Nullable bool   `json:"nullable"`
+	// Metadata is the field's metadata as the schema file holds it (Spark marks the event-time
+	// column with spark.watermarkDelayMs there); nil when it has none.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
 // Struct is a struct type of fields.
