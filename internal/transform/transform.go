@@ -326,8 +326,12 @@ func cleanErr(err error) string {
 }
 
 func options() []expr.Option {
+	return append([]expr.Option{expr.Env(Row{})}, functions()...)
+}
+
+// functions are the helper functions of every expression, whatever its columns.
+func functions() []expr.Option {
 	return []expr.Option{
-		expr.Env(Row{}),
 		expr.Function("string", fnString, new(func(any) string)),
 		expr.Function("bytes", fnBytes, new(func(any) []byte)),
 		expr.Function("json", fnJSON, new(func(any, string) any), new(func(any) any)),
