@@ -152,36 +152,24 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	if p.Before, err = recovery.Plan(ctx, cp, o.Planner); err != nil {
 		return nil, err
 	}
-	last, ok := cp.Commits.Latest()
-	if !ok {
-		return p.refuse(sparkNoCommittedBatch, s.URI())
-	}
-	if lo, ok := cp.Offsets.Latest(); ok && lo > last {
-		return p.refuse(sparkLastBatchFailed+" (offsets/%d has no commit: restart the query and let batch %d finish, then repartition.)", s.URI(), lo, lo, lo)
-	}
-	if !cp.Offsets.Has(last) {
-		return p.refuse("commits/%d has no offsets/%d: the checkpoint needs a repair first (ckpt doctor)", last, last)
-	}
-	p.Batch, p.NewBatch, p.Version = last, last+1, last+2
-	off, err := cp.ReadOffsets(ctx, last)
+	base, why, err := LoadBase(ctx, cp)
 	if err != nil {
 		return nil, err
 	}
-	v, ok := off.ConfValue(ConfShufflePartitions)
-	if !ok {
-		return p.refuse("offsets/%d records no %s: the query's partition count is unknown", last, ConfShufflePartitions)
+	switch {
+	case why == nil:
+	case why.Kind == NoCommittedBatch:
+		return p.refuse(sparkNoCommittedBatch, s.URI())
+	case why.Kind == LastBatchFailed:
+		return p.refuse(sparkLastBatchFailed+" (offsets/%d has no commit: restart the query and let batch %d finish, then repartition.)", s.URI(), why.Batch, why.Batch, why.Batch)
+	default:
+		return p.refuse("%s", why.Reason)
 	}
-	if p.From, err = strconv.Atoi(v); err != nil || p.From < 1 {
-		return p.refuse("offsets/%d: %s is %q, not a partition count", last, ConfShufflePartitions, v)
-	}
+	last, off := base.Batch, base.Offsets
+	p.Batch, p.NewBatch, p.Version = last, last+1, last+2
+	p.From, p.Codec = base.Partitions, base.Codec
 	if p.From == p.To {
 		return p.refuse(sparkAlreadyMatch, s.URI(), last, p.To)
-	}
-	p.Codec = statefmt.DefaultCodec
-	if c, ok := off.ConfValue(ConfStateCodec); ok {
-		if p.Codec, ok = statefmt.CanonicalCodec(c); !ok {
-			return p.refuse("offsets/%d: state codec %q: ckpt writes lz4, zstd, snappy and lzf", last, c)
-		}
 	}
 
 	listing, err := state.Scan(ctx, s)
@@ -191,7 +179,7 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	if len(listing.Operators) == 0 {
 		return p.refuse("the checkpoint has no state (no stateful operator under state/): spark.sql.shuffle.partitions of a stateless query changes with the query's own conf on restart")
 	}
-	crc := hasChecksum(ctx, s, cp, last)
+	crc := HasChecksum(ctx, s, cp, last)
 	p.StageRun = o.StageRun
 	if p.StageRun == "" {
 		p.StageRun = DryRunStage
@@ -237,21 +225,8 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		}
 	}
 	newOff.Metadata = &meta
-	offData := newOff.Marshal()
-	commit, err := cp.ReadFile(ctx, cp.Commits.FilePath(last))
-	if err != nil {
+	if err := NoDataBatch(ctx, cp, last, &newOff, crc, add); err != nil {
 		return nil, err
-	}
-	logs := [][2][]byte{{[]byte(cp.Offsets.Path(p.NewBatch)), offData}, {[]byte(cp.Commits.Path(p.NewBatch)), commit}}
-	for _, l := range logs {
-		if err := add(string(l[0]), l[1]); err != nil {
-			return nil, err
-		}
-		if crc {
-			if err := add(checksumPath(string(l[0])), logformat.HadoopChecksum(l[1])); err != nil {
-				return nil, err
-			}
-		}
 	}
 	if p.After, err = ov.Predict(ctx, o.Planner); err != nil {
 		return nil, err
@@ -512,7 +487,7 @@ func (o *output) finish(f *newFile) error {
 		return nil
 	}
 	data := f.crc.Sum()
-	crc := checksumPath(f.path)
+	crc := ChecksumPath(f.path)
 	if o.o.Stage != nil {
 		if err := o.o.Stage.WriteFile(o.ctx, journal.StagedPath(o.p.StageRun, crc), data); err != nil {
 			return err
@@ -544,7 +519,7 @@ func (o *output) place(f string, d journal.Digest, size int64) error {
 func (o *output) whole(f string, data []byte) error {
 	files := [][2][]byte{{[]byte(f), data}}
 	if o.crc {
-		files = append(files, [2][]byte{[]byte(checksumPath(f)), logformat.HadoopChecksum(data)})
+		files = append(files, [2][]byte{[]byte(ChecksumPath(f)), logformat.HadoopChecksum(data)})
 	}
 	for _, nf := range files {
 		name, data := string(nf[0]), nf[1]
@@ -642,24 +617,9 @@ func (k keyKind) columns(store string, t *statefmt.Type) ([]int, error) {
 	return cols, nil
 }
 
-// hasChecksum reports whether the files Spark wrote carry Hadoop checksums (a local file
-// system: ChecksumFileSystem; object stores have none): then the plan writes them too.
-func hasChecksum(ctx context.Context, s storage.Store, cp *checkpoint.Checkpoint, last int64) bool {
-	_, err := s.Stat(ctx, checksumPath(cp.Offsets.Path(last)))
-	return err == nil
-}
-
-func checksumPath(p string) string { return path.Join(path.Dir(p), "."+path.Base(p)+".crc") }
-
 func reason(f string, p *Plan) string {
-	base := path.Base(f)
-	switch {
-	case path.Ext(base) == ".crc":
-		return "Hadoop's checksum of " + path.Join(path.Dir(f), base[1:len(base)-4]) + ", as Spark writes one on this store"
-	case path.Dir(f) == checkpoint.DirOffsets:
-		return fmt.Sprintf("the no-data batch %d: offsets/%d with %s %d instead of %d", p.NewBatch, p.Batch, ConfShufflePartitions, p.To, p.From)
-	case path.Dir(f) == checkpoint.DirCommits:
-		return fmt.Sprintf("batch %d committed: a copy of commits/%d", p.NewBatch, p.Batch)
+	if r, ok := BatchReason(f, p.Batch, fmt.Sprintf("offsets/%d with %s %d instead of %d", p.Batch, ConfShufflePartitions, p.To, p.From)); ok {
+		return r
 	}
 	return fmt.Sprintf("state version %d of the new partition, rows rehashed by Spark's HashPartitioning", p.Version)
 }
