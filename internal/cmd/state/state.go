@@ -58,7 +58,7 @@ stream-stream joins, ...) under state/ of a checkpoint, without Spark.
 
 See docs/state.md.`,
 	}
-	cmd.AddCommand(newLs(env, runF), newRead(env, runF), newRepartition(env, nil))
+	cmd.AddCommand(newLs(env, runF), newRead(env, runF), newRepartition(env, nil), newEdit(env, nil))
 	return cmd
 }
 
