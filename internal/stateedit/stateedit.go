@@ -210,7 +210,11 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		}
 		p.Operators = append(p.Operators, op)
 		if op.Refused != "" {
-			return p.refuse("operator %d (%s): %s", op.ID, op.Name, op.Refused)
+			hint := ""
+			if op.Edited && !o.HasOperator && len(listing.Operators) > 1 {
+				hint = " (--operator ID limits the edit to one operator)"
+			}
+			return p.refuse("operator %d (%s): %s%s", op.ID, op.Name, op.Refused, hint)
 		}
 	}
 	if p.Dropped == 0 {
@@ -235,6 +239,9 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		return p.refuse("the recovery planner predicts that the restart after the edit fails: %s", p.After.Verdict())
 	}
 	p.Warnings = append(p.Warnings, "the query's output already written is not changed: only the state the restart loads")
+	if o.Evict {
+		p.Warnings = append(p.Warnings, "in append mode Spark emits a window's final row as it evicts it; the edit drops the rows and emits nothing")
+	}
 	return p, nil
 }
 
