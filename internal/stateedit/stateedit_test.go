@@ -120,7 +120,7 @@ func checkEdit(t *testing.T, s storage.Store, p *Plan, keep func(string) bool) {
 // row's bytes, on the HDFS-backed store (removals in a delta) and on RocksDB with changelogs
 // (deletes in a changelog), on every codec.
 func TestWhere(t *testing.T) {
-	for _, fx := range []string{"4.2.0/agg-hdfs", "3.5.8/agg-hdfs-zstd", "4.1.4/agg-hdfs-snappy", "4.2.0/agg-hdfs-lzf", "3.5.8/agg-rocksdb-changelog", "4.2.0/agg-rocksdb-changelog", "4.2.0/dedup-hdfs", "3.5.8/dedup-rocksdb-changelog"} {
+	for _, fx := range []string{"4.2.0/agg-hdfs", "3.5.8/agg-hdfs-zstd", "4.1.4/agg-hdfs-snappy", "4.2.0/agg-hdfs-lzf", "3.5.8/agg-rocksdb-changelog", "4.2.0/agg-rocksdb-changelog", "4.2.0/dedup-hdfs", "3.5.8/dedup-rocksdb-changelog", "4.1.4/agg-rocksdb", "4.2.0/agg-rocksdb-fv6-zstd"} {
 		t.Run(fx, func(t *testing.T) {
 			s, p := plan(t, fixtures+fx+"/checkpoint", Options{Where: `key.k == "k1" || (key.b == 1 && key.k == "k3")`})
 			checkEdit(t, s, p, func(r string) bool {
@@ -166,6 +166,12 @@ func TestDropOperator(t *testing.T) {
 	if n != 8 {
 		t.Errorf("%d snapshots, want 4 stores × 2 partitions", n)
 	}
+}
+
+// TestDropOperatorRocksDB: a RocksDB operator dropped is a changelog deleting every key.
+func TestDropOperatorRocksDB(t *testing.T) {
+	s, p := plan(t, fixtures+"3.5.8/agg-rocksdb-changelog/checkpoint", Options{DropOperator: true, Operator: 0, HasOperator: true})
+	checkEdit(t, s, p, func(string) bool { return false })
 }
 
 // TestEvict: windows ending at or before the watermark go (Spark's eviction rule,
