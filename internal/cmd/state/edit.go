@@ -247,8 +247,11 @@ func printEdit(r *render.Renderer, p *stateedit.Plan, opts *EditOptions) {
 					edited += " (" + render.Escape(op.EventTime) + ")"
 				}
 			}
-			t.Rows = append(t.Rows, []string{fmt.Sprint(op.ID), render.Escape(op.Name), render.Escape(st.Name), edited, st.File,
-				fmt.Sprint(st.Rows), fmt.Sprint(st.Dropped), ints(st.PerPart)})
+			rows, dropped, per := fmt.Sprint(st.Rows), fmt.Sprint(st.Dropped), ints(st.PerPart)
+			if !op.Edited {
+				rows, dropped, per = "-", "-", "- (an empty "+st.File+")"
+			}
+			t.Rows = append(t.Rows, []string{fmt.Sprint(op.ID), render.Escape(op.Name), render.Escape(st.Name), edited, st.File, rows, dropped, per})
 		}
 	}
 	r.Table(t)
