@@ -16,7 +16,7 @@
 //   - Every store of every other operator: an empty delta or changelog, since the restart loads
 //     version L+2 of every store and partition.
 //
-// The plan is a repair.Plan: applied with a journal, verified, undone byte for byte.
+// The plan is a journal plan: applied with a journal, verified, undone byte for byte.
 package stateedit
 
 import (
@@ -31,9 +31,9 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/repartition"
 	"github.com/ckpt-dev/ckpt/internal/state"
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
@@ -42,7 +42,7 @@ import (
 )
 
 // Strategy names a state edit in its journal.
-const Strategy repair.Strategy = "state-edit"
+const Strategy journal.Strategy = "state-edit"
 
 // The edits.
 const (
@@ -88,7 +88,7 @@ type Plan struct {
 	Rows    int64            `json:"rows"`
 	Dropped int64            `json:"dropped"`
 	Bytes   int64            `json:"bytes"`
-	Actions []repair.Action  `json:"actions"`
+	Actions []journal.Action `json:"actions"`
 	Before  *recovery.Result `json:"before"`
 	After   *recovery.Result `json:"after"`
 	Refused string           `json:"refused,omitempty"`
@@ -121,14 +121,14 @@ type Store struct {
 	PerPart []int64 `json:"droppedPerPartition"`
 }
 
-// RepairPlan is the plan in the form repair.Execute applies.
-func (p *Plan) RepairPlan() *repair.Plan {
-	return &repair.Plan{Checkpoint: p.Checkpoint, Strategy: Strategy, Actions: p.Actions, Before: p.Before, After: p.After, Options: p.options, Warnings: p.Warnings}
+// JournalPlan is the plan in the form journal.Apply applies.
+func (p *Plan) JournalPlan() *journal.Plan {
+	return &journal.Plan{Strategy: Strategy, Actions: p.Actions, After: p.After, Options: p.options}
 }
 
 func (p *Plan) refuse(format string, args ...any) (*Plan, error) {
 	p.Refused = fmt.Sprintf(format, args...)
-	p.Actions = []repair.Action{}
+	p.Actions = []journal.Action{}
 	return p, nil
 }
 
@@ -143,7 +143,7 @@ var ErrOptions = errors.New("invalid edit")
 // NewPlan plans the edit o of the checkpoint in s. It reads the latest committed state version
 // of the edited operators once and changes nothing.
 func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
-	p := &Plan{Checkpoint: s.URI(), Operators: []*Operator{}, Actions: []repair.Action{}, Warnings: []string{}, options: o.Planner}
+	p := &Plan{Checkpoint: s.URI(), Operators: []*Operator{}, Actions: []journal.Action{}, Warnings: []string{}, options: o.Planner}
 	var cond *transform.Condition
 	switch n := btoi(o.Where != "") + btoi(o.DropOperator) + btoi(o.Evict); {
 	case n != 1:
@@ -221,18 +221,14 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		return p.refuse("nothing matches: the edit would drop no row of %d", p.Rows)
 	}
 	// offsets/L+1 is offsets/L unchanged: the edit is of state, not of the watermark.
-	if err := repartition.NoDataBatch(ctx, cp, last, off, crc, add); err != nil {
+	if err := repartition.NoDataBatch(ctx, cp, last, off, crc, func(f string, data []byte) error { add(f, data); return nil }); err != nil {
 		return nil, err
 	}
-	var ov storage.Store
-	if p.Actions, p.Bytes, ov, err = repartition.Writes(ctx, s, order, files, func(f string) string { return reason(f, p) }); err != nil {
+	var ov *journal.Overlay
+	if p.Actions, p.Bytes, ov, err = repartition.Writes(ctx, cp, order, files, func(f string) string { return reason(f, p) }); err != nil {
 		return nil, err
 	}
-	after, err := checkpoint.Load(ctx, ov)
-	if err != nil {
-		return nil, err
-	}
-	if p.After, err = recovery.Plan(ctx, after, o.Planner); err != nil {
+	if p.After, err = ov.Predict(ctx, o.Planner); err != nil {
 		return nil, err
 	}
 	if p.After.Outcome == "fail" {

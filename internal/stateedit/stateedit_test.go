@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/state"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -48,7 +48,7 @@ func applied(t *testing.T, s storage.Store, p *Plan) storage.Store {
 	t.Helper()
 	files := map[string][]byte{}
 	for _, a := range p.Actions {
-		if a.Op != repair.OpWrite || !a.Before.Absent() {
+		if a.Op != journal.OpWrite || !a.Before.Absent() {
 			t.Fatalf("action %s %s (before %q): an edit only creates files", a.Op, a.Path, a.Before)
 		}
 		files[a.Path] = a.Data

@@ -17,9 +17,9 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
-	"github.com/ckpt-dev/ckpt/internal/repair"
 	"github.com/ckpt-dev/ckpt/internal/stateedit"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -104,18 +104,11 @@ func newEdit(env *cli.Env, runF func(*EditOptions) error) *cobra.Command {
 			if err := checkEdit(&opts.Edit); err != nil {
 				return exitcode.UsageError(err)
 			}
-			f, err := cli.ParseOutput(output)
+			f, ro, err := change.ParseFlags(output, &opts.Apply, &restart)
 			if err != nil {
 				return err
 			}
 			opts.Output = f
-			if err := opts.Apply.Validate(); err != nil {
-				return err
-			}
-			ro, err := restart.Options()
-			if err != nil {
-				return err
-			}
 			opts.Mode, opts.SparkVersion, opts.CommitFormatVersion = ro.Mode, ro.SparkVersion, ro.CommitFormatVersion
 			if runF != nil {
 				return runF(opts)
@@ -168,8 +161,7 @@ func parseWatermark(s string) (int64, error) {
 
 type editDoc struct {
 	*stateedit.Plan
-	Executed bool           `json:"executed"`
-	Journal  *string        `json:"journal"`
+	change.Outcome
 	Detected *detect.Result `json:"detected,omitempty"`
 }
 
@@ -200,19 +192,25 @@ func runEdit(ctx context.Context, opts *EditOptions) error {
 	if len(p.Actions) > 0 {
 		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now, Checkpoint: cp}, &opts.Apply, store)...)
 	}
-	doc := &editDoc{Detected: opts.Detected}
-	return proposeAndApply(ctx, applyEnv{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, Rand: opts.Rand, Apply: &opts.Apply, Output: opts.Output},
-		store, cp, stateChange{What: "state edit", Plan: p.RepairPlan(), Refused: p.Refused, After: p.After,
-			Question: fmt.Sprintf("Write %d file(s) into %s, dropping %d state row(s) (no existing file changes)?", len(p.Actions), p.Checkpoint, p.Dropped),
-			Print:    func(r *render.Renderer) { printEdit(r, p, opts) },
-			Doc: func(shown []repair.Action) any {
-				sp := *p
-				sp.Actions = shown
-				doc.Plan = &sp
-				return doc
-			},
-			Journal: func(loc string, done bool) { doc.Journal, doc.Executed = &loc, done },
-		})
+	// The JSON names each new file with its digest and size; its bytes (the state) stay out.
+	shown := *p
+	shown.Actions = make([]journal.Action, len(p.Actions))
+	for i, a := range p.Actions {
+		a.Data = nil
+		shown.Actions[i] = a
+	}
+	doc := &editDoc{Plan: &shown, Detected: opts.Detected}
+	r := render.New(opts.IO)
+	return change.Run(ctx, r, change.Change{
+		Proposal: change.Proposal{JSON: opts.Output == render.FormatJSON, Doc: doc, Print: func() { printEdit(r, p, opts) },
+			What: "state edit", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute},
+		Env:      change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, Rand: opts.Rand, Checkpoint: cp},
+		Flags:    &opts.Apply,
+		Store:    store,
+		Plan:     p.JournalPlan(),
+		Question: fmt.Sprintf("Write %d file(s) into %s, dropping %d state row(s) (no existing file changes)?", len(p.Actions), p.Checkpoint, p.Dropped),
+		Outcome:  &doc.Outcome,
+	})
 }
 
 func printEdit(r *render.Renderer, p *stateedit.Plan, opts *EditOptions) {

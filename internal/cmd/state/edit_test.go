@@ -12,7 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
-	"github.com/ckpt-dev/ckpt/internal/repair"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/stateedit"
 )
 
@@ -68,7 +68,7 @@ func TestEditExecuteAndUndo(t *testing.T) {
 			// The copy's files are new: the query looks alive.
 			ios, _, _, _ := iostreams.Test()
 			o := &EditOptions{IO: ios, OpenStore: openLocal, Version: "test", Checkpoint: dir, Edit: c.edit, Output: "json"}
-			o.Apply.Execute, o.Apply.Yes, o.Apply.ActiveWindow = true, true, repair.DefaultActiveWindow
+			o.Apply.Execute, o.Apply.Yes, o.Apply.ActiveWindow = true, true, journal.DefaultActiveWindow
 			err = runEdit(context.Background(), o)
 			if err == nil || !strings.Contains(err.Error(), "alive") {
 				t.Fatalf("executed on a live-looking query: %v", err)
@@ -106,7 +106,7 @@ func TestEditExecuteAndUndo(t *testing.T) {
 				t.Errorf("the edit again: %v, refused %q", err, again.Refused)
 			}
 			st, _ := openLocal(context.Background(), dir)
-			if _, err := repair.Undo(context.Background(), st, repair.Location{Store: st, Dir: doc.Journal[len(dir)+1:]}, repair.ExecOptions{}); err != nil {
+			if _, err := journal.Undo(context.Background(), st, journal.Location{Store: st, Dir: doc.Journal[len(dir)+1:]}, journal.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			undone := tree(t, dir)
