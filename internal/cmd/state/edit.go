@@ -11,13 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/cli/change"
 	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
-	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/stateedit"
@@ -168,20 +166,14 @@ type editDoc struct {
 func runEdit(ctx context.Context, opts *EditOptions) error {
 	ctx, stop := cli.Progress(ctx, opts.IO, opts.Output)
 	defer stop()
-	store, err := opts.OpenStore(ctx, opts.Checkpoint)
+	op, err := openToChange(ctx, opts.OpenStore, opts.Checkpoint, "ckpt state edit", &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	if err != nil {
 		return err
 	}
-	loc, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt state edit"})
-	if err != nil {
-		return err
-	}
-	cp, err := checkpoint.LoadAt(ctx, store, loc)
-	if err == nil {
-		opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
-	}
+	store, cp := op.store, op.cp
+	opts.Detected = op.detected
 	o := opts.Edit
-	o.Planner = recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}
+	o.Planner = op.planner
 	p, err := stateedit.NewPlan(ctx, store, o)
 	if errors.Is(err, stateedit.ErrOptions) {
 		return exitcode.UsageError(err)
@@ -194,11 +186,7 @@ func runEdit(ctx context.Context, opts *EditOptions) error {
 	}
 	// The JSON names each new file with its digest and size; its bytes (the state) stay out.
 	shown := *p
-	shown.Actions = make([]journal.Action, len(p.Actions))
-	for i, a := range p.Actions {
-		a.Data = nil
-		shown.Actions[i] = a
-	}
+	shown.Actions = withoutData(p.Actions)
 	doc := &editDoc{Plan: &shown, Detected: opts.Detected}
 	r := render.New(opts.IO)
 	return change.Run(ctx, r, change.Change{

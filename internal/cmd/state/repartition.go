@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/cli/change"
 	"github.com/ckpt-dev/ckpt/internal/detect"
@@ -118,20 +117,13 @@ type repartitionDoc struct {
 func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 	ctx, stop := cli.Progress(ctx, opts.IO, opts.Output)
 	defer stop()
-	store, err := opts.OpenStore(ctx, opts.Checkpoint)
+	op, err := openToChange(ctx, opts.OpenStore, opts.Checkpoint, "ckpt state repartition", &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	if err != nil {
 		return err
 	}
-	loc, err := checkpoint.Require(ctx, store, checkpoint.RequireOptions{Command: "ckpt state repartition"})
-	if err != nil {
-		return err
-	}
-	cp, err := checkpoint.LoadAt(ctx, store, loc)
-	if err == nil {
-		opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
-	}
-	po := repartition.Options{Partitions: opts.Partitions,
-		Planner: recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}}
+	store, cp := op.store, op.cp
+	opts.Detected = op.detected
+	po := repartition.Options{Partitions: opts.Partitions, Planner: op.planner}
 	if opts.Apply.Execute {
 		// The new state files are streamed to the staging directory while they are planned
 		// (one read of the state), and the journal places them from there.
@@ -158,11 +150,7 @@ func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 	jsonOut := opts.Output == render.FormatJSON
 	// The JSON names each new file with its digest and size; its bytes (the state) stay out.
 	shown := *p
-	shown.Actions = make([]journal.Action, len(p.Actions))
-	for i, a := range p.Actions {
-		a.Data = nil
-		shown.Actions[i] = a
-	}
+	shown.Actions = withoutData(p.Actions)
 	doc := &repartitionDoc{Plan: &shown, Detected: opts.Detected}
 	r := render.New(opts.IO)
 	return change.Run(ctx, r, change.Change{
