@@ -88,21 +88,23 @@ end_stage
 
 # The live Spark suite runs on its own below (one JVM per release, not under -race).
 stage "go test -race"
-go_stage go test -json -race -count=1 -timeout 20m -skip '^TestSparkLive(StateWriter|StateDamage|Repartition|Edit)?$' ./...
+go_stage go test -json -race -count=1 -timeout 20m -skip '^TestSparkLive(StateWriter|StateDamage|Repartition|Edit|SSTWriter|RocksDBWriter|ChangelogWriter|AggregationHandOver)?$' ./...
 
 # Real Spark restarts the scenario cases, one JVM per release (CKPT_SPARK_VERSIONS, default every
 # pinned release; installed by scripts/spark.sh, which .ci/run calls). Without Spark installed the
 # test skips, except in CI where it fails. The generated cases: scripts/spark-suite.sh.
 # The same JVMs then run the small set of repair cases (internal/sparkoracle/repair_test.go,
 # CKPT_SPARK_REPAIRS=small); TestRepairGoldens, in the Go suite, checks ckpt against every stored
-# repair golden, and scripts/spark-suite.sh runs the whole matrix live.
+# repair golden, and scripts/spark-suite.sh runs the whole matrix live. The SST and RocksDB
+# writers' and the stateful hand-over's live tests run on the oldest and the newest
+# release here (CKPT_SPARK_LIVE=ci); spark-suite.sh runs them on every release.
 # The releases are installed here too (cached: nearly free when .ci/run or an earlier run did it),
 # so that this command alone runs the live suite rather than skipping it.
 stage "Spark releases (~/.cache/ckpt-spark)"
 bash scripts/spark.sh install
 end_stage
 stage "live Spark suite"
-CKPT_SPARK_CASES=scenarios CKPT_SPARK_REPAIRS=small CKPT_SPARK_REPARTITION=ci CKPT_SPARK_EDIT=ci go_stage go test -json -count=1 -timeout 60m -run '^TestSparkLive(StateWriter|StateDamage|Repartition|Edit)?$' ./internal/sparkoracle
+CKPT_SPARK_CASES=scenarios CKPT_SPARK_REPAIRS=small CKPT_SPARK_REPARTITION=ci CKPT_SPARK_EDIT=ci CKPT_SPARK_LIVE=ci go_stage go test -json -count=1 -timeout 60m -run '^TestSparkLive(StateWriter|StateDamage|Repartition|Edit|SSTWriter|RocksDBWriter|ChangelogWriter|AggregationHandOver)?$' ./internal/sparkoracle
 
 # Fuzz every parser briefly: every Fuzz target of every package (FUZZTIME each, default 5s, 3s
 # when there are more than 10 targets); any crash fails the run. A crash leaves its input in

@@ -110,7 +110,7 @@ func readAggResult(t *testing.T, path string) aggResult {
 // wrote after the same batches, and the final state of the hand-over as the Spark-only run's.
 // Spark refuses append mode for the aggregation with the text ckpt run gives.
 func TestSparkLiveAggregationHandOver(t *testing.T) {
-	for _, rel := range releasesFromEnv(t) {
+	for _, rel := range ciReleases(t) {
 		t.Run(rel, func(t *testing.T) {
 			requireSpark(t, rel)
 			if strings.HasPrefix(rel, "3.") {

@@ -47,6 +47,17 @@ func releasesFromEnv(t testing.TB) []string {
 	return out
 }
 
+// ciReleases are the releases a long live test runs on: all of releasesFromEnv, or with
+// CKPT_SPARK_LIVE=ci (CI's live stage, which has a time budget) the oldest and the newest of
+// them, the two ends of what ckpt writes for.
+func ciReleases(t testing.TB) []string {
+	rs := releasesFromEnv(t)
+	if os.Getenv("CKPT_SPARK_LIVE") == "ci" && len(rs) > 2 {
+		return []string{rs[0], rs[len(rs)-1]}
+	}
+	return rs
+}
+
 func sparkCache() string {
 	if d := os.Getenv("CKPT_SPARK_CACHE"); d != "" {
 		return d

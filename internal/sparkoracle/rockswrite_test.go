@@ -257,7 +257,7 @@ func unzipTo(t *testing.T, data []byte, dir string) {
 // 6 in which ckpt's reader sees the same rows as in the version 6 the same restart writes from
 // Spark's own version 5: Spark loaded exactly the rows that were written.
 func TestSparkLiveRocksDBWriter(t *testing.T) {
-	for _, rel := range releasesFromEnv(t) {
+	for _, rel := range ciReleases(t) {
 		t.Run(rel, func(t *testing.T) {
 			installed(t, rel)
 			fx := fixtureFor(t, rel, "agg-rocksdb")
@@ -398,7 +398,7 @@ func rewriteRocksVersion(t *testing.T, ck string, p int, v int64, line string) {
 // in its codec, reads in Spark's statestore reader (4.0+; 3.5 has none) as the same rows and
 // the same change feed as the store Spark wrote.
 func TestSparkLiveChangelogWriter(t *testing.T) {
-	for _, rel := range releasesFromEnv(t) {
+	for _, rel := range ciReleases(t) {
 		if strings.HasPrefix(rel, "3.") {
 			continue
 		}
