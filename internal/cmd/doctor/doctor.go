@@ -13,7 +13,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/deltastate"
-	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
@@ -55,7 +54,7 @@ type Options struct {
 	Broker cli.BrokerFlags
 	// Detected is what the checkpoint showed and the restart options took from it (set by
 	// runDoctor; nil when the flags said it all or the defaults stood).
-	Detected *detect.Result
+	Detected *recovery.Detection
 	// Delta is --delta-table (the tables of the query's Delta sources) and --delta-sink (the
 	// Delta table it writes to). Default: none.
 	Delta cli.DeltaFlags
@@ -192,7 +191,7 @@ func runDoctor(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+	opts.Detected = recovery.DetectDefaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	dopts := doctor.Options{
 		Mode:                opts.Mode,
 		SparkVersion:        opts.SparkVersion,

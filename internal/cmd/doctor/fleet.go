@@ -8,10 +8,10 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
-	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/fleet"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 )
 
@@ -102,7 +102,7 @@ func diagnoseOne(ctx context.Context, opts *Options, loc string) (fleetRow, *doc
 		return fail(err)
 	}
 	mode, spark, commitFmt := opts.Mode, opts.SparkVersion, opts.CommitFormatVersion
-	detect.Defaults(ctx, cp, &mode, &spark, &commitFmt)
+	recovery.DetectDefaults(ctx, cp, &mode, &spark, &commitFmt)
 	rep, err := doctor.Run(ctx, cp, doctor.Options{Mode: mode, SparkVersion: spark, CommitFormatVersion: commitFmt, Deep: opts.Deep, Location: loc})
 	if err != nil {
 		return fail(err)

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 )
 
@@ -120,5 +120,5 @@ func verdict(r *render.Renderer, rep *doctor.Report) string {
 // withDetected is the -o json report with what was detected ("detected", absent when nothing was).
 type withDetected struct {
 	*doctor.Report
-	Detected *detect.Result `json:"detected,omitempty"`
+	Detected *recovery.Detection `json:"detected,omitempty"`
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/cli/change"
-	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/journal"
@@ -47,7 +46,7 @@ type Options struct {
 	CommitFormatVersion int
 	Output              render.Format
 	// Detected is what the checkpoint showed and the planner options took from it (run).
-	Detected *detect.Result
+	Detected *recovery.Detection
 }
 
 const long = `Delete the offsets and commits files older than the newest N batches, for checkpoints that
@@ -131,7 +130,7 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+	opts.Detected = recovery.DetectDefaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	po := purge.Options{Keep: opts.Keep, MinBatchesToRetain: opts.MinBatchesToRetain, Checkpoint: cp,
 		Planner: recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion}}
 	if opts.Sink != "" {
@@ -179,8 +178,8 @@ func run(ctx context.Context, opts *Options) error {
 type purgeDoc struct {
 	*purge.Plan
 	change.Outcome
-	SinkJournal *string        `json:"sinkJournal,omitempty"`
-	Detected    *detect.Result `json:"detected,omitempty"`
+	SinkJournal *string             `json:"sinkJournal,omitempty"`
+	Detected    *recovery.Detection `json:"detected,omitempty"`
 }
 
 func printPlan(r *render.Renderer, p *purge.Plan, opts *Options) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
@@ -20,7 +19,7 @@ type output struct {
 	Executed     bool
 	Verified     *recovery.Result
 	JournalState journal.State
-	Detected     *detect.Result
+	Detected     *recovery.Detection
 }
 
 // document is the -o json form (docs/repair.md). actions, after, journal and executed are the
@@ -44,7 +43,7 @@ type document struct {
 	Refused      *string          `json:"refused"`
 	Warnings     []string         `json:"warnings"`
 	// Detected is what the checkpoint showed and the planner's options took from it.
-	Detected *detect.Result `json:"detected,omitempty"`
+	Detected *recovery.Detection `json:"detected,omitempty"`
 }
 
 func (o *output) doc() document {

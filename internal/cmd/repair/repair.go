@@ -14,7 +14,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/deltastate"
-	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/journal"
@@ -64,7 +63,7 @@ type Options struct {
 	CommitFormatVersion int
 	// Detected is what the checkpoint showed and the restart options took from it (set by
 	// runRepair; nil when the flags said it all or the defaults stood).
-	Detected *detect.Result
+	Detected *recovery.Detection
 	// Output is "table" or "json".
 	Output render.Format
 	// Broker is --bootstrap-server and the Kafka client options: with a broker the predicted
@@ -225,7 +224,7 @@ func runRepair(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+	opts.Detected = recovery.DetectDefaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	ropts := repair.Options{Planner: opts.plannerOptions(sinkLatest), Strategy: opts.Strategy, Sink: opts.Sink, Checkpoint: cp}
 	if opts.Delta.Sink != "" {
 		txn, err := deltastate.ReadSink(ctx, opts.OpenStore, cp, opts.Delta.Sink)

@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/topicstate"
 )
@@ -23,7 +22,7 @@ type output struct {
 	// Broker is what the broker said; omitted without --bootstrap-server.
 	Broker *brokerView `json:"broker,omitempty"`
 	// Detected is what the checkpoint showed (runReplay); omitted when nothing was detected.
-	Detected *detect.Result `json:"detected,omitempty"`
+	Detected *recovery.Detection `json:"detected,omitempty"`
 }
 
 // partitionRange is recovery.PartitionRange (its fields unchanged) plus what the broker holds

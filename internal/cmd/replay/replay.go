@@ -13,7 +13,6 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/deltastate"
-	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
@@ -38,7 +37,7 @@ type Options struct {
 	CommitFormatVersion int
 	// Detected is what the checkpoint showed and the restart options took from it (set by
 	// runReplay; nil when the flags said it all or the defaults stood).
-	Detected *detect.Result
+	Detected *recovery.Detection
 	// Sink is a file sink's output directory (or its _spark_metadata); "" for none.
 	Sink string
 	// AllowEmpty accepts an empty or unrelated directory as a checkpoint that has not started
@@ -227,7 +226,7 @@ func runReplay(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	opts.Detected = detect.Defaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
+	opts.Detected = recovery.DetectDefaults(ctx, cp, &opts.Mode, &opts.SparkVersion, &opts.CommitFormatVersion)
 	po := recovery.Options{Mode: opts.Mode, SparkVersion: opts.SparkVersion, CommitFormatVersion: opts.CommitFormatVersion, Trigger: opts.Trigger}
 	if opts.Sink != "" {
 		latest, err := sinkLatest(ctx, opts)
@@ -320,5 +319,5 @@ func sinkLatest(ctx context.Context, opts *Options) (int64, error) {
 // resultDetected is the -o json prediction with what was detected ("detected").
 type resultDetected struct {
 	*recovery.Result
-	Detected *detect.Result `json:"detected,omitempty"`
+	Detected *recovery.Detection `json:"detected,omitempty"`
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -15,12 +14,12 @@ type opened struct {
 	store storage.Store
 	// cp is the checkpoint loaded; nil when it does not load (the plan then says why).
 	cp       *checkpoint.Checkpoint
-	detected *detect.Result
+	detected *recovery.Detection
 	planner  recovery.Options
 }
 
 // openToChange opens the checkpoint at uri for command, loads it, and fills the restart flags
-// left unset from what the checkpoint shows (detect.Defaults).
+// left unset from what the checkpoint shows (recovery.DetectDefaults).
 func openToChange(ctx context.Context, open func(context.Context, string) (storage.Store, error), uri, command string,
 	mode *recovery.Mode, sparkVersion *string, commitFormatVersion *int) (*opened, error) {
 	store, err := open(ctx, uri)
@@ -34,7 +33,7 @@ func openToChange(ctx context.Context, open func(context.Context, string) (stora
 	o := &opened{store: store}
 	if cp, err := checkpoint.LoadAt(ctx, store, loc); err == nil {
 		o.cp = cp
-		o.detected = detect.Defaults(ctx, cp, mode, sparkVersion, commitFormatVersion)
+		o.detected = recovery.DetectDefaults(ctx, cp, mode, sparkVersion, commitFormatVersion)
 	}
 	o.planner = recovery.Options{Mode: *mode, SparkVersion: *sparkVersion, CommitFormatVersion: *commitFormatVersion}
 	return o, nil

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/cli/change"
-	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
@@ -39,7 +38,7 @@ type EditOptions struct {
 	SparkVersion        string
 	CommitFormatVersion int
 	Output              render.Format
-	Detected            *detect.Result
+	Detected            *recovery.Detection
 }
 
 const editLong = `Drop state rows: the keys matching an expression, one operator's whole state, or the rows a
@@ -160,7 +159,7 @@ func parseWatermark(s string) (int64, error) {
 type editDoc struct {
 	*stateedit.Plan
 	change.Outcome
-	Detected *detect.Result `json:"detected,omitempty"`
+	Detected *recovery.Detection `json:"detected,omitempty"`
 }
 
 func runEdit(ctx context.Context, opts *EditOptions) error {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/cli"
 	"github.com/ckpt-dev/ckpt/internal/cli/change"
-	"github.com/ckpt-dev/ckpt/internal/detect"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
 	"github.com/ckpt-dev/ckpt/internal/journal"
@@ -42,7 +41,7 @@ type RepartitionOptions struct {
 	SparkVersion        string
 	CommitFormatVersion int
 	Output              render.Format
-	Detected            *detect.Result
+	Detected            *recovery.Detection
 }
 
 const repartitionLong = `Rehash the state of every stateful operator to N partitions, the way Spark's shuffle places keys
@@ -111,7 +110,7 @@ func newRepartition(env *cli.Env, runF func(*RepartitionOptions) error) *cobra.C
 type repartitionDoc struct {
 	*repartition.Plan
 	change.Outcome
-	Detected *detect.Result `json:"detected,omitempty"`
+	Detected *recovery.Detection `json:"detected,omitempty"`
 }
 
 func runRepartition(ctx context.Context, opts *RepartitionOptions) error {

@@ -1,4 +1,4 @@
-package detect
+package recovery_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
-func load(t *testing.T, dir string) *checkpoint.Checkpoint {
+func loadDetect(t *testing.T, dir string) *checkpoint.Checkpoint {
 	t.Helper()
 	st, err := storage.NewLocal(filepath.Join("..", "..", "testdata", dir))
 	if err != nil {
@@ -42,7 +42,7 @@ func TestSparkReleaseOfRealCheckpoints(t *testing.T) {
 		{"spark/structured-streaming/checkpoint-version-4.0.0-checkpoint-v2/rocksdb/dedup", "4.0", "", "4.0", 2},
 	}
 	for _, c := range cases {
-		r := Run(context.Background(), load(t, c.dir))
+		r := recovery.Detect(context.Background(), loadDetect(t, c.dir))
 		if r.SparkMin != c.min || r.SparkMax != c.max || r.SparkVersion != c.version || r.CommitFormatVersion != c.commitFormat {
 			t.Errorf("%s: got min %q max %q version %q commit v%d (%s), want %q %q %q v%d",
 				c.dir, r.SparkMin, r.SparkMax, r.SparkVersion, r.CommitFormatVersion, r.SparkReason, c.min, c.max, c.version, c.commitFormat)
@@ -70,7 +70,7 @@ func TestAsyncScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Run(context.Background(), cp)
+	r := recovery.Detect(context.Background(), cp)
 	if r.Mode != recovery.ModeAsync || !strings.Contains(r.ModeReason, "0 → 3") {
 		t.Errorf("got %q: %s", r.Mode, r.ModeReason)
 	}
@@ -79,10 +79,10 @@ func TestAsyncScenario(t *testing.T) {
 	}
 }
 
-// TestDefaults: the async engine is taken from the gaps unless the checkpoint is in the
+// TestDetectDefaults: the async engine is taken from the gaps unless the checkpoint is in the
 // switch-off trap (recovery.Assess), where the sync engine's failure stays the verdict and the
 // header says what async would do; a flag always wins.
-func TestDefaults(t *testing.T) {
+func TestDetectDefaults(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		scenario string
@@ -107,7 +107,7 @@ func TestDefaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		mode, spark, cf := c.mode, "", 0
-		d := Defaults(ctx, cp, &mode, &spark, &cf)
+		d := recovery.DetectDefaults(ctx, cp, &mode, &spark, &cf)
 		if mode != c.want || (d != nil && d.AsyncNotApplied != "") != c.note {
 			t.Errorf("%s with --mode %q: mode %q, detected %+v", c.scenario, c.mode, mode, d)
 		}

@@ -1,31 +1,30 @@
-package detect
+package recovery
 
 import (
 	"context"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
-// Defaults fills the restart options the flags left unset (--mode, --spark-version,
-// --commit-format-version: zero values) with what the checkpoint shows (Run), and returns
+// DetectDefaults fills the restart options the flags left unset (--mode, --spark-version,
+// --commit-format-version: zero values) with what the checkpoint shows (Detect), and returns
 // the detections it used, nil when it used none. A flag always wins: what it sets is neither
 // detected nor reported. A detection that agrees with the default (Spark 3.5 for a 3.5-era
 // checkpoint) changes nothing and is not reported either, so the header speaks only when the
 // checkpoint moved a default.
-func Defaults(ctx context.Context, cp *checkpoint.Checkpoint, mode *recovery.Mode, sparkVersion *string, commitFormatVersion *int) *Result {
+func DetectDefaults(ctx context.Context, cp *checkpoint.Checkpoint, mode *Mode, sparkVersion *string, commitFormatVersion *int) *Detection {
 	if *mode != "" && *sparkVersion != "" && *commitFormatVersion != 0 {
 		return nil
 	}
-	d := Run(ctx, cp)
+	d := Detect(ctx, cp)
 	sparkFlag := *sparkVersion != ""
 	switch {
-	case sparkFlag || d.SparkMin == "" || (d.SparkVersion == recovery.DefaultSparkVersion && d.SparkMax == ""):
+	case sparkFlag || d.SparkMin == "" || (d.SparkVersion == DefaultSparkVersion && d.SparkMax == ""):
 		// Given, unknown, or a checkpoint of the default release or newer: nothing to say.
 		d.SparkVersion, d.SparkReason, d.SparkMin, d.SparkMax = "", "", "", ""
-	case d.SparkVersion == recovery.DefaultSparkVersion:
+	case d.SparkVersion == DefaultSparkVersion:
 		d.SparkVersion = "" // an older writer: said, the default stands
-		if !less(d.SparkMax, recovery.DefaultSparkVersion) {
+		if !detectLess(d.SparkMax, DefaultSparkVersion) {
 			d.SparkReason, d.SparkMin, d.SparkMax = "", "", ""
 		}
 	default:
@@ -39,7 +38,7 @@ func Defaults(ctx context.Context, cp *checkpoint.Checkpoint, mode *recovery.Mod
 	switch {
 	case *mode != "" || d.Mode == "":
 		d.Mode, d.ModeReason = "", ""
-	case inSwitchOffTrap(ctx, cp, *sparkVersion, *commitFormatVersion):
+	case detectInSwitchOffTrap(ctx, cp, *sparkVersion, *commitFormatVersion):
 		// The files show async progress tracking's gaps, not whether it is still on: when only
 		// the sync restart fails, predicting the async one could call a query that will not
 		// start healthy. The failure stays the verdict; the header says what async would do.
@@ -54,9 +53,9 @@ func Defaults(ctx context.Context, cp *checkpoint.Checkpoint, mode *recovery.Mod
 	return d
 }
 
-// inSwitchOffTrap asks the planner whether the checkpoint is in the switch-off trap: the sync
-// restart is blocked where the async one is not (recovery.Assessment.Trap).
-func inSwitchOffTrap(ctx context.Context, cp *checkpoint.Checkpoint, sparkVersion string, commitFormatVersion int) bool {
-	a, err := recovery.Assess(ctx, cp, recovery.Options{Mode: recovery.ModeSync, SparkVersion: sparkVersion, CommitFormatVersion: commitFormatVersion})
+// detectInSwitchOffTrap asks the planner whether the checkpoint is in the switch-off trap: the sync
+// restart is blocked where the async one is not (Assessment.Trap).
+func detectInSwitchOffTrap(ctx context.Context, cp *checkpoint.Checkpoint, sparkVersion string, commitFormatVersion int) bool {
+	a, err := Assess(ctx, cp, Options{Mode: ModeSync, SparkVersion: sparkVersion, CommitFormatVersion: commitFormatVersion})
 	return err == nil && a.Trap != nil
 }

@@ -1,10 +1,11 @@
-// Package detect infers, from what a checkpoint holds, what the restart flags would otherwise
+// Detection infers, from what a checkpoint holds, what the restart flags would otherwise
 // have to say: whether the query ran with async progress tracking (from the gap pattern of its
 // logs) and which Spark release wrote it (from the conf keys of its latest offsets file and the
 // versions of its log files). Commands use the result as defaults when --mode, --spark-version
 // and --commit-format-version are not given, and say what was detected and why; a flag always
-// wins. Detection only supplies data: recovery.Plan stays the one decision maker.
-package detect
+// wins. Detection only supplies data: Plan stays the one decision maker.
+
+package recovery
 
 import (
 	"context"
@@ -13,17 +14,16 @@ import (
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
-	"github.com/ckpt-dev/ckpt/internal/recovery"
 )
 
-// Result is what the checkpoint tells about the query that wrote it. An empty field was not
+// Detection is what the checkpoint tells about the query that wrote it. An empty field was not
 // detected: the command keeps its own default.
-type Result struct {
+type Detection struct {
 	// Mode is "async" when the logs have async progress tracking's gaps, else "".
-	Mode       recovery.Mode `json:"mode,omitempty"`
-	ModeReason string        `json:"modeReason,omitempty"`
+	Mode       Mode   `json:"mode,omitempty"`
+	ModeReason string `json:"modeReason,omitempty"`
 	// AsyncNotApplied is set instead of Mode when the logs have async progress tracking's gaps
-	// but the command kept the sync engine (Defaults: the sync restart fails where the async
+	// but the command kept the sync engine (DetectDefaults: the sync restart fails where the async
 	// one would not, and the files cannot tell whether async was switched off since). It says so.
 	AsyncNotApplied string `json:"asyncNotApplied,omitempty"`
 	// SparkMin and SparkMax bound the release that wrote the latest offsets file (SparkMax ""
@@ -40,12 +40,12 @@ type Result struct {
 }
 
 // Empty reports whether nothing was detected.
-func (r *Result) Empty() bool {
+func (r *Detection) Empty() bool {
 	return r == nil || (r.Mode == "" && r.AsyncNotApplied == "" && r.SparkMin == "" && r.CommitFormatVersion == 0)
 }
 
 // Lines are the detections in words, one per line, for a command's header.
-func (r *Result) Lines() []string {
+func (r *Detection) Lines() []string {
 	if r == nil {
 		return nil
 	}
@@ -60,7 +60,7 @@ func (r *Result) Lines() []string {
 	case r.SparkVersion != "":
 		out = append(out, fmt.Sprintf("detected Spark %s: %s", r.SparkVersion, r.SparkReason))
 	case r.SparkMin != "":
-		out = append(out, fmt.Sprintf("written by an older Spark: %s; predicting a restart on Spark %s (--spark-version to change)", r.SparkReason, recovery.DefaultSparkVersion))
+		out = append(out, fmt.Sprintf("written by an older Spark: %s; predicting a restart on Spark %s (--spark-version to change)", r.SparkReason, DefaultSparkVersion))
 	}
 	if r.CommitFormatVersion != 0 {
 		out = append(out, fmt.Sprintf("detected commit format v%d: %s", r.CommitFormatVersion, r.CommitReason))
@@ -68,12 +68,12 @@ func (r *Result) Lines() []string {
 	return out
 }
 
-// Run reads the latest offsets and commit files of cp (two small reads; the listings are
+// Detect reads the latest offsets and commit files of cp (two small reads; the listings are
 // already in cp) and returns what they show. A file that cannot be read or parsed detects
 // nothing; it is the planner's and doctor's business to report it.
-func Run(ctx context.Context, cp *checkpoint.Checkpoint) *Result {
-	r := &Result{}
-	r.Mode, r.ModeReason = asyncFromGaps(cp.Offsets.IDs(), cp.Commits.IDs())
+func Detect(ctx context.Context, cp *checkpoint.Checkpoint) *Detection {
+	r := &Detection{}
+	r.Mode, r.ModeReason = detectAsyncFromGaps(cp.Offsets.IDs(), cp.Commits.IDs())
 	if l, ok := cp.Offsets.Latest(); ok {
 		if seq, err := cp.ReadOffsets(ctx, l); err == nil {
 			r.spark(seq, l)
@@ -90,18 +90,18 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint) *Result {
 	return r
 }
 
-// asyncFromGaps takes the async engine when the planner's gap classification shows async
-// progress tracking's pattern with the commits' evidence (recovery.Gaps.WrittenByAsync,
+// detectAsyncFromGaps takes the async engine when the planner's gap classification shows async
+// progress tracking's pattern with the commits' evidence (Gaps.WrittenByAsync,
 // spark-semantics.md §6.2), and says why.
-func asyncFromGaps(offsets, commits []int64) (recovery.Mode, string) {
-	if !recovery.ClassifyGaps(offsets, commits).WrittenByAsync() {
+func detectAsyncFromGaps(offsets, commits []int64) (Mode, string) {
+	if !ClassifyGaps(offsets, commits).WrittenByAsync() {
 		return "", ""
 	}
-	return recovery.ModeAsync, fmt.Sprintf("offsets/ and commits/ share gaps (offsets %s, commits %s), the pattern of async progress tracking", firstGap(offsets), firstGap(commits))
+	return ModeAsync, fmt.Sprintf("offsets/ and commits/ share gaps (offsets %s, commits %s), the pattern of async progress tracking", detectFirstGap(offsets), detectFirstGap(commits))
 }
 
-// firstGap describes the first gap of ascending ids ("3 → 7"), or "".
-func firstGap(ids []int64) string {
+// detectFirstGap describes the first gap of ascending ids ("3 → 7"), or "".
+func detectFirstGap(ids []int64) string {
 	for i := 1; i < len(ids); i++ {
 		if ids[i] > ids[i-1]+1 {
 			return fmt.Sprintf("%d → %d", ids[i-1], ids[i])
@@ -110,16 +110,16 @@ func firstGap(ids []int64) string {
 	return ""
 }
 
-// confKey is a key of OffsetSeqMetadata's relevantSQLConfs and the first release whose offsets
+// detectConfKey is a key of OffsetSeqMetadata's relevantSQLConfs and the first release whose offsets
 // files carry it (every file a release writes carries all of its keys, spark-semantics.md §2.3).
 // upper says whether its absence bounds the release from above; it is false for keys whose first
 // release is not certain, which then only raise the lower bound to a release known to have them.
-type confKey struct {
+type detectConfKey struct {
 	key, since string
 	upper      bool
 }
 
-var confKeys = []confKey{
+var detectConfKeys = []detectConfKey{
 	{"spark.sql.shuffle.partitions", "2.2", false},
 	{"spark.sql.streaming.multipleWatermarkPolicy", "2.4", true},
 	{"spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion", "2.4", true},
@@ -132,7 +132,7 @@ var confKeys = []confKey{
 	{"spark.sql.streaming.stateStore.encodingFormat", "4.0", true},
 }
 
-func (r *Result) spark(seq *logformat.OffsetSeq, id int64) {
+func (r *Detection) spark(seq *logformat.OffsetSeq, id int64) {
 	file := fmt.Sprintf("offsets/%d", id)
 	if seq.Version >= 2 {
 		r.raise(fmt.Sprintf("%s is v%d (OffsetMap, Spark 4.1)", file, seq.Version), "4.1")
@@ -147,26 +147,26 @@ func (r *Result) spark(seq *logformat.OffsetSeq, id int64) {
 	for _, kv := range seq.Metadata.Conf {
 		have[kv.Key] = true
 	}
-	var newest, missing *confKey
-	for i := range confKeys {
-		k := &confKeys[i]
+	var newest, missing *detectConfKey
+	for i := range detectConfKeys {
+		k := &detectConfKeys[i]
 		switch {
 		case have[k.key]:
-			if newest == nil || less(newest.since, k.since) {
+			if newest == nil || detectLess(newest.since, k.since) {
 				newest = k
 			}
-		case k.upper && (missing == nil || less(k.since, missing.since)):
+		case k.upper && (missing == nil || detectLess(k.since, missing.since)):
 			missing = k
 		}
 	}
 	var why []string
 	if newest != nil {
 		r.raise("", newest.since)
-		why = append(why, fmt.Sprintf("its conf has %s (Spark %s+)", short(newest.key), newest.since))
+		why = append(why, fmt.Sprintf("its conf has %s (Spark %s+)", detectShort(newest.key), newest.since))
 	}
-	if missing != nil && (r.SparkMin == "" || less(r.SparkMin, missing.since)) {
-		r.SparkMax = prev(missing.since)
-		why = append(why, fmt.Sprintf("not %s (Spark %s+)", short(missing.key), missing.since))
+	if missing != nil && (r.SparkMin == "" || detectLess(r.SparkMin, missing.since)) {
+		r.SparkMax = detectPrev(missing.since)
+		why = append(why, fmt.Sprintf("not %s (Spark %s+)", detectShort(missing.key), missing.since))
 	}
 	if len(why) > 0 {
 		r.SparkReason = file + ": " + strings.Join(why, " but ")
@@ -174,13 +174,13 @@ func (r *Result) spark(seq *logformat.OffsetSeq, id int64) {
 }
 
 // raise lifts the lower bound to since, with reason when it is the one that decides.
-func (r *Result) raise(reason, since string) {
-	if r.SparkMin == "" || less(r.SparkMin, since) {
+func (r *Detection) raise(reason, since string) {
+	if r.SparkMin == "" || detectLess(r.SparkMin, since) {
 		r.SparkMin = since
 		if reason != "" {
 			r.SparkReason = reason
 		}
-		if r.SparkMax != "" && less(r.SparkMax, since) {
+		if r.SparkMax != "" && detectLess(r.SparkMax, since) {
 			r.SparkMax = ""
 		}
 	}
@@ -190,12 +190,12 @@ func (r *Result) raise(reason, since string) {
 // checkpoint or a newer one (Spark reads older checkpoints, not newer ones), so the lower bound
 // lifts ckpt's default and never lowers it. A checkpoint of an older release is reported
 // (Lines) but keeps the default.
-func (r *Result) choose() {
+func (r *Detection) choose() {
 	if r.SparkMin == "" {
 		return
 	}
-	v := recovery.DefaultSparkVersion
-	if less(v, r.SparkMin) {
+	v := DefaultSparkVersion
+	if detectLess(v, r.SparkMin) {
 		v = r.SparkMin
 	}
 	r.SparkVersion = v
@@ -208,16 +208,16 @@ func (r *Result) choose() {
 	}
 }
 
-func short(key string) string {
+func detectShort(key string) string {
 	key = strings.TrimPrefix(key, "spark.sql.streaming.")
 	return strings.TrimPrefix(key, "spark.sql.")
 }
 
-// less compares two releases of recovery.SparkVersions.
-func less(a, b string) bool { return index(a) < index(b) }
+// detectLess compares two releases of SparkVersions.
+func detectLess(a, b string) bool { return detectIndex(a) < detectIndex(b) }
 
-func index(v string) int {
-	for i, s := range recovery.SparkVersions {
+func detectIndex(v string) int {
+	for i, s := range SparkVersions {
 		if s == v {
 			return i
 		}
@@ -225,10 +225,10 @@ func index(v string) int {
 	return -1
 }
 
-// prev is the release before v.
-func prev(v string) string {
-	if i := index(v); i > 0 {
-		return recovery.SparkVersions[i-1]
+// detectPrev is the release before v.
+func detectPrev(v string) string {
+	if i := detectIndex(v); i > 0 {
+		return SparkVersions[i-1]
 	}
 	return v
 }
