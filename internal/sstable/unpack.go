@@ -135,8 +135,10 @@ func (u *unpacker) op() error {
 	if u.typ != SnappyCompression && u.lz4More {
 		u.lz4More = false
 		if u.exhausted() {
-			// An lz4 block ends with a sequence of literals only.
-			if u.done != u.size {
+			// An lz4 block ends with a sequence of literals only, whose token has no match
+			// length: the whole-block decoder (statefmt's) refuses one that has, and a block
+			// must read the same streamed or whole.
+			if u.done != u.size || u.mnib != 0 {
 				return errUnpack
 			}
 			u.end = true
