@@ -62,13 +62,17 @@ func (b *spooledFile) Commit() error {
 
 func (b *spooledFile) Abort() {
 	b.done = true
+	if b.f == nil {
+		return
+	}
 	b.f.Close()
 	os.Remove(b.f.Name())
+	b.f = nil
 }
 
-// createWriter is CreateWriter on local disk: the bytes go to a temporary file (TempName) in the target's
-// directory, which Commit fsyncs and publishes under the name without replacing one (as
-// WriteFile's fallback does), then fsyncs the directory.
+// createWriter is CreateWriter on local disk: the bytes go to a temporary file (TempName) in
+// the target's directory, which Commit fsyncs and publishes under the name without replacing
+// one (as WriteFile's fallback does), then fsyncs the directory.
 func (l *Local) createWriter(ctx context.Context, path string) (NewFile, error) {
 	c, p, err := l.resolve(OpWrite, path, false)
 	if err != nil {
