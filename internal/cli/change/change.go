@@ -284,14 +284,6 @@ func Propose(out io.Writer, r *render.Renderer, p Proposal) (bool, error) {
 	return false, nil
 }
 
-// ApplyAfter applies the second half of a change that spans two stores (a file sink's log after
-// the checkpoint): the question was asked once, and the query's liveness checked on the
-// checkpoint, so neither is repeated.
-func ApplyAfter(ctx context.Context, env Env, f Flags, s storage.Store, p *journal.Plan) (*journal.Record, error) {
-	f.Yes, f.ActiveWindow = true, 0
-	return Apply(ctx, env, &f, s, p, "")
-}
-
 // ParseFlags checks the flags every command that changes a checkpoint shares, in the order the
 // commands report them: -o, the apply flags, then the restart flags. It returns the output
 // format and the restart to predict (Mode, SparkVersion, CommitFormatVersion).
