@@ -97,6 +97,9 @@ func (t *Type) appendTypeJSON(b []byte) ([]byte, error) {
 		return append(b, "]}"...), nil
 	case "string", "integer", "long", "double", "float", "short", "byte", "boolean", "binary", "date", "timestamp", "timestamp_ntz":
 		return append(append(append(b, '"'), t.Name...), '"'), nil
+	case "null":
+		// NullType's JSON name (a dropDuplicates store's value field, __dummy__).
+		return append(b, `"void"`...), nil
 	case "decimal":
 		return append(b, fmt.Sprintf(`"decimal(%d,%d)"`, t.Precision, t.Scale)...), nil
 	}

@@ -8,9 +8,10 @@ import (
 )
 
 // TestEncodeSchemaV2RealFiles re-encodes the schema files Spark wrote for the aggregation
-// fixtures of every release and expects Spark's bytes.
+// and deduplication fixtures of every release (a dedup value is a void field) and expects
+// Spark's bytes.
 func TestEncodeSchemaV2RealFiles(t *testing.T) {
-	files, _ := filepath.Glob("../../testdata/spark-state/*/agg-*hdfs*/checkpoint/state/0/0/_metadata/schema")
+	files, _ := filepath.Glob("../../testdata/spark-state/*/*-*hdfs*/checkpoint/state/0/0/_metadata/schema")
 	if len(files) == 0 {
 		t.Fatal("no fixture schema files")
 	}
