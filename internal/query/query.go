@@ -213,6 +213,10 @@ type Query struct {
 	// Agg are the aggregates: "fn(expression) AS name" with fn count (count(*) counts rows),
 	// sum, min, max or avg; an item may hold several separated by commas.
 	Agg []string `yaml:"agg,omitempty"`
+	// DropDuplicates are the columns of Spark's dropDuplicates(cols): names of the query's
+	// columns (the --select output, or the Kafka columns without one); a row whose values in
+	// these columns were seen in an earlier row is dropped. Items may be comma-separated.
+	DropDuplicates []string `yaml:"dropDuplicates,omitempty"`
 	// OutputMode is Spark's outputMode: append (the default), update or complete.
 	OutputMode string `yaml:"outputMode,omitempty"`
 	// Conf are Spark SQL confs: spark.sql.shuffle.partitions (recorded in offsets, default 200)
@@ -275,6 +279,9 @@ func (q *Query) Merge(o *Query) {
 	}
 	if len(o.Agg) > 0 {
 		q.Agg = o.Agg
+	}
+	if len(o.DropDuplicates) > 0 {
+		q.DropDuplicates = o.DropDuplicates
 	}
 	if o.OutputMode != "" {
 		q.OutputMode = o.OutputMode
@@ -347,6 +354,14 @@ type Resolved struct {
 	// mode (OutputAppend, OutputUpdate, OutputComplete).
 	Grouping   *transform.Grouping
 	OutputMode string
+	// Dedup is the deduplication (Spark's dropDuplicates over columns); nil for none.
+	Dedup *Dedup
+}
+
+// Dedup is a resolved dropDuplicates: the indexes of its columns in Program.Columns(), in
+// the order given (the order of the state key's fields, as Spark keeps them).
+type Dedup struct {
+	Columns []int
 }
 
 // Output modes (Spark's OutputMode).
@@ -529,6 +544,9 @@ func (q *Query) Validate() (*Resolved, error) {
 		bad("unknown output mode %q: want append, update or complete", q.OutputMode)
 	}
 	var outCols []transform.Column
+	if len(q.DropDuplicates) > 0 && (len(q.GroupBy) > 0 || len(q.Agg) > 0) {
+		bad("--drop-duplicates with --group-by is not supported yet: ckpt run runs one stateful operator per query")
+	}
 	if len(q.GroupBy) > 0 || len(q.Agg) > 0 {
 		if len(q.Select) > 0 {
 			bad("--select with --group-by is not supported yet: write the expressions in --group-by and --agg")
@@ -569,6 +587,10 @@ func (q *Query) Validate() (*Resolved, error) {
 		if prog != nil && prog.Projects() {
 			outCols = prog.Columns()
 		}
+		if len(q.DropDuplicates) > 0 && prog != nil {
+			r.Dedup = resolveDedup(r, bad)
+			outCols = prog.Columns()
+		}
 	}
 	if q.Sink == SinkKafka && outCols != nil {
 		names := map[string]bool{}
@@ -581,7 +603,7 @@ func (q *Query) Validate() (*Resolved, error) {
 		for n := range names {
 			// An aggregation's other columns are left out, as Spark's Kafka writer leaves out
 			// every column but these.
-			if r.Grouping == nil && !slices.Contains([]string{"key", "value", "topic", "partition", "headers"}, n) {
+			if r.Grouping == nil && r.Dedup == nil && !slices.Contains([]string{"key", "value", "topic", "partition", "headers"}, n) {
 				bad("the kafka sink writes only key, value, topic, partition and headers; the query outputs %q", n)
 			}
 		}

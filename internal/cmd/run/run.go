@@ -48,6 +48,7 @@ type Options struct {
 	Select      []string
 	GroupBy     []string
 	Agg         []string
+	DropDups    []string
 	OutputMode  string
 	Conf        []string
 	Parallelism int
@@ -96,7 +97,9 @@ asyncProgressTrackingCheckpointIntervalMs (1000; 0 = every batch). To switch it 
 Transform: --filter and --select take expressions over key, value, topic, partition, offset,
 timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --select 'json(value, "user") AS user'.
 Aggregation: --group-by 'string(key) AS k' --agg 'count(*) AS n, sum(int(string(value))) AS s'
---output-mode update|complete; the state is written as Spark's HDFS-backed store writes it.`,
+--output-mode update|complete; the state is written as Spark's HDFS-backed store writes it.
+Deduplication: --select 'string(key) AS k, partition AS p, string(value) AS value' --drop-duplicates 'k, p'
+(Spark's dropDuplicates("k", "p")), output mode append or update.`,
 		Example: `  ckpt run --demo
   ckpt run --source kafka --option kafka.bootstrap.servers=host:9092 --option subscribe=in \
       --sink kafka --sink-option kafka.bootstrap.servers=host:9092 --sink-option topic=out \
@@ -123,6 +126,7 @@ Aggregation: --group-by 'string(key) AS k' --agg 'count(*) AS n, sum(int(string(
 	f.StringArrayVar(&o.Select, "select", nil, "output column: \"expression AS name\" or a column name (repeatable)")
 	f.StringArrayVar(&o.GroupBy, "group-by", nil, "grouping column of a streaming aggregation: \"expression AS name\" or a column name (repeatable, or comma-separated)")
 	f.StringArrayVar(&o.Agg, "agg", nil, "aggregate: \"count(*) AS n\", sum(e), min(e), max(e), avg(e) with AS name (repeatable, or comma-separated); needs --group-by")
+	f.StringArrayVar(&o.DropDups, "drop-duplicates", nil, "column of Spark's dropDuplicates: a column name of the query (--select output or Kafka columns); a row whose values in these columns were seen before is dropped (repeatable, or comma-separated)")
 	f.StringVar(&o.OutputMode, "output-mode", "", "output mode: append (default), update, complete (Spark's outputMode)")
 	f.StringArrayVar(&o.Conf, "conf", nil, "Spark SQL conf key=value: spark.sql.shuffle.partitions (200), spark.sql.streaming.minBatchesToRetain (100), spark.sql.streaming.fileSink.log.deletion (true), .compactInterval (10), .cleanupDelay (10m)")
 	f.IntVar(&o.Parallelism, "parallelism", 0, "partitions read at once (default: one per partition, up to one per CPU, as Spark runs a task per core)")
@@ -154,7 +158,7 @@ func buildQuery(o *Options) (*query.Query, error) {
 		q = fq
 	}
 	flags := &query.Query{Name: o.Name, Source: o.Source, Sink: o.Sink, Checkpoint: o.Checkpoint, Trigger: o.Trigger,
-		Filter: o.Filter, Select: o.Select, GroupBy: o.GroupBy, Agg: o.Agg, OutputMode: o.OutputMode, Parallelism: o.Parallelism}
+		Filter: o.Filter, Select: o.Select, GroupBy: o.GroupBy, Agg: o.Agg, DropDuplicates: o.DropDups, OutputMode: o.OutputMode, Parallelism: o.Parallelism}
 	var err error
 	if flags.Options, err = query.ParseKV("option", o.SourceOpts); err != nil {
 		return nil, exitcode.UsageError(err)
