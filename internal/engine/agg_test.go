@@ -6,16 +6,13 @@ import (
 	"os"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
-	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/query"
-	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/state"
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -185,17 +182,7 @@ func TestAggregationUpdateRestart(t *testing.T) {
 	}
 	// The planner (replay, rewind) and doctor (state checks included) read the checkpoint with
 	// no warning and no finding.
-	plan, err := recovery.Plan(ctx, cp, recovery.Options{Mode: recovery.ModeSync, SparkVersion: SparkVersion})
-	if err != nil || plan.Outcome != recovery.OutcomeResume || len(plan.Warnings) > 0 {
-		t.Errorf("planner: %v %s, warnings %v", err, plan.Verdict(), plan.Warnings)
-	}
-	rep, err := doctor.Run(ctx, cp, doctor.Options{Mode: recovery.ModeSync, SparkVersion: SparkVersion, Deep: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range rep.Findings {
-		t.Errorf("doctor: %s %s %s", f.Code, f.Severity, f.Message)
-	}
+	checkNoFindings(t, ctx, cp)
 	if _, err := store.Stat(ctx, "state/0/_metadata/metadata"); err == nil {
 		t.Error("operator metadata written for Spark 3.5, which does not write it")
 	}
@@ -274,8 +261,6 @@ func TestAggregationBufferSchemaSpark(t *testing.T) {
 	}
 }
 
-type crashed struct{}
-
 // TestAggregationCrashRerun: a crash at every phase of batch 1 (after offsets/1, mid-sink,
 // before commits/1: the last two after state version 2 was written), then a restart: batch 1
 // re-runs against state version 1 and rewrites version 2, so no row is counted twice.
@@ -287,20 +272,7 @@ func TestAggregationCrashRerun(t *testing.T) {
 	for _, phase := range []string{PhaseAfterOffsets, PhaseMidSink, PhaseBeforeCommit} {
 		t.Run(phase, func(t *testing.T) {
 			store := storage.NewMem()
-			func() {
-				defer func() {
-					if r := recover(); r != nil && r != (crashed{}) {
-						panic(r)
-					}
-				}()
-				e, err := New(ctx, Options{Query: resolve(t, aggQuery(b.Addr(), query.OutputUpdate)), Store: store, Sink: &collectSink{},
-					FailAt: &FailAt{Batch: 1, Phase: phase}, Exit: func(int) { panic(crashed{}) }, PollingDelay: time.Millisecond})
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, _ = e.Run(ctx)
-				t.Fatal("no crash")
-			}()
+			crashAt(t, ctx, resolve(t, aggQuery(b.Addr(), query.OutputUpdate)), store, &collectSink{}, 1, phase)
 			st, err := runQuery(t, ctx, resolve(t, aggQuery(b.Addr(), query.OutputUpdate)), store, runOpts{sink: &collectSink{}})
 			if err != nil {
 				t.Fatal(err)

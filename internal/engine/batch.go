@@ -243,7 +243,7 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		midSink = func() { e.failAt(b.id, PhaseMidSink) }
 	}
 	var stream StreamingSink
-	if s, ok := e.sink.(StreamingSink); ok && s.Streams() && e.agg == nil {
+	if s, ok := e.sink.(StreamingSink); ok && s.Streams() && e.stateful == nil {
 		stream = s
 	}
 	readMid := midSink
@@ -252,8 +252,8 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		readMid = nil
 	}
 	var batch *Batch
-	if e.agg != nil {
-		batch, err = e.aggregate(bctx, b.id, from, b.end)
+	if e.stateful != nil {
+		batch, err = e.runStateful(bctx, e.stateful, b.id, from, b.end)
 	} else {
 		batch, err = e.read(bctx, b.id, from, b.end, stream, readMid)
 	}

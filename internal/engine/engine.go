@@ -99,8 +99,9 @@ type Engine struct {
 	seedOffsets, seedCommits []int64
 	evalPool                 sync.Pool
 	parallelism              int
-	// agg is the streaming aggregation's state; nil for a stateless query.
-	agg *aggregator
+	// stateful is the stateful operator (streaming aggregation, deduplication) with its
+	// state; nil for a stateless query.
+	stateful statefulOp
 }
 
 type pendingBatch struct {
@@ -141,8 +142,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.parallelism = runtime.GOMAXPROCS(0)
 	}
 	e.conf = SparkConf35(e.q.ShufflePartitions)
-	if e.q.Grouping != nil {
-		if e.agg, err = newAggregator(e.q, opts.SparkVersion); err != nil {
+	switch {
+	case e.q.Grouping != nil:
+		if e.stateful, err = newAggregator(e.q, opts.SparkVersion); err != nil {
 			return nil, err
 		}
 	}

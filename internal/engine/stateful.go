@@ -1,0 +1,315 @@
+// The stateful operators' shared state store: Spark's HDFS-backed state store provider for one
+// operator (id 0, store "default"), held in memory as the provider holds it, loaded from the
+// checkpoint with ckpt's state reader and committed as Spark's N.delta files with the one state
+// writer (internal/statefmt). Streaming aggregation (agg.go) and deduplication (dedup.go) use it.
+
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/query"
+	"github.com/ckpt-dev/ckpt/internal/state"
+	"github.com/ckpt-dev/ckpt/internal/statefmt"
+	"github.com/ckpt-dev/ckpt/internal/transform"
+)
+
+// stateOperator is the id of the one stateful operator a ckpt query has: Spark numbers them
+// from 0.
+const stateOperator = 0
+
+// stateEntry is one key of the state: the key (decoded, for output), its partition and the
+// value row's fields.
+type stateEntry struct {
+	key     *statefmt.Object
+	part    int
+	value   []any
+	touched int64 // the batch that last updated it
+}
+
+// stateStore is one operator's state: every key, in memory.
+type stateStore struct {
+	// operatorName is the name in Spark 4's operator metadata ("stateStoreSave", "dedupe");
+	// what names the operator in errors ("aggregation", "deduplication").
+	operatorName, what string
+	keyType            *statefmt.Type
+	valueType          *statefmt.Type
+	partitions         int
+	codec              string
+	// metadata: write state/0/_metadata/metadata (Spark 4.x writes it, 3.5 does not).
+	metadata bool
+	entries  map[string]*stateEntry
+	// version is the state version held (the batch id it is the state before); -1: not loaded.
+	version int64
+	// keyNames are keyType's field names, for the key rows built from evaluated values.
+	keyNames []string
+}
+
+func newStateStore(operatorName, what string, key, value *statefmt.Type, sparkVersion string) stateStore {
+	s := stateStore{operatorName: operatorName, what: what, keyType: key, valueType: value, version: -1,
+		entries: map[string]*stateEntry{}, metadata: scala213(sparkVersion)}
+	for _, f := range key.Fields {
+		s.keyNames = append(s.keyNames, f.Name)
+	}
+	return s
+}
+
+// statefulOp is a stateful operator as a batch runs it.
+type statefulOp interface {
+	store() *stateStore
+	// begin starts (or restarts) batch id.
+	begin(id int64)
+	// apply folds rows of batch id into the state; calls are serialised.
+	apply(id int64, rows []transform.Row) error
+	// output is the batch's result rows, in columns() order.
+	output(id int64) [][]any
+	columns() []transform.Column
+}
+
+func (s *stateStore) store() *stateStore { return s }
+
+// lookup returns the entry of the key row with these values (statefmt's representation),
+// creating it in the partition of Spark's HashPartitioning over the key columns when it is
+// new; created says so.
+func (s *stateStore) lookup(vals []any) (ent *stateEntry, created bool, err error) {
+	obj := &statefmt.Object{Names: s.keyNames, Values: vals}
+	raw, err := statefmt.EncodeRow(obj, s.keyType)
+	if err != nil {
+		return nil, false, err
+	}
+	if ent = s.entries[string(raw)]; ent != nil {
+		return ent, false, nil
+	}
+	cols := make([]int, len(vals))
+	for j := range cols {
+		cols[j] = j
+	}
+	p, err := statefmt.Partition(obj, s.keyType, cols, s.partitions)
+	if err != nil {
+		return nil, false, err
+	}
+	ent = &stateEntry{key: obj, part: p, touched: -1}
+	s.entries[string(raw)] = ent
+	return ent, true, nil
+}
+
+// load reads state version v (the state batch v runs against) of every partition; the
+// in-memory state is replaced. Version 0 is the empty state.
+func (s *stateStore) load(ctx context.Context, e *Engine, v int64) error {
+	s.entries = map[string]*stateEntry{}
+	s.version = v
+	if v == 0 {
+		return nil
+	}
+	cp, err := checkpoint.Load(ctx, e.opts.Store)
+	if err != nil {
+		return err
+	}
+	l, err := state.Scan(ctx, e.opts.Store)
+	if err != nil {
+		return err
+	}
+	if l.Operator(stateOperator) == nil {
+		return fmt.Errorf("the checkpoint has no state for operator %d at version %d (state/%d): it was not written by a %s query", stateOperator, v, stateOperator, s.what)
+	}
+	r, err := state.NewReader(ctx, cp, l, state.ReadOptions{Operator: stateOperator, Partition: -1, Version: v})
+	if err != nil {
+		return err
+	}
+	if sc := r.Schema(); sc != nil {
+		fam := sc.Family(statefmt.DefaultColumnFamily)
+		if fam == nil || fam.Key.String() != s.keyType.String() || fam.Value.String() != s.valueType.String() {
+			return fmt.Errorf("the state schema on disk (key %s, value %s) is not the query's (key %s, value %s): the checkpoint belongs to another %s",
+				fam.KeyString, fam.ValueString, s.keyType, s.valueType, s.what)
+		}
+	}
+	return r.Each(ctx, func(row *state.Row) error {
+		k, err := statefmt.DecodeRow(row.RawKey, s.keyType)
+		if err != nil {
+			return fmt.Errorf("state row key in partition %d: %w", row.Partition, err)
+		}
+		val, err := statefmt.DecodeRow(row.RawValue, s.valueType)
+		if err != nil {
+			return fmt.Errorf("state row value in partition %d: %w", row.Partition, err)
+		}
+		s.entries[string(row.RawKey)] = &stateEntry{key: k, part: row.Partition, value: val.Values, touched: -1}
+		return nil
+	})
+}
+
+// sortKeys orders keys by partition and key bytes.
+func (s *stateStore) sortKeys(keys []string) {
+	slices.SortFunc(keys, func(x, y string) int {
+		if c := s.entries[x].part - s.entries[y].part; c != 0 {
+			return c
+		}
+		if x < y {
+			return -1
+		} else if x > y {
+			return 1
+		}
+		return 0
+	})
+}
+
+// commit writes state version id+1: every partition's (id+1).delta with the keys batch id
+// updated (an empty delta for a partition with none, as every task of the stateful stage
+// commits its store), the schema file with the first version, and Spark 4.x's operator
+// metadata. A re-run batch rewrites its delta files, as the provider overwrites them.
+func (s *stateStore) commit(ctx context.Context, e *Engine, id int64) error {
+	st := e.opts.Store
+	dir := func(p int) string { return path.Join("state", strconv.Itoa(stateOperator), strconv.Itoa(p)) }
+	if id == 0 {
+		schema, err := statefmt.EncodeSchemaV2(s.keyType, s.valueType)
+		if err != nil {
+			return err
+		}
+		if err := writeOnce(ctx, e, path.Join(dir(0), "_metadata", "schema"), schema); err != nil {
+			return err
+		}
+		if s.metadata {
+			m := &logformat.OperatorMetadata{Version: 1, OperatorID: stateOperator, OperatorName: s.operatorName,
+				Stores: []logformat.StoreMetadata{{StoreName: statefmt.DefaultColumnFamily, NumPartitions: s.partitions}}}
+			if err := writeOnce(ctx, e, path.Join("state", strconv.Itoa(stateOperator), "_metadata", "metadata"), m.Marshal()); err != nil {
+				return err
+			}
+		}
+	}
+	var keys []string
+	for k, ent := range s.entries {
+		if ent.touched == id {
+			keys = append(keys, k)
+		}
+	}
+	s.sortKeys(keys)
+	next := 0
+	for p := 0; p < s.partitions; p++ {
+		var buf bytes.Buffer
+		w, err := statefmt.NewFileWriter(s.codec, &buf)
+		if err != nil {
+			return err
+		}
+		for ; next < len(keys) && s.entries[keys[next]].part == p; next++ {
+			ent := s.entries[keys[next]]
+			val, err := statefmt.EncodeRow(&statefmt.Object{Values: ent.value}, s.valueType)
+			if err != nil {
+				return err
+			}
+			if err := w.Put([]byte(keys[next]), val); err != nil {
+				return err
+			}
+		}
+		if err := w.Close(); err != nil {
+			return err
+		}
+		f := path.Join(dir(p), strconv.FormatInt(id+1, 10)+".delta")
+		err = st.WriteFile(ctx, f, buf.Bytes())
+		if errors.Is(err, fs.ErrExist) {
+			if err = st.Delete(ctx, f); err == nil {
+				err = st.WriteFile(ctx, f, buf.Bytes())
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	s.version = id + 1
+	return nil
+}
+
+// writeOnce writes a file that is written once per query; one already there is kept.
+func writeOnce(ctx context.Context, e *Engine, name string, data []byte) error {
+	if err := e.opts.Store.WriteFile(ctx, name, data); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// runStateful runs batch id of a stateful query: read (from, end], load the state it runs
+// against when it is not the one held, fold the rows in, write state version id+1 and return
+// the output rows.
+func (e *Engine) runStateful(ctx context.Context, op statefulOp, id int64, from, end logformat.KafkaOffsets) (*Batch, error) {
+	s := op.store()
+	if s.partitions == 0 {
+		if err := s.configure(e.conf); err != nil {
+			return nil, err
+		}
+	}
+	if s.version != id {
+		if err := s.load(ctx, e, id); err != nil {
+			return nil, fmt.Errorf("loading state version %d for batch %d: %w", id, id, err)
+		}
+	}
+	// The partitions are read in parallel and folded in one at a time: the state is one map,
+	// as the HDFS-backed provider's is per partition.
+	var mu sync.Mutex
+	var input int64
+	s.version = -1 // until the batch is committed: a failed batch reloads its state
+	op.begin(id)
+	err := e.src.Read(ctx, from, end, e.parallelism, func(_ logformat.TopicPartition, rs []transform.Row) error {
+		mu.Lock()
+		defer mu.Unlock()
+		input += int64(len(rs))
+		return op.apply(id, rs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	b := &Batch{ID: id, Columns: op.columns(), InputRows: input}
+	if err := s.commit(ctx, e, id); err != nil {
+		return nil, err
+	}
+	out := op.output(id)
+	if len(out) > 0 {
+		b.Parts = []Part{{Values: out}}
+	}
+	b.NumRows = int64(len(out))
+	return b, nil
+}
+
+// configure sets the partitions and codec from the query's recorded conf and refuses a
+// provider ckpt does not write.
+func (s *stateStore) configure(conf []logformat.KV) error {
+	s.partitions, s.codec = 0, statefmt.DefaultCodec
+	for _, kv := range conf {
+		switch kv.Key {
+		case query.ConfShufflePartitions:
+			n, err := strconv.Atoi(kv.Value)
+			if err != nil || n < 1 {
+				return fmt.Errorf("spark.sql.shuffle.partitions=%q in the offsets log: want a number ≥ 1", kv.Value)
+			}
+			s.partitions = n
+		case "spark.sql.streaming.stateStore.compression.codec":
+			c, ok := statefmt.CanonicalCodec(kv.Value)
+			if !ok {
+				return fmt.Errorf("spark.sql.streaming.stateStore.compression.codec=%q in the offsets log: not a codec ckpt writes", kv.Value)
+			}
+			s.codec = c
+		case "spark.sql.streaming.stateStore.providerClass":
+			if kv.Value != hdfsProvider {
+				return fmt.Errorf("the checkpoint's state store provider is %s: ckpt run writes only the HDFS-backed provider's state (%s)", kv.Value, hdfsProvider)
+			}
+		case "spark.sql.streaming.aggregation.stateFormatVersion":
+			// Only StateStoreSaveExec's state depends on it.
+			if s.operatorName == aggOperatorName && kv.Value != "2" {
+				return fmt.Errorf("spark.sql.streaming.aggregation.stateFormatVersion=%s in the offsets log: ckpt run writes only version 2", kv.Value)
+			}
+		}
+	}
+	if s.partitions == 0 {
+		return errors.New("no spark.sql.shuffle.partitions in the offsets log")
+	}
+	return nil
+}
+
+const hdfsProvider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
