@@ -147,6 +147,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		if e.stateful, err = newAggregator(e.q, opts.SparkVersion); err != nil {
 			return nil, err
 		}
+	case e.q.Dedup != nil:
+		if e.stateful, err = newDeduplicator(e.q, opts.SparkVersion); err != nil {
+			return nil, err
+		}
 	}
 	prog := e.q.Program
 	e.evalPool.New = func() any { return prog.NewEvaluator() }
