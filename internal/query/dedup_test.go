@@ -38,7 +38,7 @@ func TestDedupRefusals(t *testing.T) {
 		{Query{Select: sel, DropDuplicates: []string{"headers"}}, "by headers is not supported"},
 		{Query{Select: sel, DropDuplicates: []string{"k, k"}}, `column "k" given twice`},
 		{Query{Select: sel, DropDuplicates: []string{" , "}}, "needs at least one column"},
-		{Query{Select: sel, DropDuplicates: []string{"k"}, OutputMode: "complete"}, SparkCompleteStateless},
+		{Query{Select: sel, DropDuplicates: []string{"k"}, OutputMode: "complete"}, SparkCompleteStateless4},
 		{Query{Select: sel, DropDuplicates: []string{"k"}, OutputMode: "update", Sink: "json", SinkOptions: map[string]string{"path": "/o"}}, "Data source json does not support Update output mode"},
 		{Query{DropDuplicates: []string{"key"}, GroupBy: []string{"topic"}, Agg: []string{"count(*)"}, OutputMode: "update"}, "--drop-duplicates with --group-by"},
 		{Query{DropDuplicates: []string{"key"}, SinkOptions: map[string]string{"asyncProgressTrackingEnabled": "true"}}, "async progress tracking with a stateful query"},

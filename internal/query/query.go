@@ -378,6 +378,9 @@ const (
 	SparkAppendAggregation  = "Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark"
 	SparkAppendAggregation4 = "[STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: append. This output mode is not supported for streaming aggregations without watermark on streaming DataFrames/DataSets. SQLSTATE: 42KDE"
 	SparkCompleteStateless  = "Complete output mode not supported when there are no streaming aggregations on streaming DataFrames/Datasets"
+	// SparkCompleteStateless4 is Spark 4's text for complete mode without an aggregation
+	// (Spark 4.2.0's refusal of a dropDuplicates query, TestSparkLiveDedupHandOver).
+	SparkCompleteStateless4 = "[STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: complete. This output mode is not supported for no streaming aggregations on streaming DataFrames/DataSets. SQLSTATE: 42KDE"
 )
 
 // sink option keys accepted per sink (kafka sink options are checked by internal/kafka).
@@ -577,7 +580,7 @@ func (q *Query) Validate() (*Resolved, error) {
 		r.Program = prog
 	} else {
 		if r.OutputMode == OutputComplete {
-			bad("%s (Spark's AnalysisException)", SparkCompleteStateless)
+			bad("%s (Spark 3.5's AnalysisException; Spark 4: %s)", SparkCompleteStateless, SparkCompleteStateless4)
 		}
 		prog, err := transform.Compile(q.Filter, q.Select)
 		if err != nil {
