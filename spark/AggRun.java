@@ -6,7 +6,10 @@
 //   "groupBy":[SQL...],"agg":[SQL...],"project":[SQL...],"outputMode":"update",
 //   "maxOffsetsPerTrigger":"10","shufflePartitions":"2"}
 // runs readStream kafka → groupBy(groupBy).agg(agg).selectExpr(project) → Kafka topic O with
-// Trigger.AvailableNow, and writes {"outcome":"ok"|"error","error":..,"batches":[ids]}.
+// Trigger.AvailableNow, and writes {"outcome":"ok"|"error","error":..,"batches":[ids]}. With
+// "select":[SQL...],"dropDuplicates":[col...] instead of groupBy and agg the query is
+// selectExpr(select).dropDuplicates(cols) (TestSparkLiveDedupHandOver,
+// internal/sparkoracle/dedup_test.go).
 // A read request: {"result":F,"read":C,"batchId":N} writes Spark's statestore reading of
 // operator 0 at batch N (all rows, sorted JSON lines) to F, or F.error.
 
@@ -82,10 +85,15 @@ public class AggRun {
             .option("subscribe", n.get("topic").asText())
             .option("startingOffsets", "earliest")
             .option("maxOffsetsPerTrigger", n.path("maxOffsetsPerTrigger").asText("10")).load();
-        Column[] aggs = exprs(n.get("agg"));
-        Column[] rest = new Column[aggs.length - 1];
-        System.arraycopy(aggs, 1, rest, 0, rest.length);
-        Dataset<Row> out = df.groupBy(exprs(n.get("groupBy"))).agg(aggs[0], rest);
+        Dataset<Row> out;
+        if (n.has("dropDuplicates")) {
+          out = df.selectExpr(texts(n.get("select"))).dropDuplicates(texts(n.get("dropDuplicates")));
+        } else {
+          Column[] aggs = exprs(n.get("agg"));
+          Column[] rest = new Column[aggs.length - 1];
+          System.arraycopy(aggs, 1, rest, 0, rest.length);
+          out = df.groupBy(exprs(n.get("groupBy"))).agg(aggs[0], rest);
+        }
         if (n.has("project")) out = out.selectExpr(texts(n.get("project")));
         q = out.writeStream().format("kafka")
             .option("kafka.bootstrap.servers", n.get("bootstrap").asText())

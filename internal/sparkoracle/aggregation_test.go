@@ -33,11 +33,6 @@ var (
 // values the running number next[p]*10+p.
 func produceAgg(t testing.TB, addr, topic string, next []int, n int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	var recs []*kgo.Record
 	for p := range next {
 		for range n {
@@ -46,6 +41,17 @@ func produceAgg(t testing.TB, addr, topic string, next []int, n int) {
 			next[p]++
 		}
 	}
+	produceSync(t, addr, recs)
+}
+
+// produceSync writes recs to their partitions and waits for the broker's acknowledgements.
+func produceSync(t testing.TB, addr string, recs []*kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -109,14 +115,18 @@ func readAggResult(t *testing.T, path string) aggResult {
 // statestore reader reads the state ckpt wrote after its first batches as the state Spark
 // wrote after the same batches, and the final state of the hand-over as the Spark-only run's.
 // Spark refuses append mode for the aggregation with the text ckpt run gives.
-func TestSparkLiveAggregationHandOver(t *testing.T) {
+func TestSparkLiveAggregationHandOver(t *testing.T) { statefulReleases(t, aggHandOver) }
+
+// statefulReleases runs a stateful hand-over on ciReleases, with Spark 4.0.0 to read the state
+// of 3.5, which has no statestore reader.
+func statefulReleases(t *testing.T, run func(*testing.T, string)) {
 	for _, rel := range ciReleases(t) {
 		t.Run(rel, func(t *testing.T) {
 			requireSpark(t, rel)
 			if strings.HasPrefix(rel, "3.") {
 				requireSpark(t, "4.0.0") // reads the state: 3.5 has no statestore reader
 			}
-			aggHandOver(t, rel)
+			run(t, rel)
 		})
 	}
 }
@@ -177,25 +187,9 @@ func aggHandOver(t *testing.T, rel string) {
 	}
 
 	// The Spark-only run over the same input, the readings of both checkpoints, and append mode.
-	reader := rel
-	if strings.HasPrefix(rel, "3.") {
-		reader = "4.0.0" // 3.5 has no statestore reader
-	}
 	reqs := []map[string]any{sparkQuery(filepath.Join(dir, "ref.json"), ref, "ref", "update"),
 		sparkQuery(filepath.Join(dir, "append.json"), filepath.Join(dir, "append"), "ref", "append")}
-	reads := []map[string]any{}
-	for _, c := range []struct {
-		name, ck string
-		batch    int
-	}{{"ckpt-1", ck, 1}, {"ref-1", ref, 1}, {"handover-4", ck, 4}, {"ref-4", ref, 4}} {
-		reads = append(reads, map[string]any{"result": filepath.Join(dir, c.name+".jsonl"), "read": c.ck, "batchId": c.batch})
-	}
-	if reader == rel {
-		aggRequests(t, rel, append(reqs, reads...))
-	} else {
-		aggRequests(t, rel, reqs)
-		aggRequests(t, reader, reads)
-	}
+	requestsAndReads(t, rel, dir, reqs, []stateRead{{"ckpt-1", ck, 1}, {"ref-1", ref, 1}, {"handover-4", ck, 4}, {"ref-4", ref, 4}})
 	if r := readAggResult(t, filepath.Join(dir, "ref.json")); r.Outcome != "ok" || len(r.Batches) != 5 {
 		t.Fatalf("Spark-only run: %s %s, batches %v (want 5)", r.Outcome, r.Error, r.Batches)
 	}
@@ -212,7 +206,38 @@ func aggHandOver(t *testing.T, rel string) {
 	if len(want) != 5 || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("last output per key: hand-over %v, Spark-only %v", got, want)
 	}
-	for _, pair := range [][2]string{{"ckpt-1", "ref-1"}, {"handover-4", "ref-4"}} {
+	sameReads(t, dir, [][2]string{{"ckpt-1", "ref-1"}, {"handover-4", "ref-4"}})
+	t.Logf("hand-over on Spark %s: ckpt [0 1], Spark [2 3] (%s with the JVM start), ckpt [4]; last output per key %v", rel, sparkTime.Round(time.Millisecond), got)
+}
+
+// stateRead asks Spark's statestore reader for the state of checkpoint ck after batch; the
+// rows go to <dir>/<name>.jsonl.
+type stateRead struct {
+	name, ck string
+	batch    int
+}
+
+// requestsAndReads runs AggRun's query requests on rel, then the reads: in the same JVM, or
+// on Spark 4.0.0 for 3.5, which has no statestore reader.
+func requestsAndReads(t *testing.T, rel, dir string, reqs []map[string]any, reads []stateRead) {
+	t.Helper()
+	var rs []map[string]any
+	for _, c := range reads {
+		rs = append(rs, map[string]any{"result": filepath.Join(dir, c.name+".jsonl"), "read": c.ck, "batchId": c.batch})
+	}
+	if !strings.HasPrefix(rel, "3.") {
+		aggRequests(t, rel, append(reqs, rs...))
+		return
+	}
+	aggRequests(t, rel, reqs)
+	aggRequests(t, "4.0.0", rs)
+}
+
+// sameReads fails unless Spark's statestore reader read each pair of checkpoints (AggRun's
+// read results dir/<name>.jsonl) as the same, non-empty state.
+func sameReads(t *testing.T, dir string, pairs [][2]string) {
+	t.Helper()
+	for _, pair := range pairs {
 		var data [2]string
 		for i, name := range pair {
 			p := filepath.Join(dir, name+".jsonl")
@@ -229,5 +254,4 @@ func aggHandOver(t *testing.T, rel string) {
 			t.Errorf("Spark reads %s as\n%s\nand %s as\n%s", pair[0], data[0], pair[1], data[1])
 		}
 	}
-	t.Logf("hand-over on Spark %s: ckpt [0 1], Spark [2 3] (%s with the JVM start), ckpt [4]; last output per key %v", rel, sparkTime.Round(time.Millisecond), got)
 }
