@@ -98,7 +98,7 @@ Transform: --filter and --select take expressions over key, value, topic, partit
 timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --select 'json(value, "user") AS user'.
 Aggregation: --group-by 'string(key) AS k' --agg 'count(*) AS n, sum(int(string(value))) AS s'
 --output-mode update|complete; the state is written as Spark's HDFS-backed store writes it.
-Deduplication: --select 'string(key) AS k, partition AS p, string(value) AS value' --drop-duplicates 'k, p'
+Deduplication: --select 'string(key) AS k' --select 'partition AS p' --drop-duplicates 'k, p'
 (Spark's dropDuplicates("k", "p")), output mode append or update.`,
 		Example: `  ckpt run --demo
   ckpt run --source kafka --option kafka.bootstrap.servers=host:9092 --option subscribe=in \
