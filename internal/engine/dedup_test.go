@@ -232,3 +232,34 @@ func TestDedupCrashRerun(t *testing.T) {
 		})
 	}
 }
+
+// TestDedupOtherStateRefused: a restart whose dedup columns are not those of the state on
+// disk, or of an aggregation's checkpoint, fails before the batch writes anything.
+func TestDedupOtherStateRefused(t *testing.T) {
+	b := startBroker(t, embedkafka.TopicSpec{Name: "in", Partitions: 1})
+	produceKV(t, b.Addr(), "in", 0, dedupKeys, 0, 10)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		first *query.Query
+	}{
+		{"other-columns", dedupQuery(b.Addr())},
+		{"aggregation", aggQuery(b.Addr(), query.OutputUpdate)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store := storage.NewMem()
+			if _, err := runQuery(t, ctx, resolve(t, c.first), store, runOpts{sink: &collectSink{}, max: 1}); err != nil {
+				t.Fatal(err)
+			}
+			q := dedupQuery(b.Addr())
+			q.DropDuplicates = []string{"k, partition"}
+			_, err := runQuery(t, ctx, resolve(t, q), store, runOpts{sink: &collectSink{}})
+			if err == nil || !strings.Contains(err.Error(), "is not the query's (key struct<k:string,partition:int>") {
+				t.Fatalf("restart with other dedup columns: %v", err)
+			}
+			if _, err := store.Stat(ctx, "state/0/0/2.delta"); err == nil {
+				t.Error("the refused batch wrote state version 2")
+			}
+		})
+	}
+}
