@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/query"
@@ -261,5 +263,48 @@ func TestDedupOtherStateRefused(t *testing.T) {
 				t.Error("the refused batch wrote state version 2")
 			}
 		})
+	}
+}
+
+// TestDedupNullKey: rows whose dedup column is null share one key, as in Spark (the null bit
+// of the key row; hashed to the partition of Murmur3's seed).
+func TestDedupNullKey(t *testing.T) {
+	b := startBroker(t, embedkafka.TopicSpec{Name: "in", Partitions: 1})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i, k := range []string{"", "a", "", "a", ""} {
+		r := &kgo.Record{Topic: "in", Value: []byte(fmt.Sprint(i))}
+		if k != "" {
+			r.Key = []byte(k)
+		}
+		recs = append(recs, r)
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	store := storage.NewMem()
+	sink := &collectSink{}
+	if _, err := runQuery(t, context.Background(), resolve(t, dedupQuery(b.Addr())), store, runOpts{sink: sink}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.batches) != 1 || batchOutput(t, sink.batches[0]) != "<nil>=0 a=1" {
+		t.Fatalf("output %+v", sink.batches)
+	}
+	_, r := readState(t, store)
+	n := 0
+	if err := r.Each(context.Background(), func(row *state.Row) error {
+		n++
+		k := row.Key()
+		p, err := statefmt.Partition(k, r.Schema().Families[0].Key, []int{0}, 3)
+		if err != nil || p != row.Partition {
+			t.Errorf("key %v in partition %d, Spark's hash says %d (%v)", k.Values, row.Partition, p, err)
+		}
+		return nil
+	}); err != nil || n != 2 {
+		t.Errorf("%d state rows (%v), want 2", n, err)
 	}
 }
