@@ -246,6 +246,9 @@ func runCkpt(t *testing.T, args []string, timeout time.Duration) (string, int) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return out.String(), 128 + int(ws.Signal()) // as a shell reports it: SIGKILL is 137
+		}
 		return out.String(), ee.ExitCode()
 	}
 	if err != nil {

@@ -18,6 +18,9 @@ const (
 	PhaseAfterOffsets = "after-offsets" // offsets/N written, nothing read
 	PhaseMidSink      = "mid-sink"      // part of batch N's output written
 	PhaseBeforeCommit = "before-commit" // batch N's output complete, commits/N not written
+	// PhaseMidStateCommit: a streaming aggregation wrote state/0/0/<N+1>.delta and no other
+	// partition's (with one partition: that one, before the output).
+	PhaseMidStateCommit = "mid-state-commit"
 )
 
 // FailAt makes the process exit abruptly at one point of one batch (for drills and tests).
@@ -43,22 +46,23 @@ func ParseFailAt(s string) (*FailAt, error) {
 			f.Batch = n
 		case "phase":
 			switch v {
-			case PhaseAfterOffsets, PhaseMidSink, PhaseBeforeCommit:
+			case PhaseAfterOffsets, PhaseMidStateCommit, PhaseMidSink, PhaseBeforeCommit:
 				f.Phase = v
 			default:
-				return nil, fmt.Errorf("--fail-at %q: phase must be after-offsets, mid-sink or before-commit", s)
+				return nil, fmt.Errorf("--fail-at %q: phase must be after-offsets, mid-state-commit, mid-sink or before-commit", s)
 			}
 		default:
-			return nil, fmt.Errorf("--fail-at %q: want batch=N,phase=after-offsets|mid-sink|before-commit", s)
+			return nil, fmt.Errorf("--fail-at %q: want batch=N,phase=after-offsets|mid-state-commit|mid-sink|before-commit", s)
 		}
 	}
 	if f.Batch < 0 || f.Phase == "" {
-		return nil, fmt.Errorf("--fail-at %q: want batch=N,phase=after-offsets|mid-sink|before-commit", s)
+		return nil, fmt.Errorf("--fail-at %q: want batch=N,phase=after-offsets|mid-state-commit|mid-sink|before-commit", s)
 	}
 	return f, nil
 }
 
-// FailExitCode is the exit status of a --fail-at crash (what a shell reports for SIGKILL).
+// FailExitCode is the exit status of a --fail-at crash: the process SIGKILLs itself, which a
+// shell reports as 137.
 const FailExitCode = 137
 
 // DefaultPollingDelay is spark.sql.streaming.pollingDelay: how long the default trigger waits
@@ -92,7 +96,8 @@ type Options struct {
 	MaxBatches int
 	// FailAt crashes the process at a chosen point. Default: nil.
 	FailAt *FailAt
-	// Exit ends the process for FailAt. Default: os.Exit.
+	// Exit ends the process for FailAt. Default: SIGKILL to itself (os.Exit where there are
+	// no signals).
 	Exit func(code int)
 	// PollingDelay is the default trigger's wait when there was no new data. Default
 	// DefaultPollingDelay (10ms).
@@ -129,7 +134,7 @@ func (o *Options) defaults() {
 		o.StopTimeout = query.DefaultStopTimeout
 	}
 	if o.Exit == nil {
-		o.Exit = os.Exit
+		o.Exit = killSelf
 	}
 	if o.OpenStore == nil {
 		o.OpenStore = func(ctx context.Context, uri string) (storage.Store, error) {

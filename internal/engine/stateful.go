@@ -222,6 +222,7 @@ func (s *stateStore) commit(ctx context.Context, e *Engine, id int64) error {
 		if err != nil {
 			return err
 		}
+		e.failAt(id, PhaseMidStateCommit) // after partition 0's delta, before the others'
 	}
 	s.version = id + 1
 	return nil

@@ -134,7 +134,7 @@ Deduplication: --select 'string(key) AS k' --select 'partition AS p' --drop-dupl
 	f.StringVar(&o.ProgressLog, "progress-log", "", "append each batch's progress event (JSON, one per line) to this file")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. :9464) at /metrics")
 	f.DurationVar(&o.StopTimeout, "stop-timeout", query.DefaultStopTimeout, "on SIGINT/SIGTERM, wait this long for the running batch before abandoning it")
-	f.StringVar(&o.FailAt, "fail-at", "", "crash drill: exit abruptly at batch=N,phase=after-offsets|mid-sink|before-commit")
+	f.StringVar(&o.FailAt, "fail-at", "", "crash drill: exit abruptly at batch=N,phase=after-offsets|mid-state-commit|mid-sink|before-commit")
 	f.IntVar(&o.MaxBatches, "max-batches", 0, "stop after this many batches (0: no limit)")
 	f.BoolVar(&o.AsyncSwitchOff, "async-switch-off", false, "switch async progress tracking off safely: run with it at interval 0 for 2 batches (Spark's procedure), then continue without it")
 	f.StringVar(&o.SparkVersion, "spark-version", "", "Spark release that will read the checkpoint (3.5, 4.0, 4.1, …): Kafka offsets are written in its key order, which Spark compares as text (default: the checkpoint's order, else 3.5's)")
@@ -201,6 +201,10 @@ func run(ctx context.Context, o *Options) error {
 	q, err := buildQuery(o)
 	if err != nil {
 		return err
+	}
+	if failAt != nil && failAt.Phase == engine.PhaseMidStateCommit && len(q.GroupBy) == 0 {
+		// A drill that cannot fire would end as a clean run.
+		return exitcode.UsageError(fmt.Errorf("--fail-at %s: phase mid-state-commit needs a stateful query (--group-by)", o.FailAt))
 	}
 	stderr := o.IO.ErrOut
 	info := func(format string, a ...any) { fmt.Fprintf(stderr, "ckpt run: "+format+"\n", a...) }
