@@ -153,6 +153,38 @@ type StateLoad struct {
 	// with what Spark's schema check does; the first that fails fails the restart, before
 	// any load (Result.Reason ReasonStateSchemaMismatch).
 	Schemas []StateSchemaVerdict `json:"schemas,omitempty"`
+	// Batch is the batch that runs against Version (Result.NextBatch), and Rerun says that it
+	// runs again (Result.RerunBatch): the batch whose commit is missing re-runs against the
+	// version the batch before it committed, never against the one it wrote itself.
+	Batch int64 `json:"batch"`
+	Rerun bool  `json:"rerun"`
+	// Stores sums up the loads per operator and store: where version Version comes from, and
+	// the files of the version the batch writes that a crashed attempt left.
+	Stores []StateStoreLoad `json:"stores"`
+}
+
+// StateStoreLoad is the load of one store of one operator, summed up over its partitions.
+type StateStoreLoad struct {
+	Operator int64  `json:"operator"`
+	Store    string `json:"store"`
+	// Provider is StateProviderHDFS or StateProviderRocksDB.
+	Provider   string `json:"provider"`
+	Partitions int    `json:"partitions"`
+	// BasePartitions are the partitions whose load starts from a snapshot (HDFS-backed) or a
+	// zip (RocksDB) at or below Version, BaseMin and BaseMax the lowest and highest such
+	// version; the other partitions start from the empty map and read every delta or
+	// changelog from version 1.
+	BasePartitions int   `json:"basePartitions"`
+	BaseMin        int64 `json:"baseMin,omitempty"`
+	BaseMax        int64 `json:"baseMax,omitempty"`
+	// Steps is the number of deltas (changelogs) the loads read after their bases, all
+	// partitions together.
+	Steps int `json:"steps"`
+	// Ahead are the partitions that already hold a file of version Version+1, the version the
+	// batch writes: a re-run batch's crashed attempt wrote them (all partitions: it crashed
+	// after its state commit; some: during it). The load does not read them; the batch
+	// writes that version again (the HDFS-backed provider overwrites its delta).
+	Ahead []int `json:"ahead"`
 }
 
 // StatePartitionLoad is the load of one partition of one store.
@@ -247,7 +279,8 @@ func (p *planner) planState(inv *StateInventory) {
 		return
 	}
 	v := res.NextBatch
-	sl := &StateLoad{Version: v, Checked: inv.Checked, Loads: []StatePartitionLoad{}}
+	sl := &StateLoad{Version: v, Checked: inv.Checked, Loads: []StatePartitionLoad{}, Batch: v, Rerun: res.RerunBatch != nil && *res.RerunBatch == v,
+		Stores: []StateStoreLoad{}}
 	res.State = sl
 	ops := append([]StateOperator(nil), inv.Operators...)
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].ID < ops[j].ID })
@@ -266,6 +299,7 @@ func (p *planner) planState(inv *StateInventory) {
 					}
 				}
 			}
+			sum := &StateStoreLoad{Operator: op.ID, Store: st.Name, Provider: st.Provider, Partitions: len(parts), Ahead: []int{}}
 			for _, part := range parts {
 				steps := stateChain(part, st.Provider, v)
 				load := StatePartitionLoad{Operator: op.ID, Store: st.Name, Partition: part.ID, Files: []string{}}
@@ -284,7 +318,9 @@ func (p *planner) planState(inv *StateInventory) {
 					}
 				}
 				sl.Loads = append(sl.Loads, load)
+				sum.add(part, steps, v)
 			}
+			sl.Stores = append(sl.Stores, *sum)
 		}
 	}
 	if v := schemaFail; v != nil {
@@ -312,6 +348,28 @@ func (p *planner) planState(inv *StateInventory) {
 			res.Warnings[len(res.Warnings)-1] = "the error text has placeholders where Spark writes what only the run knows: stage and task ids and the executor host (<stage>, <tid>, <host>), the run id (<uuid>), RocksDB's local files (<workdir>), numbers of a codec or of RocksDB (<n>)"
 		}
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the restart's first batch %d loads state version %d; Spark loads it only when that batch runs (a restart that finds no new data runs none)", res.NextBatch, v))
+	}
+}
+
+// add counts one partition's load of version v (steps) and whether it holds version v+1.
+func (s *StateStoreLoad) add(p StatePartition, steps []stateStep, v int64) {
+	for i, st := range steps {
+		if i == 0 && (st.kind == StateKindSnapshot || st.kind == StateKindZip) {
+			n := st.file.Version
+			if s.BasePartitions == 0 || n < s.BaseMin {
+				s.BaseMin = n
+			}
+			s.BaseMax = max(s.BaseMax, n)
+			s.BasePartitions++
+			continue
+		}
+		s.Steps++
+	}
+	for _, f := range p.Files {
+		if f.Version == v+1 {
+			s.Ahead = append(s.Ahead, p.ID)
+			break
+		}
 	}
 }
 

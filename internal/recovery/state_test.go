@@ -1,6 +1,7 @@
 package recovery_test
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -127,5 +128,39 @@ func TestStateLoadNothingAtBatchZero(t *testing.T) {
 	res := mustPlan(t, memCheckpoint(t, map[string]string{"metadata": testMeta}), recovery.Options{SparkVersion: "3.5", State: &inv})
 	if res.Failed() || res.State != nil {
 		t.Fatalf("outcome %s, state %+v", res.Outcome, res.State)
+	}
+}
+
+// The load summed up per store: partition 0 starts from 5.snapshot, partition 1 from the empty
+// map with deltas 1-5; batch 5 is a new batch. With commits/4 gone, batch 4 re-runs against
+// version 4, and the version 5 files of its crashed attempt are named and not read.
+func TestStateLoadStores(t *testing.T) {
+	m := committed(t)
+	inv := hdfsPartition(sf(1, "delta", nil), sf(2, "delta", nil), sf(3, "delta", nil), sf(4, "delta", nil), sf(5, "delta", nil))
+	res := mustPlan(t, memCheckpoint(t, m), recovery.Options{SparkVersion: "3.5", State: &inv})
+	st := res.State
+	if st == nil || st.Batch != 5 || st.Rerun || len(st.Stores) != 1 {
+		t.Fatalf("state %+v", st)
+	}
+	if s := st.Stores[0]; s.Partitions != 2 || s.BasePartitions != 1 || s.BaseMin != 5 || s.BaseMax != 5 || s.Steps != 5 || len(s.Ahead) != 0 {
+		t.Errorf("store %+v", s)
+	}
+	if got := st.Lines(); len(got) != 1 || got[0] != "operator 0 loads version 5 (from 5.snapshot in 1 of 2 partitions, then 5 delta files up to 5.delta), batch 5 runs against it" {
+		t.Errorf("lines %q", got)
+	}
+	delete(m, "commits/4")
+	p0 := &inv.Operators[0].Stores[0].Partitions[0]
+	p0.Files = nil
+	for v := int64(1); v <= 5; v++ {
+		p0.Files = append(p0.Files, recovery.StateFile{Path: "state/0/0/" + itoa(v) + ".delta", Version: v, Kind: "delta"})
+	}
+	res = mustPlan(t, memCheckpoint(t, m), recovery.Options{SparkVersion: "3.5", State: &inv})
+	st = res.State
+	if res.Failed() || st == nil || st.Version != 4 || st.Batch != 4 || !st.Rerun || len(st.Stores) != 1 || fmt.Sprint(st.Stores[0].Ahead) != "[0 1]" {
+		t.Fatalf("after a crash of batch 4: state %+v", st)
+	}
+	want := "operator 0 loads version 4 (from 1.delta..4.delta in 2 partitions), batch 4 re-runs against it; version 5 files in partitions 0, 1 (2 of 2), left by its crashed attempt, are not read: batch 4 writes version 5 again"
+	if got := st.Lines(); len(got) != 1 || got[0] != want {
+		t.Errorf("lines %q\nwant %q", got, want)
 	}
 }

@@ -60,6 +60,9 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result, b *outp
 	}
 	if st := res.State; st != nil {
 		kv = append(kv, [2]string{"state", stateLine(st)})
+		for _, l := range st.Lines() {
+			kv = append(kv, [2]string{"state", render.Escape(l)})
+		}
 	}
 	if b != nil {
 		kv = append(kv, [2]string{"broker", brokerLine(b.Broker)})
