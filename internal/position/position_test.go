@@ -291,6 +291,19 @@ func TestRewind(t *testing.T) {
 	}
 }
 
+// TestRewindKafkaSinkUncommitted: rewinding to the latest commit, above which only an
+// uncommitted batch stands (a crash), re-runs no committed batch: a Kafka sink gets nothing
+// again that a plain restart would not send, so nothing is refused or warned about.
+func TestRewindKafkaSinkUncommitted(t *testing.T) {
+	ctx := context.Background()
+	s := committed(t, 2, func(b *scenario.Builder) { b.Offsets(3, scenario.Kafka("events", 3, 3)) })
+	two := int64(2)
+	p, err := PlanRewind(ctx, s, RewindOptions{ToBatch: &two, KafkaSink: true})
+	if err != nil || p.Refused != "" || len(p.Warnings) > 0 || p.DuplicateRecords != nil || p.Offsets != 1 {
+		t.Fatalf("%v: refused %q, warnings %v, duplicates %v, %d offsets files moved", err, p.Refused, p.Warnings, p.DuplicateRecords, p.Offsets)
+	}
+}
+
 func TestExport(t *testing.T) {
 	ctx := context.Background()
 	s := committed(t, 2, func(b *scenario.Builder) { b.Offsets(3, scenario.Kafka("events", 3, 3)) })

@@ -130,7 +130,9 @@ func PlanRewind(ctx context.Context, s storage.Store, opts RewindOptions) (*Rewi
 			p.Sink = sr
 		}
 	}
-	if opts.KafkaSink {
+	if opts.KafkaSink && C > N {
+		// Only committed batches above N send their output again; an uncommitted batch
+		// re-runs on any restart, rewound or not.
 		if p.RerunRecords != nil {
 			p.DuplicateRecords = p.RerunRecords
 		}
