@@ -275,7 +275,9 @@ func stateChain(p StatePartition, provider string, v int64) []stateStep {
 // batch is batch 0 (a new query: version 0, nothing to load), loads nothing.
 func (p *planner) planState(inv *StateInventory) {
 	res := p.res
-	if inv == nil || res.Failed() || res.NextBatch <= 0 {
+	// A Spark bug that strikes after the first batch ran (SparkBug) comes after its load.
+	afterLoad := res.SparkBug != nil
+	if inv == nil || (res.Failed() && !afterLoad) || res.NextBatch <= 0 {
 		return
 	}
 	v := res.NextBatch
@@ -322,6 +324,9 @@ func (p *planner) planState(inv *StateInventory) {
 			}
 			sl.Stores = append(sl.Stores, *sum)
 		}
+	}
+	if afterLoad && (schemaFail != nil || sl.Failure != nil) {
+		res.SparkBug = nil // the batch fails loading its state, before it reaches the bug
 	}
 	if v := schemaFail; v != nil {
 		// Spark checks the schemas before it loads a store (4.x when it plans the batch, 3.5

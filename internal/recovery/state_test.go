@@ -164,3 +164,23 @@ func TestStateLoadStores(t *testing.T) {
 		t.Errorf("lines %q\nwant %q", got, want)
 	}
 }
+
+// On 4.1.1 a re-run Kafka batch fails after it ran (SPARK-55271): it loaded its state first, so
+// the load is predicted; a load that fails stops the batch before the bug.
+func TestStateLoadBeforeSparkBug(t *testing.T) {
+	m := committed(t)
+	delete(m, "commits/4")
+	ck := memCheckpoint(t, m)
+	p1 := []recovery.StateFile{sf(1, "delta", nil), sf(2, "delta", nil), sf(3, "delta", nil), sf(4, "delta", nil)}
+	inv := hdfsPartition(p1...)
+	inv.Operators[0].Stores[0].Partitions = inv.Operators[0].Stores[0].Partitions[1:]
+	res := mustPlan(t, ck, recovery.Options{SparkVersion: "4.1", State: &inv})
+	if res.Reason != recovery.ReasonSparkBug || res.SparkBug == nil || res.State == nil || res.State.Version != 4 || !res.State.Rerun {
+		t.Fatalf("reason %s, bug %v, state %+v: want SPARK-55271 after batch 4 re-ran against version 4", res.Reason, res.SparkBug, res.State)
+	}
+	inv.Operators[0].Stores[0].Partitions[0].Files = p1[1:]
+	res = mustPlan(t, ck, recovery.Options{SparkVersion: "4.1", State: &inv})
+	if res.Reason != recovery.ReasonStateFileMissing || res.SparkBug != nil || res.FailedFile != "state/0/1/1.delta" {
+		t.Fatalf("reason %s, bug %v, file %s: want the missing delta, before the bug", res.Reason, res.SparkBug, res.FailedFile)
+	}
+}
