@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
@@ -35,6 +38,21 @@ func replayDir(t *testing.T, fixture string, drop ...string) string {
 	if err := runReplay(context.Background(), opts); err != nil {
 		t.Fatalf("%s: %v\n%s", fixture, err, out)
 	}
+	// doctor --deep on the same files: nothing but the batch a crash left uncommitted.
+	cp, err := checkpoint.Load(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := strings.Join(strings.SplitN(filepath.Dir(fixture), ".", 3)[:2], ".")
+	rep, err := doctor.Run(context.Background(), cp, doctor.Options{Mode: recovery.ModeSync, SparkVersion: rel, Deep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		if f.Code != doctor.CodeUncommittedBatch || len(drop) == 0 {
+			t.Errorf("%s without %v: doctor --deep: %s %s", fixture, drop, f.Code, f.Message)
+		}
+	}
 	return out.String()
 }
 
@@ -42,7 +60,8 @@ func replayDir(t *testing.T, fixture string, drop ...string) string {
 // committed batches, maintenance snapshots at version 3 (HDFS-backed), zips at 2 and 4 with
 // changelogs (RocksDB)), replay says which version the next batch loads and from which files;
 // with the last commit removed (a crash before Spark wrote commits/4), that batch 4 re-runs
-// against version 4 and that the version 5 files it wrote are not read.
+// against version 4 and that the version 5 files it wrote are not read. doctor --deep finds
+// nothing on them but that uncommitted batch.
 func TestReplayStateLoadSparkWritten(t *testing.T) {
 	for _, rel := range []string{"3.5.8", "4.0.2", "4.1.4", "4.2.0"} {
 		for _, c := range []struct {
