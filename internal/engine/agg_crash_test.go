@@ -82,13 +82,14 @@ func stateRows(t *testing.T, ck string) (map[string]string, int64) {
 // output acknowledged), before commits/1. Each time the files on disk are what the phase
 // leaves, the planner and `ckpt replay` say that batch 1 re-runs against state version 1,
 // doctor --deep finds nothing, and a restart of `ckpt run` ends with the last output of every
-// key and the state rows of an uninterrupted run: nothing lost, nothing counted twice.
+// key and the state rows of an uninterrupted run: nothing lost, nothing counted twice. Batch 0
+// killed mid-state-commit re-runs against the empty version 0 the same way.
 func TestAggregationKillDrills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("subprocess crash drills skipped in -short mode")
 	}
 	phases := []string{PhaseAfterOffsets, PhaseMidStateCommit, PhaseMidSink, PhaseBeforeCommit}
-	topics := []embedkafka.TopicSpec{{Name: "in", Partitions: 2}, {Name: "ref", Partitions: 1}}
+	topics := []embedkafka.TopicSpec{{Name: "in", Partitions: 2}, {Name: "ref", Partitions: 1}, {Name: "out-batch-0", Partitions: 1}}
 	for _, p := range phases {
 		topics = append(topics, embedkafka.TopicSpec{Name: "out-" + p, Partitions: 1})
 	}
@@ -154,6 +155,32 @@ func TestAggregationKillDrills(t *testing.T) {
 			checkCommittedAggCheckpoint(t, ck)
 		})
 	}
+	// Batch 0 killed mid-state-commit: it re-runs against the empty version 0.
+	t.Run("batch-0-"+PhaseMidStateCommit, func(t *testing.T) {
+		ck := filepath.Join(dir, "batch-0")
+		args := aggDrillArgs(b.Addr(), ck, "out-batch-0")
+		if out, code := runCkpt(t, append(args, "--fail-at", "batch=0,phase="+PhaseMidStateCommit), 2*time.Minute); code != FailExitCode {
+			t.Fatalf("exit %d, want %d\n%s", code, FailExitCode, out)
+		}
+		res := replayJSON(t, ck)
+		if st := res.State; res.Outcome != recovery.OutcomeResume || st == nil || st.Version != 0 || st.Batch != 0 || !st.Rerun ||
+			len(st.Loads) != 0 || len(st.Stores) != 1 || fmt.Sprint(st.Stores[0].Ahead) != "[0]" {
+			t.Fatalf("replay: %s, state %+v: want batch 0 re-run against version 0, version 1 in partition 0", res.Verdict(), res.State)
+		}
+		if codes := doctorCodes(t, ck); fmt.Sprint(codes) != "[uncommitted-batch]" {
+			t.Errorf("doctor --deep after the crash: findings %v, want only uncommitted-batch", codes)
+		}
+		if out, code := runCkpt(t, args, 2*time.Minute); code != 0 {
+			t.Fatalf("restart: exit %d\n%s", code, out)
+		}
+		if got := lastValues(t, b.Addr(), "out-batch-0"); fmt.Sprint(got) != fmt.Sprint(wantOut) {
+			t.Errorf("last output per key after the crash and restart %v, uninterrupted %v", got, wantOut)
+		}
+		if got, v := stateRows(t, ck); v != wantVersion || fmt.Sprint(got) != fmt.Sprint(wantState) {
+			t.Errorf("state version %d %v after the crash and restart, uninterrupted version %d %v", v, got, wantVersion, wantState)
+		}
+		checkCommittedAggCheckpoint(t, ck)
+	})
 }
 
 // checkCrashedAggCheckpoint: what ckpt's commands say about ck, whose batch 1 was killed with

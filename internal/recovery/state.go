@@ -272,12 +272,13 @@ func stateChain(p StatePartition, provider string, v int64) []stateStep {
 
 // planState predicts the state loads of the restart's first batch (res.State) and, when one
 // fails, the restart's failure. A restart that fails before its first batch, or whose first
-// batch is batch 0 (a new query: version 0, nothing to load), loads nothing.
+// batch is batch 0 (a new query: version 0, nothing to load), loads nothing; a re-run batch 0
+// gets a StateLoad of version 0 with no loads, for the files of version 1 its attempt left.
 func (p *planner) planState(inv *StateInventory) {
 	res := p.res
 	// A Spark bug that strikes after the first batch ran (SparkBug) comes after its load.
 	afterLoad := res.SparkBug != nil
-	if inv == nil || (res.Failed() && !afterLoad) || res.NextBatch <= 0 {
+	if inv == nil || (res.Failed() && !afterLoad) || res.NextBatch < 0 || (res.NextBatch == 0 && res.RerunBatch == nil) {
 		return
 	}
 	v := res.NextBatch
@@ -319,7 +320,9 @@ func (p *planner) planState(inv *StateInventory) {
 						sl.Failure = f
 					}
 				}
-				sl.Loads = append(sl.Loads, load)
+				if v > 0 { // version 0 is the empty state: a re-run batch 0 loads nothing
+					sl.Loads = append(sl.Loads, load)
+				}
 				sum.add(part, steps, v)
 			}
 			sl.Stores = append(sl.Stores, *sum)

@@ -184,3 +184,19 @@ func TestStateLoadBeforeSparkBug(t *testing.T) {
 		t.Fatalf("reason %s, bug %v, file %s: want the missing delta, before the bug", res.Reason, res.SparkBug, res.FailedFile)
 	}
 }
+
+// A re-run of batch 0 runs against the empty version 0 and loads nothing; the version 1 files
+// its crashed attempt left are named. A new query (no offsets) gets no state load at all.
+func TestStateLoadRerunBatchZero(t *testing.T) {
+	inv := hdfsPartition(sf(1, "delta", nil))
+	m := map[string]string{"metadata": testMeta, "offsets/0": offsetsFile(`{"t":{"0":5}}`)}
+	res := mustPlan(t, memCheckpoint(t, m), recovery.Options{SparkVersion: "3.5", State: &inv})
+	st := res.State
+	if res.Failed() || st == nil || st.Version != 0 || st.Batch != 0 || !st.Rerun || len(st.Loads) != 0 || len(st.Stores) != 1 {
+		t.Fatalf("outcome %s, state %+v", res.Outcome, st)
+	}
+	want := "operator 0 loads version 0 (the empty state: nothing to read), batch 0 re-runs against it; version 1 files in partition 1 (1 of 2), left by its crashed attempt, are not read: batch 0 writes version 1 again"
+	if got := st.Lines(); len(got) != 1 || got[0] != want {
+		t.Errorf("lines %q\nwant %q", got, want)
+	}
+}

@@ -41,6 +41,9 @@ func (st *StateStoreLoad) source(v int64) string {
 	if st.Provider == StateProviderRocksDB {
 		base, step = StateKindZip, StateKindChangelog
 	}
+	if v == 0 {
+		return "the empty state: nothing to read"
+	}
 	steps := func(from int64) string {
 		if from == v {
 			return fmt.Sprintf("%d.%s", v, step)

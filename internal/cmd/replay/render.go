@@ -59,7 +59,9 @@ func printTable(r *render.Renderer, opts *Options, res *recovery.Result, b *outp
 		kv = append(kv, [2]string{"error class", res.ErrorClass})
 	}
 	if st := res.State; st != nil {
-		kv = append(kv, [2]string{"state", stateLine(st)})
+		if len(st.Loads) > 0 || st.Failure != nil {
+			kv = append(kv, [2]string{"state", stateLine(st)})
+		}
 		for _, l := range st.Lines() {
 			kv = append(kv, [2]string{"state", render.Escape(l)})
 		}
