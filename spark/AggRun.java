@@ -6,8 +6,13 @@
 //   "groupBy":[SQL...],"agg":[SQL...],"project":[SQL...],"outputMode":"update",
 //   "maxOffsetsPerTrigger":"10","shufflePartitions":"2"}
 // runs readStream kafka → groupBy(groupBy).agg(agg).selectExpr(project) → Kafka topic O with
-// Trigger.AvailableNow, and writes {"outcome":"ok"|"error","error":..,"batches":[ids]}. With
-// "select":[SQL...],"dropDuplicates":[col...] instead of groupBy and agg the query is
+// Trigger.AvailableNow, and writes {"outcome":"ok"|"error","error":..,"batches":[ids]}.
+// "sink":"noop" writes to Spark's noop sink instead (no outTopic). Every query result also has
+// "queryMs" (wall time from start() to the end), "cpuMs" (the JVM's CPU time over that span),
+// "triggerMs" (the batches' triggerExecution summed) and "inputRows": BenchmarkAggThroughputVsSpark
+// (internal/sparkoracle/aggbench_test.go) times Spark with them, with the master (default
+// local[1]) as the first argument. "ready" is printed once the session is up.
+// With "select":[SQL...],"dropDuplicates":[col...] instead of groupBy and agg the query is
 // selectExpr(select).dropDuplicates(cols) (TestSparkLiveDedupHandOver,
 // internal/sparkoracle/dedup_test.go).
 // A read request: {"result":F,"read":C,"batchId":N} writes Spark's statestore reading of
@@ -19,6 +24,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
@@ -49,13 +55,19 @@ public class AggRun {
     return out.toArray(new String[0]);
   }
 
+  static long cpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+  }
+
   public static void main(String[] args) throws Exception {
-    SparkSession spark = SparkSession.builder().master("local[1]").appName("ckpt-agg-run")
+    SparkSession spark = SparkSession.builder().master(args.length > 0 ? args[0] : "local[1]").appName("ckpt-agg-run")
         .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.streaming.noDataProgressEventInterval", "3600000").getOrCreate();
     spark.sparkContext().setLogLevel("ERROR");
     spark.streams();
+    System.out.println("ready");
+    System.out.flush();
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     for (String line; (line = in.readLine()) != null; ) {
       if (line.isBlank()) continue;
@@ -78,6 +90,7 @@ public class AggRun {
       ObjectNode res = M.createObjectNode();
       ArrayNode batches = res.putArray("batches");
       StreamingQuery q = null;
+      long t0 = System.nanoTime(), c0 = cpuNanos();
       try {
         spark.conf().set("spark.sql.shuffle.partitions", n.path("shufflePartitions").asText("2"));
         Dataset<Row> df = spark.readStream().format("kafka")
@@ -95,13 +108,19 @@ public class AggRun {
           out = df.groupBy(exprs(n.get("groupBy"))).agg(aggs[0], rest);
         }
         if (n.has("project")) out = out.selectExpr(texts(n.get("project")));
-        q = out.writeStream().format("kafka")
-            .option("kafka.bootstrap.servers", n.get("bootstrap").asText())
-            .option("topic", n.get("outTopic").asText())
-            .option("checkpointLocation", n.get("checkpoint").asText())
+        org.apache.spark.sql.streaming.DataStreamWriter<Row> w = out.writeStream();
+        if (n.path("sink").asText("kafka").equals("noop")) {
+          w = w.format("noop");
+        } else {
+          w = w.format("kafka").option("kafka.bootstrap.servers", n.get("bootstrap").asText())
+              .option("topic", n.get("outTopic").asText());
+        }
+        t0 = System.nanoTime();
+        c0 = cpuNanos();
+        q = w.option("checkpointLocation", n.get("checkpoint").asText())
             .outputMode(n.path("outputMode").asText("update"))
             .trigger(Trigger.AvailableNow()).start();
-        if (!q.awaitTermination(180_000)) {
+        if (!q.awaitTermination(n.path("timeoutMs").asLong(180_000))) {
           q.stop();
           throw new RuntimeException("timed out");
         }
@@ -112,13 +131,22 @@ public class AggRun {
         res.put("errorClass", t.getClass().getName());
         res.put("error", String.valueOf(t.getMessage()));
       }
+      res.put("queryMs", (System.nanoTime() - t0) / 1e6);
+      res.put("cpuMs", (cpuNanos() - c0) / 1e6);
+      long rows = 0, trigger = 0;
       if (q != null) {
         for (StreamingQueryProgress p : q.recentProgress()) {
           if (p.durationMs().containsKey("addBatch")) batches.add(p.batchId());
+          rows += p.numInputRows();
+          Long te = p.durationMs().get("triggerExecution");
+          if (te != null) trigger += te;
         }
       }
+      res.put("inputRows", rows);
+      res.put("triggerMs", trigger);
       Files.write(Paths.get(result), M.writeValueAsBytes(res));
       System.out.println("done\t" + result);
+      System.out.flush();
     }
     spark.stop();
   }

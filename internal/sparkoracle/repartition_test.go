@@ -309,21 +309,28 @@ func writeRestartInput(t *testing.T, dir, query string, batches []int) {
 	}
 }
 
-// runJava compiles spark/<class>.java for rel and runs every request in one JVM, with the
-// module openings of spark/restart (Spark's launcher's JavaModuleOptions on Java 17).
-func runJava(t *testing.T, rel, class string, reqs []string) {
+// javaCommand compiles spark/<class>.java against release rel's jars and returns the java
+// command that runs it with heap (-Xmx) and the module openings Spark needs on Java 17.
+func javaCommand(t testing.TB, rel, class, heap string) *exec.Cmd {
 	t.Helper()
 	jars := filepath.Join(sparkCache(), rel, "jars", "*")
 	classes := t.TempDir()
 	if out, err := exec.Command("javac", "-nowarn", "-d", classes, "-cp", jars, "../../spark/"+class+".java").CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
-	args := []string{"-Xmx1g", "-XX:+UseSerialGC", "-Djdk.reflect.useDirectMethodHandle=false", "-Dio.netty.tryReflectionSetAccessible=true"}
+	args := []string{"-Xmx" + heap, "-XX:+UseSerialGC", "-Djdk.reflect.useDirectMethodHandle=false", "-Dio.netty.tryReflectionSetAccessible=true"}
 	for _, p := range strings.Fields("java.lang java.lang.invoke java.lang.reflect java.io java.net java.nio java.util java.util.concurrent java.util.concurrent.atomic sun.nio.ch sun.nio.cs sun.security.action sun.util.calendar") {
 		args = append(args, "--add-opens=java.base/"+p+"=ALL-UNNAMED")
 	}
 	args = append(args, "-cp", classes+string(os.PathListSeparator)+jars, class)
-	cmd := exec.Command("java", args...)
+	return exec.Command("java", args...)
+}
+
+// runJava compiles spark/<class>.java for rel and runs every request in one JVM, with the
+// module openings of spark/restart (Spark's launcher's JavaModuleOptions on Java 17).
+func runJava(t *testing.T, rel, class string, reqs []string) {
+	t.Helper()
+	cmd := javaCommand(t, rel, class, "1g")
 	cmd.Stdin = strings.NewReader(strings.Join(reqs, "\n") + "\n")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
