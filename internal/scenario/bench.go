@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -198,4 +199,18 @@ func (r *RatioTimer) Report(b interface{ ReportMetric(float64, string) }) {
 	b.ReportMetric(ratios[len(ratios)/2], "x-floor-median")
 	b.ReportMetric(float64(sf.Milliseconds())/n, "floor-ms")
 	b.ReportMetric(float64(so.Milliseconds())/n, "op-ms")
+}
+
+// EnvInt is the positive number in environment variable name (a benchmark's size), def when it
+// is unset, an error naming the variable otherwise.
+func EnvInt(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q: want a positive number", name, v)
+	}
+	return n, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ckpt-dev/ckpt/internal/embedkafka"
+	"github.com/ckpt-dev/ckpt/internal/scenario"
 )
 
 // The queries BenchmarkAggThroughputVsSpark can run (CKPT_BENCH_QUERY), in the SQL both
@@ -314,13 +315,9 @@ func envOr(name, def string) string {
 }
 
 func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("%s=%q: want a positive number", name, v)
+	n, err := scenario.EnvInt(name, def)
+	if err != nil {
+		b.Fatal(err)
 	}
 	return n
 }
