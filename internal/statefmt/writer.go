@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/pierrec/lz4/v4"
 )
@@ -17,11 +18,20 @@ type LZ4Writer struct {
 	w     io.Writer
 	size  int
 	level byte
-	buf   []byte
-	out   []byte
-	c     lz4.Compressor
-	err   error
+	*lz4Bufs
+	err error
 }
+
+// lz4Bufs are an LZ4Writer's block buffers and compressor, about 80 KiB: a state commit writes
+// a small file per partition, and allocating (and zeroing) them for each cost more CPU than
+// compressing. Those of the default block size are reused once a writer is closed.
+type lz4Bufs struct {
+	buf []byte
+	out []byte
+	c   lz4.Compressor
+}
+
+var lz4Pool sync.Pool // *lz4Bufs of DefaultLZ4BlockSize
 
 // DefaultLZ4BlockSize is Spark's spark.io.compression.lz4.blockSize (32 KiB).
 const DefaultLZ4BlockSize = 32 << 10
@@ -37,8 +47,15 @@ func NewLZ4Writer(w io.Writer, blockSize int) *LZ4Writer {
 		level++
 	}
 	level = max(0, level-10)
-	return &LZ4Writer{w: w, size: blockSize, level: byte(level), buf: make([]byte, 0, blockSize),
-		out: make([]byte, lz4HeaderLen+lz4.CompressBlockBound(blockSize))}
+	z := &LZ4Writer{w: w, size: blockSize, level: byte(level)}
+	if blockSize == DefaultLZ4BlockSize {
+		if b, ok := lz4Pool.Get().(*lz4Bufs); ok {
+			z.lz4Bufs = b
+			return z
+		}
+	}
+	z.lz4Bufs = &lz4Bufs{buf: make([]byte, 0, blockSize), out: make([]byte, lz4HeaderLen+lz4.CompressBlockBound(blockSize))}
+	return z
 }
 
 // Write buffers p and writes every full block.
@@ -56,7 +73,7 @@ func (z *LZ4Writer) Write(p []byte) (int, error) {
 }
 
 func (z *LZ4Writer) flush() {
-	if len(z.buf) == 0 || z.err != nil {
+	if z.err != nil || len(z.buf) == 0 {
 		return
 	}
 	h := z.out[:lz4HeaderLen]
@@ -87,6 +104,12 @@ func (z *LZ4Writer) Close() error {
 	_, z.err = z.w.Write(end[:])
 	if z.err == nil {
 		z.err = errors.New("statefmt: LZ4Writer closed")
+		// Write and flush do nothing once err is set: the buffers can go to the next writer.
+		if z.size == DefaultLZ4BlockSize {
+			z.buf = z.buf[:0]
+			lz4Pool.Put(z.lz4Bufs)
+		}
+		z.lz4Bufs = nil
 		return nil
 	}
 	return z.err
