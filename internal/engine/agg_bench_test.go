@@ -234,8 +234,8 @@ func BenchmarkAggStateMemory(b *testing.B) {
 		}
 		rows = nil
 		heap, rss := heapInUse()-heap0, residentSet()-rss0
-		if len(a.groups) != groups {
-			b.Fatalf("%d groups, want %d", len(a.groups), groups)
+		if len(a.entries) != groups {
+			b.Fatalf("%d groups, want %d", len(a.entries), groups)
 		}
 		b.ReportMetric(float64(heap)/float64(groups), "heap-B/group")
 		b.ReportMetric(float64(rss)/float64(groups), "rss-B/group")
