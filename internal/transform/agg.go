@@ -20,7 +20,10 @@ const (
 	AggAvg   = "avg"
 )
 
-var windowRE = regexp.MustCompile(`(?i)^\s*(window|session_window)\s*\(`)
+var (
+	windowRE        = regexp.MustCompile(`(?i)^\s*window\s*\(`)
+	sessionWindowRE = regexp.MustCompile(`(?i)^\s*session_window\s*\(`)
+)
 
 // Aggregate is one aggregate of a grouping: fn(expression) AS name.
 type Aggregate struct {
@@ -65,6 +68,9 @@ type Grouping struct {
 	keyProgs    []*vm.Program
 	keyIx       []int
 	Aggs        []Aggregate
+	// Window is the window() grouping column, nil for none: Eval gives the row's timestamp in
+	// its place, and the caller expands it into the row's windows (Window.Windows).
+	Window *TimeWindow
 	// sameArg[i] is an earlier aggregate with aggregate i's argument text (evaluated once per
 	// row: expressions are deterministic), -1 for none.
 	sameArg []int
@@ -112,6 +118,10 @@ func CompileGrouping(filter string, groupBy, aggs []string) (*Grouping, error) {
 		if text == "" {
 			return nil, fmt.Errorf("group-by item %d is empty", i+1)
 		}
+		isWindow := windowRE.MatchString(text)
+		if alias == "" && isWindow {
+			alias = "window" // Spark's name for the window column
+		}
 		if alias == "" {
 			if !identRE.MatchString(text) {
 				return nil, fmt.Errorf("group-by %q: name the column with AS", s)
@@ -122,6 +132,9 @@ func CompileGrouping(filter string, groupBy, aggs []string) (*Grouping, error) {
 			return nil, err
 		}
 		col := Column{Name: alias, Expr: text}
+		if sessionWindowRE.MatchString(text) {
+			return nil, fmt.Errorf("group-by %q: session_window() grouping is not supported yet", s)
+		}
 		if ix := kafkaIndex(text); ix >= 0 {
 			col.Kind = KafkaColumns[ix].Kind
 			if col.Kind == KindHeaders {
@@ -133,8 +146,23 @@ func CompileGrouping(filter string, groupBy, aggs []string) (*Grouping, error) {
 			g.keyIx = append(g.keyIx, ix)
 			continue
 		}
-		if windowRE.MatchString(text) {
-			return nil, fmt.Errorf("group-by %q: window() grouping (and --watermark, append mode for aggregations) is not supported yet", s)
+		if isWindow {
+			if g.Window != nil {
+				// Spark: "Multiple time/session window expressions would result in a cartesian product".
+				return nil, fmt.Errorf("group-by %q: only one window() per aggregation", s)
+			}
+			w, err := parseWindow(text)
+			if err != nil {
+				return nil, fmt.Errorf("group-by %q: %v", s, err)
+			}
+			w.Key = len(g.Keys)
+			g.Window = w
+			col.Kind = KindWindow
+			g.Keys = append(g.Keys, col)
+			g.KeyNullable = append(g.KeyNullable, false) // TimeWindowing's attribute is not nullable
+			g.keyProgs = append(g.keyProgs, nil)
+			g.keyIx = append(g.keyIx, kafkaIndex("timestamp"))
+			continue
 		}
 		prog, err := expr.Compile(rewriteSQL(text), options()...)
 		if err != nil {
@@ -310,7 +338,11 @@ func (e *GroupEvaluator) Eval(r *Row, keys, args []any) (bool, []any, []any, err
 				return false, keys, args, fmt.Errorf("group-by %s at %s-%d offset %d: %v", e.g.Keys[i].Name, r.Topic, r.Partition, r.Offset, err)
 			}
 		}
-		nv, err := normalize(v, e.g.Keys[i].Kind)
+		kind := e.g.Keys[i].Kind
+		if kind == KindWindow {
+			kind = KindTimestamp
+		}
+		nv, err := normalize(v, kind)
 		if err != nil {
 			return false, keys, args, fmt.Errorf("group-by %s at %s-%d offset %d: %v", e.g.Keys[i].Name, r.Topic, r.Partition, r.Offset, err)
 		}

@@ -68,7 +68,7 @@ const (
 )
 
 func (k Kind) String() string {
-	return [...]string{"any", "binary", "string", "int", "bigint", "double", "boolean", "timestamp", "array<struct<key:string,value:binary>>"}[k]
+	return [...]string{"any", "binary", "string", "int", "bigint", "double", "boolean", "timestamp", "array<struct<key:string,value:binary>>", "struct<start:timestamp,end:timestamp>"}[k]
 }
 
 // Column is one output column.
