@@ -42,7 +42,7 @@ func TestAggregationRefusals(t *testing.T) {
 		{Query{Agg: []string{"count(*)"}, OutputMode: "update"}, "global aggregation"},
 		{Query{GroupBy: []string{"topic"}, OutputMode: "update"}, "at least one aggregate"},
 		{Query{GroupBy: []string{"json(value, \"a\") AS a"}, Agg: []string{"count(*)"}, OutputMode: "update"}, "type is not known"},
-		{Query{GroupBy: []string{"window(timestamp, '1 minute') AS w"}, Agg: []string{"count(*)"}, OutputMode: "update"}, "window() grouping"},
+		{Query{GroupBy: []string{"session_window(timestamp, '1 minute') AS w"}, Agg: []string{"count(*)"}, OutputMode: "update"}, "session_window() grouping"},
 		{Query{GroupBy: []string{"topic"}, Agg: []string{"sum(string(value)) AS s"}, OutputMode: "update"}, "want a number"},
 		{Query{GroupBy: []string{"topic"}, Agg: []string{"median(offset)"}, OutputMode: "update"}, `unknown function "median"`},
 		{Query{GroupBy: []string{"topic"}, Agg: []string{"count(*) AS topic"}, OutputMode: "update"}, `"topic" appears twice`},

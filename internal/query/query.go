@@ -219,6 +219,9 @@ type Query struct {
 	DropDuplicates []string `yaml:"dropDuplicates,omitempty"`
 	// OutputMode is Spark's outputMode: append (the default), update or complete.
 	OutputMode string `yaml:"outputMode,omitempty"`
+	// Watermark is Spark's withWatermark as COLUMN=DELAY ("timestamp=10 seconds"): the
+	// event-time column (the Kafka column timestamp) and how late a row may be.
+	Watermark string `yaml:"watermark,omitempty"`
 	// Conf are Spark SQL confs: spark.sql.shuffle.partitions (recorded in offsets, default 200)
 	// and spark.sql.streaming.minBatchesToRetain (default 100).
 	Conf map[string]string `yaml:"conf,omitempty"`
@@ -285,6 +288,9 @@ func (q *Query) Merge(o *Query) {
 	}
 	if o.OutputMode != "" {
 		q.OutputMode = o.OutputMode
+	}
+	if o.Watermark != "" {
+		q.Watermark = o.Watermark
 	}
 	if o.Parallelism != 0 {
 		q.Parallelism = o.Parallelism
@@ -356,6 +362,9 @@ type Resolved struct {
 	OutputMode string
 	// Dedup is the deduplication (Spark's dropDuplicates over columns); nil for none.
 	Dedup *Dedup
+	// WatermarkColumn and WatermarkDelayMs are the parsed Watermark ("" for none).
+	WatermarkColumn  string
+	WatermarkDelayMs int64
 }
 
 // Dedup is a resolved dropDuplicates: the indexes of its columns in Program.Columns(), in
@@ -561,10 +570,17 @@ func (q *Query) Validate() (*Resolved, error) {
 			r.Grouping = g
 			outCols = g.Columns()
 		}
-		if r.OutputMode == OutputAppend {
-			bad("%s (Spark 3.5's AnalysisException; Spark 4: %s). ckpt run has no watermark yet: use --output-mode update or complete", SparkAppendAggregation, SparkAppendAggregation4)
+		for _, p := range r.resolveWatermark() {
+			bad("%s", p)
 		}
-		if q.Sink == SinkFile {
+		if r.OutputMode == OutputAppend && (r.Grouping == nil || r.Grouping.EventTimeKey(r.WatermarkColumn) < 0) && r.WatermarkColumn != "" {
+			bad("%s (Spark 3.5's AnalysisException; Spark 4: %s). Append mode needs a grouping column that carries the watermark: window(%s, ...) or %s itself", SparkAppendAggregation, SparkAppendAggregation4, r.WatermarkColumn, r.WatermarkColumn)
+		} else if r.OutputMode == OutputAppend && r.WatermarkColumn == "" {
+			bad("%s (Spark 3.5's AnalysisException; Spark 4: %s). Add --watermark timestamp=DELAY and group by window(timestamp, ...), or use --output-mode update or complete", SparkAppendAggregation, SparkAppendAggregation4)
+		}
+		if q.Sink == SinkFile && r.OutputMode == OutputAppend {
+			bad("the file sink with an aggregation is not supported yet: use the kafka, console or noop sink")
+		} else if q.Sink == SinkFile {
 			// Spark's file sink takes append only (FileStreamSink).
 			bad("Data source %s does not support %s output mode (Spark's file sink writes append only: use the kafka, console or noop sink)", r.FileFormat, strings.ToUpper(r.OutputMode[:1])+r.OutputMode[1:])
 		}
@@ -579,6 +595,9 @@ func (q *Query) Validate() (*Resolved, error) {
 		}
 		r.Program = prog
 	} else {
+		if q.Watermark != "" {
+			bad("--watermark without --group-by: ckpt run supports a watermark only for a streaming aggregation")
+		}
 		if r.OutputMode == OutputComplete {
 			bad("%s (Spark 3.5's AnalysisException; Spark 4: %s)", SparkCompleteStateless, SparkCompleteStateless4)
 		}

@@ -50,6 +50,7 @@ type Options struct {
 	Agg         []string
 	DropDups    []string
 	OutputMode  string
+	Watermark   string
 	Conf        []string
 	Parallelism int
 
@@ -128,6 +129,7 @@ Deduplication: --select 'string(key) AS k' --select 'partition AS p' --drop-dupl
 	f.StringArrayVar(&o.Agg, "agg", nil, "aggregate: \"count(*) AS n\", sum(e), min(e), max(e), avg(e) with AS name (repeatable, or comma-separated); needs --group-by")
 	f.StringArrayVar(&o.DropDups, "drop-duplicates", nil, "column of Spark's dropDuplicates: a column name of the query (--select output or Kafka columns); a row whose values in these columns were seen before is dropped (repeatable, or comma-separated)")
 	f.StringVar(&o.OutputMode, "output-mode", "", "output mode: append (default), update, complete (Spark's outputMode)")
+	f.StringVar(&o.Watermark, "watermark", "", "event-time watermark of an aggregation, COLUMN=DELAY (Spark's withWatermark): timestamp=10 seconds")
 	f.StringArrayVar(&o.Conf, "conf", nil, "Spark SQL conf key=value: spark.sql.shuffle.partitions (200), spark.sql.streaming.minBatchesToRetain (100), spark.sql.streaming.fileSink.log.deletion (true), .compactInterval (10), .cleanupDelay (10m)")
 	f.IntVar(&o.Parallelism, "parallelism", 0, "partitions read at once (default: one per partition, up to one per CPU, as Spark runs a task per core)")
 	cli.AddOutputFlag(cmd, &o.Output)
@@ -158,7 +160,7 @@ func buildQuery(o *Options) (*query.Query, error) {
 		q = fq
 	}
 	flags := &query.Query{Name: o.Name, Source: o.Source, Sink: o.Sink, Checkpoint: o.Checkpoint, Trigger: o.Trigger,
-		Filter: o.Filter, Select: o.Select, GroupBy: o.GroupBy, Agg: o.Agg, DropDuplicates: o.DropDups, OutputMode: o.OutputMode, Parallelism: o.Parallelism}
+		Filter: o.Filter, Select: o.Select, GroupBy: o.GroupBy, Agg: o.Agg, DropDuplicates: o.DropDups, OutputMode: o.OutputMode, Watermark: o.Watermark, Parallelism: o.Parallelism}
 	var err error
 	if flags.Options, err = query.ParseKV("option", o.SourceOpts); err != nil {
 		return nil, exitcode.UsageError(err)
