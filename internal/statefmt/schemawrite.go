@@ -66,7 +66,7 @@ func appendUTF(dst []byte, s string) ([]byte, error) {
 }
 
 // StructJSON renders a struct type as Spark's StructType.json does (compact, fields with name,
-// type, nullable and empty metadata). Only the atomic types and structs are rendered.
+// type, nullable and metadata: empty unless the field holds some). Only the atomic types and structs are rendered.
 func (t *Type) StructJSON() (string, error) {
 	if t == nil || t.Name != "struct" {
 		return "", fmt.Errorf("schema JSON of a %v: want a struct", t)
@@ -92,7 +92,12 @@ func (t *Type) appendTypeJSON(b []byte) ([]byte, error) {
 			}
 			b = append(b, `,"nullable":`...)
 			b = strconv.AppendBool(b, f.Nullable)
-			b = append(b, `,"metadata":{}}`...)
+			if len(f.Metadata) > 0 {
+				// Spark's field metadata (spark.watermarkDelayMs, spark.timeWindow), as held.
+				b = append(append(append(b, `,"metadata":`...), f.Metadata...), '}')
+			} else {
+				b = append(b, `,"metadata":{}}`...)
+			}
 		}
 		return append(b, "]}"...), nil
 	case "string", "integer", "long", "double", "float", "short", "byte", "boolean", "binary", "date", "timestamp", "timestamp_ntz":
