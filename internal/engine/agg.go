@@ -26,11 +26,12 @@ type aggregator struct {
 	g    *transform.Grouping
 	mode string
 	pool sync.Pool
+	ev   eviction
 }
 
 func newAggregator(q *query.Resolved, sparkVersion string) (*aggregator, error) {
 	g := q.Grouping
-	a := &aggregator{g: g, mode: q.OutputMode}
+	a := &aggregator{g: g, mode: q.OutputMode, ev: newEviction(q)}
 	var kf, vf []statefmt.Field
 	for i, k := range g.Keys {
 		t, err := sparkType(k.Kind)
@@ -45,7 +46,9 @@ func newAggregator(q *query.Resolved, sparkVersion string) (*aggregator, error) 
 		if g.KeyIsExpr(i) {
 			name = "_groupingexpression"
 		}
-		kf = append(kf, statefmt.Field{Name: name, Type: t, Nullable: g.KeyNullable[i]})
+		f := statefmt.Field{Name: name, Type: t, Nullable: g.KeyNullable[i]}
+		a.ev.keyField(i, &f)
+		kf = append(kf, f)
 	}
 	for _, ag := range g.Aggs {
 		fields, err := bufferFields(&ag)
@@ -75,6 +78,8 @@ func sparkType(k transform.Kind) (*statefmt.Type, error) {
 		return &statefmt.Type{Name: "boolean"}, nil
 	case transform.KindTimestamp:
 		return &statefmt.Type{Name: "timestamp"}, nil
+	case transform.KindWindow:
+		return windowType(), nil
 	}
 	return nil, fmt.Errorf("no state type for a %s column", k)
 }
@@ -195,8 +200,11 @@ func stateValue(v any) any {
 
 // outputValue converts a state value to the engine's row representation.
 func outputValue(v any) any {
-	if t, ok := v.(statefmt.Timestamp); ok {
-		return time.UnixMicro(int64(t)).UTC()
+	switch x := v.(type) {
+	case statefmt.Timestamp:
+		return time.UnixMicro(int64(x)).UTC()
+	case *statefmt.Object:
+		return windowOutput(x)
 	}
 	return v
 }
@@ -276,6 +284,7 @@ func (a *aggregator) apply(id int64, rows []transform.Row) error {
 	ev := a.pool.Get().(*transform.GroupEvaluator)
 	defer a.pool.Put(ev)
 	var keys, args []any
+	var wins [][2]int64
 	for i := range rows {
 		keep, k, ar, err := ev.Eval(&rows[i], keys, args)
 		keys, args = k, ar
@@ -285,29 +294,54 @@ func (a *aggregator) apply(id int64, rows []transform.Row) error {
 		if !keep {
 			continue
 		}
-		vals := make([]any, len(k))
-		for j, v := range k {
-			vals[j] = stateValue(v)
+		a.ev.observe(&rows[i])
+		if a.g.Window == nil {
+			if err := a.fold(id, k, ar); err != nil {
+				return err
+			}
+			continue
 		}
-		ent, created, err := a.lookup(vals)
-		if err != nil {
-			return err
+		wins = a.g.Window.Windows(k[a.g.Window.Key].(time.Time).UnixMicro(), wins[:0])
+		for _, w := range wins {
+			k[a.g.Window.Key] = windowKey(w)
+			if err := a.fold(id, k, ar); err != nil {
+				return err
+			}
 		}
-		if created {
-			ent.value = a.initBuffer()
-		}
-		ent.touched = id
-		a.update(ent.value, ar)
 	}
 	return nil
 }
 
-// output is the batch's result rows: the groups updated by batch id (update mode) or every
-// group (complete mode), ordered by partition and key bytes.
+// fold folds one row's aggregate arguments into the group of key k, unless the group is
+// late (its event time at or below the late-rows watermark: StateStoreSaveExec's
+// watermarkPredicateForDataForLateEvents drops it).
+func (a *aggregator) fold(id int64, k, ar []any) error {
+	vals := make([]any, len(k))
+	for j, v := range k {
+		vals[j] = stateValue(v)
+	}
+	if a.ev.late(vals) {
+		return nil
+	}
+	ent, created, err := a.lookup(vals)
+	if err != nil {
+		return err
+	}
+	if created {
+		ent.value = a.initBuffer()
+	}
+	ent.touched = id
+	a.update(ent.value, ar)
+	return nil
+}
+
+// output is the batch's result rows: the groups updated by batch id (update mode), every
+// group (complete mode) or the groups the watermark evicted (append mode), ordered by
+// partition and key bytes.
 func (a *aggregator) output(id int64) [][]any {
 	var keys []string
 	for k, ent := range a.entries {
-		if a.mode == query.OutputComplete || ent.touched == id {
+		if a.mode == query.OutputComplete || (a.mode == query.OutputUpdate && ent.touched == id) || (a.mode == query.OutputAppend && ent.gone) {
 			keys = append(keys, k)
 		}
 	}
@@ -327,3 +361,6 @@ func (a *aggregator) output(id int64) [][]any {
 func (a *aggregator) columns() []transform.Column { return a.g.Columns() }
 
 func (a *aggregator) begin(int64) {}
+
+// evict marks the groups the batch's watermark evicts.
+func (a *aggregator) evict() { a.ev.evict(a.entries, a.mode) }

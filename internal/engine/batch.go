@@ -122,11 +122,18 @@ func (e *Engine) construct(ctx context.Context, triggerTime time.Time) (*pending
 	}
 	end, latest = e.ordered(end), e.ordered(latest)
 	if len(end.Topics) == 0 || equalOffsets(start, end) {
-		return nil, nil
+		if !e.noDataBatchDue() {
+			return nil, nil
+		}
+		// A no-data batch: the same offsets, the advanced watermark.
+		end = e.ordered(start)
 	}
 	s := start
 	b := &pendingBatch{id: e.nextBatch, start: &s, end: end, latest: latest, timestampMs: triggerTime.UnixMilli(),
 		latestOffsetMs: e.clock.Now().Sub(t0).Milliseconds()}
+	if e.wm != nil {
+		b.watermarkMs, b.lateMs = e.wm.current, e.wm.last
+	}
 	return b, nil
 }
 
@@ -204,7 +211,7 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 	if !b.rerun {
 		t := e.clock.Now()
 		seq := &logformat.OffsetSeq{Version: 1,
-			Metadata: &logformat.OffsetMetadata{BatchWatermarkMs: 0, BatchTimestampMs: b.timestampMs, Conf: e.conf},
+			Metadata: &logformat.OffsetMetadata{BatchWatermarkMs: b.watermarkMs, BatchTimestampMs: b.timestampMs, Conf: e.conf},
 			Sources:  []logformat.SourceOffset{{JSON: b.end.JSON()}}}
 		if e.async != nil {
 			// AsyncOffsetSeqLog.addAsync: issued (or kept in memory) without waiting; the
@@ -253,6 +260,9 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 	}
 	var batch *Batch
 	if e.stateful != nil {
+		if a := e.aggregation(); a != nil {
+			a.ev.begin(b.lateMs, b.watermarkMs)
+		}
 		batch, err = e.runStateful(bctx, e.stateful, b.id, from, b.end)
 	} else {
 		batch, err = e.read(bctx, b.id, from, b.end, stream, readMid)
@@ -279,7 +289,13 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 	e.failAt(b.id, PhaseBeforeCommit)
 
 	t = e.clock.Now()
-	c := &logformat.Commit{Version: 1, NextBatchWatermarkMs: 0, HasNextBatchWatermark: true}
+	if e.wm != nil {
+		// WatermarkTracker.updateWatermark, then the commit records the watermark.
+		a := e.aggregation()
+		e.wm.observe(a.ev.events, a.ev.maxMs)
+		e.wm.last, e.wm.lastEviction, e.wm.executed = b.watermarkMs, b.watermarkMs, true
+	}
+	c := &logformat.Commit{Version: 1, NextBatchWatermarkMs: e.wmCurrent(), HasNextBatchWatermark: true}
 	if e.async != nil {
 		e.async.addCommit(b.id, c)
 	} else if err := e.lw.AddCommit(bctx, b.id, c).Wait(); err != nil {

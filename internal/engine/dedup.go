@@ -59,6 +59,9 @@ func newDeduplicator(q *query.Resolved, sparkVersion string) (*deduplicator, err
 
 func (d *deduplicator) begin(int64) { d.out, d.parts = nil, nil }
 
+// evict removes nothing: dropDuplicates without a watermark keeps every key.
+func (d *deduplicator) evict() {}
+
 // apply keeps the rows of the batch whose key is not in the state and puts their keys in it.
 func (d *deduplicator) apply(id int64, rows []transform.Row) error {
 	ev := d.pool.Get().(*transform.Evaluator)

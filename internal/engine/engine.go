@@ -102,6 +102,8 @@ type Engine struct {
 	// stateful is the stateful operator (streaming aggregation, deduplication) with its
 	// state; nil for a stateless query.
 	stateful statefulOp
+	// wm is the event-time watermark; nil without --watermark.
+	wm *watermark
 }
 
 type pendingBatch struct {
@@ -113,6 +115,9 @@ type pendingBatch struct {
 	rerun       bool
 	// latestOffsetMs is the time planning took (progress durationMs.latestOffset).
 	latestOffsetMs int64
+	// watermarkMs is the batch's batchWatermarkMs (the eviction watermark); lateMs the
+	// previous batch's (the late-rows watermark).
+	watermarkMs, lateMs int64
 }
 
 // New checks the options and builds the source and sink (validating their options) without
@@ -152,6 +157,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
+	e.wm = newWatermark(e.q)
 	prog := e.q.Program
 	e.evalPool.New = func() any { return prog.NewEvaluator() }
 	// The query id: read it (or pick the one start will write) before building the sink, whose
@@ -250,4 +256,10 @@ func (e *Engine) run(ctx context.Context) error {
 		}
 	}
 	return e.loop(ctx)
+}
+
+// aggregation is the query's streaming aggregation, nil for another query.
+func (e *Engine) aggregation() *aggregator {
+	a, _ := e.stateful.(*aggregator)
+	return a
 }

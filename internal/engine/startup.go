@@ -108,6 +108,9 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	// Spark's setSessionConf: the latest offsets file's conf is what later batches record.
 	e.conf = restoredConf(e.conf, seq.Metadata)
+	if err := e.restoreWatermark(ctx, cp, latest, seq, plan.RerunBatch == nil); err != nil {
+		return err
+	}
 	end, err := sourceOffsets(cp, latest, seq)
 	if err != nil {
 		return err
@@ -130,6 +133,12 @@ func (e *Engine) start(ctx context.Context) error {
 			return fmt.Errorf("engine: offsets/%d has no offset for the Kafka source", l)
 		}
 		b.end, b.latest = *end, *end
+		if e.wm != nil {
+			b.watermarkMs = e.wm.current
+			if b.lateMs, err = batchWatermarkAt(ctx, cp, l-1); err != nil {
+				return err
+			}
+		}
 		if plan.RerunRange != nil && len(plan.RerunRange.Start) > 0 && !recovery.NullOffset(plan.RerunRange.Start[0]) {
 			s, err := logformat.ParseKafkaOffsets(cp.SparkPath(fmt.Sprintf("offsets/%d", l-1)), string(plan.RerunRange.Start[0]))
 			if err != nil {

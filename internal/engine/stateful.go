@@ -36,6 +36,7 @@ type stateEntry struct {
 	part    int
 	value   []any
 	touched int64 // the batch that last updated it
+	gone    bool  // evicted by the batch being run: written as a delete, then dropped
 }
 
 // stateStore is one operator's state: every key, in memory.
@@ -72,6 +73,8 @@ type statefulOp interface {
 	begin(id int64)
 	// apply folds rows of batch id into the state; calls are serialised.
 	apply(id int64, rows []transform.Row) error
+	// evict marks the keys the batch removes (gone) before its output and commit.
+	evict()
 	// output is the batch's result rows, in columns() order.
 	output(id int64) [][]any
 	columns() []transform.Column
@@ -194,14 +197,18 @@ func (s *stateStore) commit(ctx context.Context, e *Engine, id int64) error {
 			}
 		}
 	}
-	var keys []string
+	var keys, dels []string
 	for k, ent := range s.entries {
 		if ent.touched == id {
 			keys = append(keys, k)
 		}
+		if ent.gone {
+			dels = append(dels, k)
+		}
 	}
 	s.sortKeys(keys)
-	next := 0
+	s.sortKeys(dels)
+	next, nextDel := 0, 0
 	for p := 0; p < s.partitions; p++ {
 		var buf bytes.Buffer
 		w, err := statefmt.NewFileWriter(s.codec, &buf)
@@ -215,6 +222,12 @@ func (s *stateStore) commit(ctx context.Context, e *Engine, id int64) error {
 				return err
 			}
 			if err := w.Put([]byte(keys[next]), val); err != nil {
+				return err
+			}
+		}
+		// The provider's remove after the puts, as StateStoreSaveExec evicts after it saved.
+		for ; nextDel < len(dels) && s.entries[dels[nextDel]].part == p; nextDel++ {
+			if err := w.Delete([]byte(dels[nextDel])); err != nil {
 				return err
 			}
 		}
@@ -232,6 +245,9 @@ func (s *stateStore) commit(ctx context.Context, e *Engine, id int64) error {
 			return err
 		}
 		e.failAt(id, PhaseMidStateCommit) // after partition 0's delta, before the others'
+	}
+	for _, k := range dels {
+		delete(s.entries, k)
 	}
 	s.version = id + 1
 	return nil
@@ -276,10 +292,11 @@ func (e *Engine) runStateful(ctx context.Context, op statefulOp, id int64, from,
 		return nil, err
 	}
 	b := &Batch{ID: id, Columns: op.columns(), InputRows: input}
+	op.evict()
+	out := op.output(id) // before the commit drops the evicted keys
 	if err := s.commit(ctx, e, id); err != nil {
 		return nil, err
 	}
-	out := op.output(id)
 	if len(out) > 0 {
 		b.Parts = []Part{{Values: out}}
 	}
