@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -217,5 +218,44 @@ func TestWindowUpdateSliding(t *testing.T) {
 	st, err := runQuery(t, ctx, q(), store, runOpts{sink: &collectSink{}})
 	if err != nil || st.Batches != 0 {
 		t.Errorf("restart without data: %+v %v, want no batch", st, err)
+	}
+}
+
+// TestWindowKeySchemaSpark: the key field of a tumbling window over timestamp with a
+// watermark is, byte for byte in the schema file's JSON, the window field Spark 3.5-4.2 wrote
+// for window(ts, '7 days') with withWatermark("ts", "1 day")
+// (testdata/spark-repartition/restart/*/window-hdfs).
+func TestWindowKeySchemaSpark(t *testing.T) {
+	q := &query.Query{Checkpoint: "mem://x", Sink: "noop", GroupBy: []string{"window(timestamp, '7 days')"},
+		Agg: []string{"count(*) AS n"}, Watermark: "timestamp=1 day"}
+	r, err := q.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAggregator(r, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := statefmt.Struct(a.keyType.Fields[0]).StructJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"3.5.7", "4.0.0", "4.1.1", "4.2.0"} {
+		f := "../../testdata/spark-repartition/restart/" + rel + "/window-hdfs/checkpoint/state/0/0/_metadata/schema"
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := statefmt.ParseSchema(f, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spark, err := statefmt.Struct(s.Families[0].Key.Fields[0]).StructJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mine != spark {
+			t.Errorf("%s: window key field\n%s\nSpark's\n%s", rel, mine, spark)
+		}
 	}
 }

@@ -24,6 +24,9 @@ func TestWatermarkQuery(t *testing.T) {
 	if w == nil || w.Key != 0 || w.Size != 600_000_000 || w.Slide != 300_000_000 || r.Grouping.EventTimeKey("timestamp") != 0 {
 		t.Fatalf("window %+v", w)
 	}
+	if !r.Grouping.KeyNullable[0] {
+		t.Error("a sliding window column is not nullable; Spark's Expand makes it nullable")
+	}
 	var names []string
 	for _, c := range r.Grouping.Columns() {
 		names = append(names, c.Name+":"+c.Kind.String())
@@ -38,7 +41,7 @@ func TestWatermarkQuery(t *testing.T) {
 	}
 	// A plain timestamp key carries the watermark too; no alias names a window "window".
 	q = &Query{Checkpoint: "/c", Sink: "noop", GroupBy: []string{"timestamp, window(timestamp, '1 minute')"}, Agg: []string{"count(*) AS n"}, Watermark: "timestamp=0 seconds"}
-	if r, err = q.Validate(); err != nil || r.Grouping.EventTimeKey("timestamp") != 0 || r.Grouping.Keys[1].Name != "window" {
+	if r, err = q.Validate(); err != nil || r.Grouping.EventTimeKey("timestamp") != 0 || r.Grouping.Keys[1].Name != "window" || r.Grouping.KeyNullable[1] {
 		t.Fatalf("timestamp key: %v", err)
 	}
 }

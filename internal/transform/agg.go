@@ -159,7 +159,9 @@ func CompileGrouping(filter string, groupBy, aggs []string) (*Grouping, error) {
 			g.Window = w
 			col.Kind = KindWindow
 			g.Keys = append(g.Keys, col)
-			g.KeyNullable = append(g.KeyNullable, false) // TimeWindowing's attribute is not nullable
+			// TimeWindowing's attribute: a tumbling window is a projected struct, not nullable;
+			// a sliding window is Expand's output, nullable (Spark 4.1.1's schema check).
+			g.KeyNullable = append(g.KeyNullable, w.Slide != w.Size)
 			g.keyProgs = append(g.keyProgs, nil)
 			g.keyIx = append(g.keyIx, kafkaIndex("timestamp"))
 			continue
