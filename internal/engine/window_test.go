@@ -12,8 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/embedkafka"
 	"github.com/ckpt-dev/ckpt/internal/query"
+	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/state"
 	"github.com/ckpt-dev/ckpt/internal/statefmt"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -133,6 +135,23 @@ func TestWindowAppendWatermark(t *testing.T) {
 	}
 	if got := stateWindows(t, store); got != "120-180=1" {
 		t.Errorf("state %s", got)
+	}
+	// The planner and doctor (state checks included) read the checkpoint, no-data batches and
+	// delete records included, with no warning and no finding.
+	cp, err := checkpoint.Load(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := recovery.Plan(ctx, cp, recovery.Options{Mode: recovery.ModeSync, SparkVersion: SparkVersion})
+	if err != nil || plan.Outcome != recovery.OutcomeResume || len(plan.Warnings) > 0 {
+		t.Errorf("planner: %v %s, warnings %v", err, plan.Verdict(), plan.Warnings)
+	}
+	rep, err := doctor.Run(ctx, cp, doctor.Options{Mode: recovery.ModeSync, SparkVersion: SparkVersion, Deep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("doctor: %s %s %s", f.Code, f.Severity, f.Message)
 	}
 }
 
