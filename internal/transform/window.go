@@ -89,10 +89,13 @@ func parseWindow(text string) (*TimeWindow, error) {
 	// Spark's TimeWindow checks, with its texts (TimeWindow.checkInputDataTypes).
 	switch {
 	case size <= 0:
+		//lint:ignore ST1005 Spark's exact text
 		return nil, fmt.Errorf("The window duration (%d) must be greater than 0.", size)
 	case slide <= 0:
+		//lint:ignore ST1005 Spark's exact text
 		return nil, fmt.Errorf("The slide duration (%d) must be greater than 0.", slide)
 	case slide > size:
+		//lint:ignore ST1005 Spark's exact text
 		return nil, fmt.Errorf("The slide duration (%d) must be less than or equal to the windowDuration (%d).", slide, size)
 	}
 	return &TimeWindow{Size: size, Slide: slide}, nil
