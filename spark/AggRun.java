@@ -4,8 +4,8 @@
 //
 // A query request: {"result":F,"checkpoint":C,"bootstrap":H:P,"topic":T,"outTopic":O,
 //   "groupBy":[SQL...],"agg":[SQL...],"project":[SQL...],"outputMode":"update",
-//   "maxOffsetsPerTrigger":"10","shufflePartitions":"2"}
-// runs readStream kafka → groupBy(groupBy).agg(agg).selectExpr(project) → Kafka topic O with
+//   "maxOffsetsPerTrigger":"10","shufflePartitions":"2","watermark":["timestamp","10 seconds"]}
+// runs readStream kafka → withWatermark (when given) → groupBy(groupBy).agg(agg).selectExpr(project) → Kafka topic O with
 // Trigger.AvailableNow, and writes {"outcome":"ok"|"error","error":..,"batches":[ids]}.
 // "sink":"noop" writes to Spark's noop sink instead (no outTopic). Every query result also has
 // "queryMs" (wall time from start() to the end), "cpuMs" (the JVM's CPU time over that span),
@@ -98,6 +98,7 @@ public class AggRun {
             .option("subscribe", n.get("topic").asText())
             .option("startingOffsets", "earliest")
             .option("maxOffsetsPerTrigger", n.path("maxOffsetsPerTrigger").asText("10")).load();
+        if (n.has("watermark")) df = df.withWatermark(n.get("watermark").get(0).asText(), n.get("watermark").get(1).asText());
         Dataset<Row> out;
         if (n.has("dropDuplicates")) {
           out = df.selectExpr(texts(n.get("select"))).dropDuplicates(texts(n.get("dropDuplicates")));
