@@ -363,4 +363,4 @@ func (a *aggregator) columns() []transform.Column { return a.g.Columns() }
 func (a *aggregator) begin(int64) {}
 
 // evict marks the groups the batch's watermark evicts.
-func (a *aggregator) evict() { a.ev.evict(a.entries, a.mode) }
+func (a *aggregator) evict() { a.ev.evict(a.entries) }

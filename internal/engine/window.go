@@ -17,10 +17,11 @@ import (
 type eviction struct {
 	// on: the query has a watermark; evIx is the grouping column carrying it (-1: none, so
 	// nothing is late or evicted); window is the window() column (-1: none).
-	on      bool
-	evIx    int
-	window  int
-	delayMs int64
+	on       bool
+	complete bool
+	evIx     int
+	window   int
+	delayMs  int64
 	// lateUs and evictUs are the running batch's watermarks in microseconds: offsets/N-1's
 	// and offsets/N's batchWatermarkMs.
 	lateUs, evictUs int64
@@ -30,7 +31,7 @@ type eviction struct {
 }
 
 func newEviction(q *query.Resolved) eviction {
-	v := eviction{evIx: -1, window: -1, delayMs: q.WatermarkDelayMs, on: q.WatermarkColumn != ""}
+	v := eviction{evIx: -1, window: -1, delayMs: q.WatermarkDelayMs, on: q.WatermarkColumn != "", complete: q.OutputMode == query.OutputComplete}
 	if q.Grouping.Window != nil {
 		v.window = q.Grouping.Window.Key
 	}
@@ -114,9 +115,10 @@ func (v *eviction) observe(r *transform.Row) {
 	v.events++
 }
 
-// late reports whether a group's key is at or below the late-rows watermark.
+// late reports whether a group's key is at or below the late-rows watermark (append and
+// update mode: StateStoreSaveExec in complete mode puts every row).
 func (v *eviction) late(key []any) bool {
-	if v.evIx < 0 {
+	if v.evIx < 0 || v.complete {
 		return false
 	}
 	t, ok := eventUs(key[v.evIx])
@@ -125,8 +127,8 @@ func (v *eviction) late(key []any) bool {
 
 // evict marks the groups whose event time is at or below the eviction watermark (append and
 // update mode; complete mode keeps every group).
-func (v *eviction) evict(groups map[string]*stateEntry, mode string) {
-	if v.evIx < 0 || mode == query.OutputComplete {
+func (v *eviction) evict(groups map[string]*stateEntry) {
+	if v.evIx < 0 || v.complete {
 		return
 	}
 	for _, ent := range groups {

@@ -278,3 +278,22 @@ func TestWindowKeySchemaSpark(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowCompleteKeepsLate: complete mode with a watermark drops nothing and evicts
+// nothing (StateStoreSaveExec in complete mode puts every row), and runs no no-data batch.
+func TestWindowCompleteKeepsLate(t *testing.T) {
+	b := startBroker(t, embedkafka.TopicSpec{Name: "in", Partitions: 1})
+	produceAtSecs(t, b.Addr(), "in", 5, 20, 40, 55, 70, 75, 50)
+	store, ctx := storage.NewMem(), context.Background()
+	sink := &collectSink{}
+	st, err := runQuery(t, ctx, resolve(t, windowQuery(b.Addr(), "complete", "window(timestamp, '1 minute')")), store, runOpts{sink: sink})
+	if err != nil || st.Batches != 3 {
+		t.Fatalf("%+v %v, want 3 data batches and no no-data batch", st, err)
+	}
+	if got := windowRows(sink); !strings.HasSuffix(got, "2:0-60=5 2:60-120=2") {
+		t.Errorf("output %s, want the last batch 2:0-60=5 2:60-120=2", got)
+	}
+	if got := stateWindows(t, store); got != "0-60=5 60-120=2" {
+		t.Errorf("state %s", got)
+	}
+}
