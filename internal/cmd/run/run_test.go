@@ -153,7 +153,7 @@ func TestNewCmdFlags(t *testing.T) {
 		t.Fatalf("options %+v", got)
 	}
 	cmd = NewCmd(&cli.Env{IO: io}, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"--group-by", "string(key) AS k", "--agg", "count(*) AS n, max(offset) AS o", "--agg", "avg(partition)", "--output-mode", "update"})
+	cmd.SetArgs([]string{"--group-by", "string(key) AS k", "--agg", "count(*) AS n, max(offset) AS o", "--agg", "avg(partition)", "--output-mode", "update", "--watermark", "timestamp=10 seconds"})
 	cmd.SetOut(&bytes.Buffer{})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestNewCmdFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(q.GroupBy) != 1 || len(q.Agg) != 2 || q.OutputMode != "update" {
+	if len(q.GroupBy) != 1 || len(q.Agg) != 2 || q.OutputMode != "update" || q.Watermark != "timestamp=10 seconds" {
 		t.Fatalf("query %+v", q)
 	}
 }
