@@ -100,7 +100,9 @@ timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --
 Aggregation: --group-by 'string(key) AS k' --agg 'count(*) AS n, sum(int(string(value))) AS s'
 --output-mode update|complete; the state is written as Spark's HDFS-backed store writes it.
 Deduplication: --select 'string(key) AS k' --select 'partition AS p' --drop-duplicates 'k, p'
-(Spark's dropDuplicates("k", "p")), output mode append or update.`,
+(Spark's dropDuplicates("k", "p")), output mode append or update.
+Windows and watermark: --group-by "window(timestamp, '1 minute') AS w" --watermark 'timestamp=10 seconds'
+--output-mode append emits each window once the watermark passes its end.`,
 		Example: `  ckpt run --demo
   ckpt run --source kafka --option kafka.bootstrap.servers=host:9092 --option subscribe=in \
       --sink kafka --sink-option kafka.bootstrap.servers=host:9092 --sink-option topic=out \
