@@ -66,7 +66,8 @@ func appendUTF(dst []byte, s string) ([]byte, error) {
 }
 
 // StructJSON renders a struct type as Spark's StructType.json does (compact, fields with name,
-// type, nullable and metadata: empty unless the field holds some). Only the atomic types and structs are rendered.
+// type, nullable and metadata: empty unless the field holds some). Only the atomic types and
+// structs are rendered.
 func (t *Type) StructJSON() (string, error) {
 	if t == nil || t.Name != "struct" {
 		return "", fmt.Errorf("schema JSON of a %v: want a struct", t)
