@@ -30,12 +30,16 @@ var windowPhases = [][]int{{5, 20, 40, 55, 70, 75}, {50, 80, 130, 85, 140, 150},
 // spellings of the same query, written to Kafka as key CAST(window AS STRING) and value the
 // count.
 type windowCase struct {
-	mode, window string
+	name, mode, window string
+	noWatermark        bool
 }
 
 var windowCases = []windowCase{
-	{"append", "window(timestamp, '1 minute')"},
-	{"update", "window(timestamp, '1 minute', '30 seconds')"},
+	{"append", "append", "window(timestamp, '1 minute')", false},
+	{"update", "update", "window(timestamp, '1 minute', '30 seconds')", false},
+	// No watermark: nothing late, nothing evicted, no no-data batch; the window column's
+	// metadata holds spark.timeWindow alone.
+	{"nowm", "update", "window(timestamp, '1 minute')", true},
 }
 
 func produceAt(t testing.TB, addr, topic string, secs []int) {
@@ -58,7 +62,8 @@ func produceAt(t testing.TB, addr, topic string, secs []int) {
 
 // TestSparkLiveWindowHandOver: a count per event-time window with a 10-second watermark, in
 // append mode (tumbling 1-minute windows) and update mode (1-minute windows sliding by 30
-// seconds), over three phases of input with late rows. The hand-over runs ckpt, then Spark,
+// seconds), and in update mode without a watermark (nothing late, nothing evicted), over
+// three phases of input with late rows. The hand-over runs ckpt, then Spark,
 // then ckpt on one checkpoint and output; a Spark-only run reads the same input in the same
 // phases. Each phase runs the same batches (no-data batches included) in both; the last output
 // per window, every offsets/N batchWatermarkMs and commits/N nextBatchWatermarkMs, and Spark's
@@ -79,7 +84,7 @@ func TestSparkLiveWindowHandOver(t *testing.T) {
 func windowHandOver(t *testing.T, rel string) {
 	topics := []embedkafka.TopicSpec{{Name: "in", Partitions: 1}, {Name: "refused", Partitions: 1}}
 	for _, c := range windowCases {
-		topics = append(topics, embedkafka.TopicSpec{Name: "out-" + c.mode, Partitions: 1}, embedkafka.TopicSpec{Name: "ref-" + c.mode, Partitions: 1})
+		topics = append(topics, embedkafka.TopicSpec{Name: "out-" + c.name, Partitions: 1}, embedkafka.TopicSpec{Name: "ref-" + c.name, Partitions: 1})
 	}
 	b, err := embedkafka.Start(context.Background(), embedkafka.Options{Topics: topics})
 	if err != nil {
@@ -87,24 +92,31 @@ func windowHandOver(t *testing.T, rel string) {
 	}
 	defer b.Close()
 	dir := t.TempDir()
-	ck := func(who string, c windowCase) string { return filepath.Join(dir, who+"-"+c.mode) }
+	ck := func(who string, c windowCase) string { return filepath.Join(dir, who+"-"+c.name) }
 	ckptRun := func(c windowCase, progress string) []int64 {
 		args := []string{"run", "--source", "kafka", "--option", "kafka.bootstrap.servers=" + b.Addr(), "--option", "subscribe=in",
 			"--option", "startingOffsets=earliest", "--option", "maxOffsetsPerTrigger=3",
-			"--sink", "kafka", "--sink-option", "kafka.bootstrap.servers=" + b.Addr(), "--sink-option", "topic=out-" + c.mode,
+			"--sink", "kafka", "--sink-option", "kafka.bootstrap.servers=" + b.Addr(), "--sink-option", "topic=out-" + c.name,
 			"--checkpoint", ck("handover", c), "--trigger", "availableNow", "--progress-log", progress, "--spark-version", Line(rel),
 			"--conf", "spark.sql.shuffle.partitions=2",
-			"--group-by", c.window + " AS key", "--agg", "count(*) AS value", "--watermark", "timestamp=10 seconds", "--output-mode", c.mode}
+			"--group-by", c.window + " AS key", "--agg", "count(*) AS value", "--output-mode", c.mode}
+		if !c.noWatermark {
+			args = append(args, "--watermark", "timestamp=10 seconds")
+		}
 		if code, stdout, stderr := ckpt(t, args...); code != 0 {
-			t.Fatalf("ckpt run (%s): exit %d\n%s\n%s", c.mode, code, stdout, stderr)
+			t.Fatalf("ckpt run (%s): exit %d\n%s\n%s", c.name, code, stdout, stderr)
 		}
 		return progressBatches(t, progress)
 	}
 	sparkQuery := func(result, checkpoint, out string, c windowCase) map[string]any {
-		return map[string]any{"result": result, "checkpoint": checkpoint, "bootstrap": b.Addr(), "topic": "in", "outTopic": out,
+		q := map[string]any{"result": result, "checkpoint": checkpoint, "bootstrap": b.Addr(), "topic": "in", "outTopic": out,
 			"groupBy": []string{c.window + " AS key"}, "agg": []string{"count(*) AS value"},
 			"project": []string{"CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value"}, "watermark": []string{"timestamp", "10 seconds"},
 			"outputMode": c.mode, "maxOffsetsPerTrigger": "3", "shufflePartitions": "2"}
+		if c.noWatermark {
+			delete(q, "watermark")
+		}
+		return q
 	}
 	reader := rel
 	if strings.HasPrefix(rel, "3.") {
@@ -137,14 +149,14 @@ func windowHandOver(t *testing.T, rel string) {
 	first := map[string][]int64{}
 	var reqs []map[string]any
 	for _, c := range windowCases {
-		first[c.mode] = ckptRun(c, filepath.Join(dir, "p1-"+c.mode+".jsonl"))
-		reqs = append(reqs, sparkQuery(filepath.Join(dir, "ref1-"+c.mode+".json"), ck("ref", c), "ref-"+c.mode, c))
+		first[c.name] = ckptRun(c, filepath.Join(dir, "p1-"+c.name+".jsonl"))
+		reqs = append(reqs, sparkQuery(filepath.Join(dir, "ref1-"+c.name+".json"), ck("ref", c), "ref-"+c.name, c))
 	}
 	t0 := time.Now()
 	phase(reqs, nil)
 	for _, c := range windowCases {
-		if got, want := first[c.mode], sparkBatches("ref1-"+c.mode); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("%s phase 1: ckpt ran batches %v, Spark %v", c.mode, got, want)
+		if got, want := first[c.name], sparkBatches("ref1-"+c.name); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s phase 1: ckpt ran batches %v, Spark %v", c.name, got, want)
 		}
 	}
 	// Phase 2: Spark continues the hand-over and the reference; the state ckpt wrote in
@@ -152,10 +164,10 @@ func windowHandOver(t *testing.T, rel string) {
 	produceAt(t, b.Addr(), "in", windowPhases[1])
 	reqs, reads := nil, []map[string]any(nil)
 	for _, c := range windowCases {
-		last := first[c.mode][len(first[c.mode])-1]
-		reqs = append(reqs, sparkQuery(filepath.Join(dir, "hand2-"+c.mode+".json"), ck("handover", c), "out-"+c.mode, c),
-			sparkQuery(filepath.Join(dir, "ref2-"+c.mode+".json"), ck("ref", c), "ref-"+c.mode, c))
-		reads = append(reads, readReq("ckpt1-"+c.mode, ck("handover", c), last), readReq("ref1-"+c.mode, ck("ref", c), last))
+		last := first[c.name][len(first[c.name])-1]
+		reqs = append(reqs, sparkQuery(filepath.Join(dir, "hand2-"+c.name+".json"), ck("handover", c), "out-"+c.name, c),
+			sparkQuery(filepath.Join(dir, "ref2-"+c.name+".json"), ck("ref", c), "ref-"+c.name, c))
+		reads = append(reads, readReq("ckpt1-"+c.name, ck("handover", c), last), readReq("ref1-"+c.name, ck("ref", c), last))
 	}
 	// Reads first: the runs of this phase add state versions, the reads name phase 1's.
 	if reader == rel {
@@ -164,8 +176,8 @@ func windowHandOver(t *testing.T, rel string) {
 		phase(reqs, reads)
 	}
 	for _, c := range windowCases {
-		if got, want := sparkBatches("hand2-"+c.mode), sparkBatches("ref2-"+c.mode); fmt.Sprint(got) != fmt.Sprint(want) || len(got) == 0 {
-			t.Fatalf("%s phase 2: Spark on ckpt's checkpoint ran batches %v, on its own %v", c.mode, got, want)
+		if got, want := sparkBatches("hand2-"+c.name), sparkBatches("ref2-"+c.name); fmt.Sprint(got) != fmt.Sprint(want) || len(got) == 0 {
+			t.Fatalf("%s phase 2: Spark on ckpt's checkpoint ran batches %v, on its own %v", c.name, got, want)
 		}
 	}
 	// Phase 3: ckpt continues after Spark; the reference too; the final states are read.
@@ -173,33 +185,33 @@ func windowHandOver(t *testing.T, rel string) {
 	third := map[string][]int64{}
 	reqs, reads = nil, nil
 	for _, c := range windowCases {
-		third[c.mode] = ckptRun(c, filepath.Join(dir, "p3-"+c.mode+".jsonl"))
-		reqs = append(reqs, sparkQuery(filepath.Join(dir, "ref3-"+c.mode+".json"), ck("ref", c), "ref-"+c.mode, c))
-		last := third[c.mode][len(third[c.mode])-1]
-		reads = append(reads, readReq("hand3-"+c.mode, ck("handover", c), last), readReq("ref3-"+c.mode, ck("ref", c), last))
+		third[c.name] = ckptRun(c, filepath.Join(dir, "p3-"+c.name+".jsonl"))
+		reqs = append(reqs, sparkQuery(filepath.Join(dir, "ref3-"+c.name+".json"), ck("ref", c), "ref-"+c.name, c))
+		last := third[c.name][len(third[c.name])-1]
+		reads = append(reads, readReq("hand3-"+c.name, ck("handover", c), last), readReq("ref3-"+c.name, ck("ref", c), last))
 	}
-	refused := sparkQuery(filepath.Join(dir, "refused.json"), filepath.Join(dir, "refused"), "refused", windowCase{mode: "append"})
+	refused := sparkQuery(filepath.Join(dir, "refused.json"), filepath.Join(dir, "refused"), "refused", windowCase{name: "refused", mode: "append"})
 	refused["groupBy"] = []string{"CAST(key AS STRING) AS key"}
 	reqs = append(reqs, refused)
 	phase(reqs, reads)
 	sparkTime := time.Since(t0)
 
 	for _, c := range windowCases {
-		if got, want := third[c.mode], sparkBatches("ref3-"+c.mode); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("%s phase 3: ckpt ran batches %v, Spark %v", c.mode, got, want)
+		if got, want := third[c.name], sparkBatches("ref3-"+c.name); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s phase 3: ckpt ran batches %v, Spark %v", c.name, got, want)
 		}
-		got, want := lastPerKey(t, b.Addr(), "out-"+c.mode), lastPerKey(t, b.Addr(), "ref-"+c.mode)
+		got, want := lastPerKey(t, b.Addr(), "out-"+c.name), lastPerKey(t, b.Addr(), "ref-"+c.name)
 		if len(want) < 3 || fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("%s: last output per window: hand-over %v, Spark-only %v", c.mode, got, want)
+			t.Errorf("%s: last output per window: hand-over %v, Spark-only %v", c.name, got, want)
 		}
-		t.Logf("%s on Spark %s: ckpt %v, Spark %v, ckpt %v; last output per window %v", c.mode, rel, first[c.mode], sparkBatches("hand2-"+c.mode), third[c.mode], got)
+		t.Logf("%s on Spark %s: ckpt %v, Spark %v, ckpt %v; last output per window %v", c.name, rel, first[c.name], sparkBatches("hand2-"+c.name), third[c.name], got)
 		for _, pair := range [][2]string{{"ckpt1-", "ref1-"}, {"hand3-", "ref3-"}} {
-			a, r := readingOf(t, dir, pair[0]+c.mode), readingOf(t, dir, pair[1]+c.mode)
+			a, r := readingOf(t, dir, pair[0]+c.name), readingOf(t, dir, pair[1]+c.name)
 			if r == "" || a != r {
-				t.Errorf("%s: Spark reads %s as\n%s\nand %s as\n%s", c.mode, pair[0], a, pair[1], r)
+				t.Errorf("%s: Spark reads %s as\n%s\nand %s as\n%s", c.name, pair[0], a, pair[1], r)
 			}
 		}
-		sameWatermarks(t, c.mode, ck("handover", c), ck("ref", c))
+		sameWatermarks(t, c.name, ck("handover", c), ck("ref", c))
 	}
 	if c := windowCases[0]; c.mode == "append" {
 		// The late rows (50s, 85s, 10s) are dropped: [0s, 60s) counts 5, 20, 40, 55.
