@@ -8,6 +8,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -88,7 +89,14 @@ func (e *Engine) wmCurrent() int64 {
 // when batch latest is committed the larger of it and the commit's nextBatchWatermarkMs.
 func (e *Engine) restoreWatermark(ctx context.Context, cp *checkpoint.Checkpoint, latest int64, seq *logformat.OffsetSeq, committed bool) error {
 	w := e.wm
-	if w == nil || seq.Metadata == nil {
+	if seq.Metadata == nil {
+		return nil
+	}
+	if w == nil {
+		if e.agg != nil && seq.Metadata.BatchWatermarkMs > 0 {
+			// The batches would record watermark 0 and never evict what the state holds.
+			return fmt.Errorf("offsets/%d records batchWatermarkMs %d: the checkpoint's query has a watermark; give the query's --watermark", latest, seq.Metadata.BatchWatermarkMs)
+		}
 		return nil
 	}
 	w.current, w.last = seq.Metadata.BatchWatermarkMs, seq.Metadata.BatchWatermarkMs

@@ -136,6 +136,12 @@ func TestWindowAppendWatermark(t *testing.T) {
 	if got := stateWindows(t, store); got != "120-180=1" {
 		t.Errorf("state %s", got)
 	}
+	// The same query without its watermark is refused before anything is written.
+	noWM := windowQuery(b.Addr(), "update", "window(timestamp, '1 minute')")
+	noWM.Watermark = ""
+	if _, err := runQuery(t, ctx, resolve(t, noWM), store, runOpts{sink: &collectSink{}}); err == nil || !strings.Contains(err.Error(), "give the query's --watermark") {
+		t.Errorf("a run without the watermark: %v", err)
+	}
 	// The planner and doctor (state checks included) read the checkpoint, no-data batches and
 	// delete records included, with no warning and no finding.
 	cp, err := checkpoint.Load(ctx, store)
