@@ -93,7 +93,7 @@ func (e *Engine) restoreWatermark(ctx context.Context, cp *checkpoint.Checkpoint
 		return nil
 	}
 	if w == nil {
-		if e.agg != nil && seq.Metadata.BatchWatermarkMs > 0 {
+		if e.aggregation() != nil && seq.Metadata.BatchWatermarkMs > 0 {
 			// The batches would record watermark 0 and never evict what the state holds.
 			return fmt.Errorf("offsets/%d records batchWatermarkMs %d: the checkpoint's query has a watermark; give the query's --watermark", latest, seq.Metadata.BatchWatermarkMs)
 		}
