@@ -69,7 +69,17 @@ type Options struct {
 	// and sizes are computed all the same.
 	Stage    storage.Store
 	StageRun string
+	// SortBudget bounds the memory that sorts a RocksDB store's new partitions (their rows
+	// past it spill to sorted runs in TempDir, "": os.TempDir()); 0: DefaultSortBudget.
+	SortBudget int64
+	TempDir    string
+	sortFanIn  int // tests: runs merged at once
 }
+
+// DefaultSortBudget is the rows a RocksDB store's sort holds in memory over all its new
+// partitions before it spills them to sorted runs (docs/benchmarks.md: 1 GB of state within
+// 128 MB of RSS).
+const DefaultSortBudget = 16 << 20
 
 // Plan is what a repartition would write.
 type Plan struct {
@@ -412,6 +422,8 @@ type output struct {
 	// removes both unless the plan completes.
 	open   []*newFile
 	staged []string
+	// sortRuns counts the sorted runs RocksDB stores spilled (tests).
+	sortRuns int
 }
 
 // newFile is one new state file being written.
@@ -441,7 +453,21 @@ func (f *newFile) Write(b []byte) (int, error) {
 // stageBuffer batches the compressor's blocks into fewer writes of the stage.
 const stageBuffer = 64 << 10
 
+// create starts a new snapshot, compressed in the query's codec.
 func (o *output) create(f string) (*newFile, error) {
+	nf, err := o.createRaw(f)
+	if err != nil {
+		return nil, err
+	}
+	if nf.w, err = statefmt.NewFileWriter(o.p.Codec, nf.buf); err != nil {
+		return nil, err
+	}
+	return nf, nil
+}
+
+// createRaw starts a new state file whose bytes are written to its buf as they are (a RocksDB
+// version's SST file): hashed, counted, checksummed and staged like a snapshot.
+func (o *output) createRaw(f string) (*newFile, error) {
 	if _, err := o.s.Stat(o.ctx, f); err == nil {
 		return nil, fmt.Errorf("repartition: %s exists already; the new state version would replace it", f)
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -459,17 +485,15 @@ func (o *output) create(f string) (*newFile, error) {
 	}
 	o.open = append(o.open, nf)
 	nf.buf = bufio.NewWriterSize(nf, stageBuffer)
-	var err error
-	if nf.w, err = statefmt.NewFileWriter(o.p.Codec, nf.buf); err != nil {
-		return nil, err
-	}
 	return nf, nil
 }
 
 // finish ends f and adds its copy (and its checksum's) to the plan.
 func (o *output) finish(f *newFile) error {
-	if err := f.w.Close(); err != nil {
-		return err
+	if f.w != nil {
+		if err := f.w.Close(); err != nil {
+			return err
+		}
 	}
 	if err := f.buf.Flush(); err != nil {
 		return err

@@ -1,12 +1,10 @@
 package repartition
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"path"
-	"slices"
 	"strconv"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
@@ -16,14 +14,22 @@ import (
 
 // planRocksStore is planStore for a RocksDB store, written as Spark 4.2.0's repartition writes
 // one: for every new partition, version L+2 as a zip naming one new SST file under SSTs/. A
-// RocksDB table holds its keys in order, so each new partition's rows are held in memory and
-// sorted before they are written.
+// RocksDB table holds its keys in order, so each new partition's rows are sorted first, within
+// a memory budget (state.Sorter: sorted runs spilled to local temporary files and merged), then
+// walked twice: once to name the SST file by what it holds, once to stream it to the stage.
 func planRocksStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing, lop *state.Operator, ls *state.Store, kind keyKind, p *Plan, out *output) (*Store, error) {
 	st := &Store{Name: ls.Name, Provider: ls.Provider, RowsFrom: make([]int64, p.From), RowsTo: make([]int64, p.To)}
-	rows := make([][][2][]byte, p.To)
-	err := eachRehashed(ctx, cp, l, lop, ls, kind, p, st, func(np int, key, value []byte) error {
-		rows[np] = append(rows[np], [2][]byte{bytes.Clone(key), bytes.Clone(value)})
-		return nil
+	budget := out.o.SortBudget
+	if budget <= 0 {
+		budget = DefaultSortBudget
+	}
+	sorter, err := state.NewSorter(ctx, p.To, state.SortOptions{Budget: budget, TempDir: out.o.TempDir, FanIn: out.o.sortFanIn})
+	if err != nil {
+		return nil, err
+	}
+	defer sorter.Close()
+	err = eachRehashed(ctx, cp, l, lop, ls, kind, p, st, func(np int, key, value []byte) error {
+		return sorter.Add(np, key, value)
 	})
 	if err != nil {
 		return nil, err
@@ -32,30 +38,43 @@ func planRocksStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Lis
 	if err != nil {
 		return nil, err
 	}
-	for np, rs := range rows {
-		slices.SortFunc(rs, func(a, b [2][]byte) int { return bytes.Compare(a[0], b[0]) })
-		w := statefmt.NewRocksDBWriter()
-		for _, r := range rs {
-			if err := w.Put(r[0], r[1]); err != nil {
-				return nil, fmt.Errorf("operator %d store %s new partition %d: %w", lop.ID, ls.Name, np, err)
-			}
-		}
-		rows[np] = nil
-		v, err := w.Finish(contentUUID(lop.ID, ls.Name, np, p.Version, rs), line)
+	if err := sorter.Finish(); err != nil {
+		return nil, err
+	}
+	out.sortRuns += sorter.Runs()
+	for np := range p.To {
+		where := fmt.Sprintf("operator %d store %s new partition %d", lop.ID, ls.Name, np)
+		uuid, n, err := contentUUID(lop.ID, ls.Name, np, p.Version, func(fn func(key, value []byte) error) error { return sorter.Each(np, fn) })
 		if err != nil {
 			return nil, err
+		}
+		if n != sorter.Added(np) {
+			// A key is in one partition of a store: the same key twice is damaged state, not
+			// something to choose a row of.
+			return nil, fmt.Errorf("%s: %d of its %d rows have a key another row has: the state is damaged (each key is in one partition of a store)", where, sorter.Added(np)-n, sorter.Added(np))
 		}
 		dir := path.Join(lop.Dir, strconv.Itoa(np))
 		if ls.Name != state.DefaultStore {
 			dir = path.Join(dir, ls.Name)
 		}
-		for _, f := range []struct {
-			name string
-			data []byte
-		}{{path.Join(dir, "SSTs", v.SSTName), v.SST}, {path.Join(dir, strconv.FormatInt(p.Version, 10)+".zip"), v.Zip}} {
-			if err := out.whole(f.name, f.data); err != nil {
-				return nil, err
-			}
+		f, err := out.createRaw(path.Join(dir, "SSTs", statefmt.RocksDBSSTName(uuid)))
+		if err != nil {
+			return nil, err
+		}
+		w := statefmt.NewRocksDBWriterTo(f.buf)
+		if err := sorter.Each(np, w.Put); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		v, err := w.Finish(uuid, line)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		if err := out.finish(f); err != nil {
+			return nil, err
+		}
+		sorter.Release(np)
+		if err := out.whole(path.Join(dir, strconv.FormatInt(p.Version, 10)+".zip"), v.Zip); err != nil {
+			return nil, err
 		}
 		st.Rows += st.RowsTo[np]
 	}
@@ -64,20 +83,30 @@ func planRocksStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Lis
 }
 
 // contentUUID names a new SST file by what it holds (a UUID-shaped digest of the store, the
-// partition, the version and the rows): the plan is the same on every run, and the name is
-// new in the SSTs/ directory, whose other files have Spark's random UUIDs.
-func contentUUID(op int64, store string, part int, version int64, rows [][2][]byte) string {
+// partition, the version and the rows in key order, walked by each): the plan is the same on
+// every run, and the name is new in the SSTs/ directory, whose other files have Spark's random
+// UUIDs. It returns the rows walked.
+func contentUUID(op int64, store string, part int, version int64, each func(func(key, value []byte) error) error) (string, int64, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%d\x00%s\x00%d\x00%d\x00", op, store, part, version)
-	for _, r := range rows {
-		fmt.Fprintf(h, "%d:%d:", len(r[0]), len(r[1]))
-		h.Write(r[0])
-		h.Write(r[1])
+	var n int64
+	var lens []byte
+	err := each(func(key, value []byte) error {
+		lens = strconv.AppendInt(append(strconv.AppendInt(lens[:0], int64(len(key)), 10), ':'), int64(len(value)), 10)
+		lens = append(lens, ':')
+		h.Write(lens)
+		h.Write(key)
+		h.Write(value)
+		n++
+		return nil
+	})
+	if err != nil {
+		return "", 0, err
 	}
 	s := h.Sum(nil)
 	s[6] = s[6]&0x0f | 0x80 // not a random (version 4) UUID: a name-based one (version 8)
 	s[8] = s[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", s[0:4], s[4:6], s[6:8], s[8:10], s[10:16])
+	return fmt.Sprintf("%x-%x-%x-%x-%x", s[0:4], s[4:6], s[6:8], s[8:10], s[10:16]), n, nil
 }
 
 // rocksMetadataLine picks the metadata fields of the release that wrote the store: Spark 4.0+

@@ -542,3 +542,45 @@ func FuzzWriter(f *testing.F) {
 		}
 	})
 }
+
+// TestWriterStreamed: a Writer with Out writes, block by block, the bytes Finish returns for
+// the same entries (Spark's SST files rewritten, and a table of many blocks with a compressed
+// index), and Close reports the size, or Out's first error.
+func TestWriterStreamed(t *testing.T) {
+	for _, f := range fixtureSSTs(t) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, es, err := readAll(t, f, data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		whole := &Writer{Compression: LZ4Compression, Compress: lz4Block, CompressIndex: true, BlockSize: 256}
+		var out bytes.Buffer
+		streamed := &Writer{Compression: LZ4Compression, Compress: lz4Block, CompressIndex: true, BlockSize: 256, Out: &out}
+		for _, e := range es {
+			for _, w := range []*Writer{whole, streamed} {
+				if err := w.Add([]byte(e.key), e.seq, e.kind, []byte(e.value)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		want := whole.Finish()
+		n, err := streamed.Close()
+		if err != nil || n != uint64(len(want)) || !bytes.Equal(out.Bytes(), want) {
+			t.Errorf("%s: streamed %d bytes (%v), equal %v; in memory %d", f, n, err, bytes.Equal(out.Bytes(), want), len(want))
+		}
+	}
+	w := &Writer{Out: failingWriter{}}
+	if err := w.Add([]byte("k"), 1, KindValue, []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Close(); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("Close after a failed write: %v", err)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 )
 
 // Writer builds a table that every RocksDB in Spark's classpath opens (rocksdbjni 8.3 in Spark
@@ -12,7 +13,8 @@ import (
 // every 16 entries, a binary search index with delta-encoded handles, and a properties block
 // naming the default column family. It is the SST writer of ckpt's RocksDB state writer
 // (statefmt) and of the tests' fixtures. Add entries in RocksDB's order (user key ascending,
-// then newer sequence numbers first); Finish returns the file.
+// then newer sequence numbers first); Finish returns the file, or, with Out set, Close ends the
+// file written to Out as it was built.
 type Writer struct {
 	// Compression is the compression type recorded for compressed blocks; Compress, when not
 	// nil, compresses a block's bytes (a block is stored uncompressed when it does not shrink).
@@ -23,13 +25,22 @@ type Writer struct {
 	// CompressIndex compresses the index block too, as RocksDB does by default
 	// (enable_index_compression) and so Spark's SST files have it.
 	CompressIndex bool
+	// Out, when not nil, receives the table as it is built, block by block (a table of
+	// gigabytes is not held): Finish is then not called, Close ends the table.
+	Out io.Writer
 
-	out      []byte
+	out      []byte // the table so far; with Out, nothing (written already)
+	written  uint64 // bytes written to Out
+	err      error  // the first error of Out
 	block    []byte
 	restarts []uint32
 	n        int // entries in the current block
 	last     []byte
-	index    [][2][]byte // last key of a block, encoded handle
+	// The index block being built, an entry per data block (its last key and its handle,
+	// each entry a restart point) in its final encoding: one buffer, not an allocation per
+	// block (a table of 1 GB has about 300,000 blocks).
+	index    []byte
+	indexRes []uint32
 	meta     FileMeta
 	blocks   uint64
 	rawKey   uint64
@@ -114,7 +125,12 @@ func (w *Writer) flush() {
 		return
 	}
 	h := w.writeBlock(w.finishBlock(w.block, w.restarts), true)
-	w.index = append(w.index, [2][]byte{bytes.Clone(w.last), h})
+	// The index: every entry a restart point (RocksDB's index_block_restart_interval 1), so
+	// each value is a full handle without a value length.
+	w.indexRes = append(w.indexRes, uint32(len(w.index)))
+	w.index = binary.AppendUvarint(w.index, 0)
+	w.index = binary.AppendUvarint(w.index, uint64(len(w.last)))
+	w.index = append(append(w.index, w.last...), h...)
 	w.blocks++
 	w.block, w.restarts, w.n = w.block[:0], w.restarts[:0], 0
 }
@@ -126,27 +142,44 @@ func (w *Writer) finishBlock(b []byte, restarts []uint32) []byte {
 	return binary.LittleEndian.AppendUint32(b, uint32(len(restarts)))
 }
 
-// writeBlock appends a block and its trailer and returns its encoded handle.
+// writeBlock appends a block and its trailer (to Out, or the table in memory) and returns its
+// encoded handle.
 func (w *Writer) writeBlock(b []byte, compress bool) []byte {
 	typ := NoCompression
+	parts := [2][]byte{nil, b}
 	if compress && w.Compress != nil {
 		c := w.Compress(b)
 		if c != nil && len(c) < len(b)-len(b)/8 {
-			framed := b
 			if w.Compression != SnappyCompression {
-				framed = append(binary.AppendUvarint(nil, uint64(len(b))), c...)
-			} else {
-				framed = c
+				parts[0] = binary.AppendUvarint(nil, uint64(len(b)))
 			}
-			b, typ = framed, w.Compression
+			parts[1], typ = c, w.Compression
 		}
 	}
-	h := binary.AppendUvarint(binary.AppendUvarint(nil, uint64(len(w.out))), uint64(len(b)))
-	w.out = append(w.out, b...)
-	w.out = append(w.out, byte(typ))
-	c := crc32.Update(crc32.Checksum(b, crc32c), crc32c, []byte{byte(typ)})
-	w.out = binary.LittleEndian.AppendUint32(w.out, maskCRC(c))
+	size := len(parts[0]) + len(parts[1])
+	h := binary.AppendUvarint(binary.AppendUvarint(nil, w.offset()), uint64(size))
+	c := crc32.Update(crc32.Checksum(parts[0], crc32c), crc32c, parts[1])
+	c = crc32.Update(c, crc32c, []byte{byte(typ)})
+	trailer := binary.LittleEndian.AppendUint32([]byte{byte(typ)}, maskCRC(c))
+	for _, p := range [][]byte{parts[0], parts[1], trailer} {
+		w.emit(p)
+	}
 	return h
+}
+
+// offset is the size of the table so far.
+func (w *Writer) offset() uint64 { return w.written + uint64(len(w.out)) }
+
+// emit adds b to the table: written to Out (b is not kept), or appended in memory.
+func (w *Writer) emit(b []byte) {
+	if w.Out == nil {
+		w.out = append(w.out, b...)
+		return
+	}
+	if w.err == nil {
+		_, w.err = w.Out.Write(b)
+	}
+	w.written += uint64(len(b))
 }
 
 // simpleBlock encodes key-value pairs with a restart point at every entry.
@@ -163,21 +196,26 @@ func (w *Writer) simpleBlock(kvs [][2][]byte) []byte {
 	return w.finishBlock(b, rs)
 }
 
-// Finish writes the index, properties, metaindex and footer and returns the table.
+// Finish writes the index, properties, metaindex and footer and returns the table (a Writer
+// without Out).
 func (w *Writer) Finish() []byte {
+	w.finish()
+	return w.out
+}
+
+// Close writes the index, properties, metaindex and footer to Out and returns the table's
+// size, or the first error Out returned.
+func (w *Writer) Close() (uint64, error) {
+	w.finish()
+	return w.written, w.err
+}
+
+func (w *Writer) finish() {
 	w.flush()
-	// The index: every entry a restart point (RocksDB's index_block_restart_interval 1), so
-	// each value is a full handle without a value length.
-	var ib []byte
-	var rs []uint32
-	for _, e := range w.index {
-		rs = append(rs, uint32(len(ib)))
-		ib = binary.AppendUvarint(ib, 0)
-		ib = binary.AppendUvarint(ib, uint64(len(e[0])))
-		ib = append(append(ib, e[0]...), e[1]...)
-	}
-	dataSize := uint64(len(w.out))
-	index := w.writeBlock(w.finishBlock(ib, rs), w.CompressIndex)
+	dataSize := w.offset()
+	ib := w.finishBlock(w.index, w.indexRes)
+	w.index, w.indexRes = nil, nil
+	index := w.writeBlock(ib, w.CompressIndex)
 	uv := func(v uint64) []byte { return binary.AppendUvarint(nil, v) }
 	// Properties in the byte order of their names, as a block requires.
 	props := w.writeBlock(w.simpleBlock([][2][]byte{
@@ -202,5 +240,5 @@ func (w *Writer) Finish() []byte {
 	f = append(f, make([]byte, 2*maxHandleLen-len(hs))...)
 	f = binary.LittleEndian.AppendUint32(f, 5)
 	f = binary.LittleEndian.AppendUint64(f, Magic)
-	return append(w.out, f...)
+	w.emit(f)
 }

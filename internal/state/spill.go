@@ -585,24 +585,38 @@ func (s *spiller) newRun(fill func(*runWriter) error) (string, error) {
 // finish ends the adding: the buffer is written as a run if there are runs already (and the
 // newest runs merged until at most FanIn remain), else sorted and kept in memory.
 func (s *spiller) finish() error {
-	if len(s.runs) == 0 {
-		s.sortBuffer()
-		s.sorted = true
-		return nil
-	}
-	if len(s.recs) > 0 {
-		if err := s.flush(); err != nil {
-			return err
-		}
+	spilled, err := s.endBuffer()
+	if err != nil || !spilled {
+		return err
 	}
 	// All on disk: the buffer is given back before the merges' cursors (about as much) are
 	// taken; without the collection the two were live together at times (peak RSS 52-58 MB
 	// on the 1.07 GB delta, 47.6-48.2 MB with it).
-	s.buf, s.recs, s.spare = nil, nil, nil
 	debug.FreeOSMemory()
-	// Merge passes until FanIn runs remain, each merging consecutive groups of at most FanIn
-	// runs, no more of them than it takes: 330 runs and a fan-in of 256 merge 75 of them
-	// once, not all of them.
+	return s.reduce()
+}
+
+// endBuffer sorts the buffer and keeps it as the newest run in memory when nothing was
+// spilled (false), or writes it as the last run and lets it go (true).
+func (s *spiller) endBuffer() (bool, error) {
+	if len(s.runs) == 0 {
+		s.sortBuffer()
+		s.sorted = true
+		return false, nil
+	}
+	if len(s.recs) > 0 {
+		if err := s.flush(); err != nil {
+			return true, err
+		}
+	}
+	s.buf, s.recs, s.spare = nil, nil, nil
+	return true, nil
+}
+
+// reduce merges runs until FanIn remain: passes each merging consecutive groups of at most
+// FanIn runs, no more of them than it takes (330 runs and a fan-in of 256 merge 75 of them
+// once, not all of them).
+func (s *spiller) reduce() error {
 	for len(s.runs) > s.fanIn {
 		excess := len(s.runs) - s.fanIn
 		for i := 0; i < len(s.runs) && excess > 0; i++ {

@@ -36,6 +36,15 @@ func NewRocksDBWriter() *RocksDBWriter {
 	return &RocksDBWriter{sst: sstable.Writer{Compression: sstable.LZ4Compression, Compress: SSTLZ4, CompressIndex: true}}
 }
 
+// NewRocksDBWriterTo starts a version whose SST file is written to sst as it is built (a
+// partition of gigabytes is not held in memory): Finish's version then has no SST bytes, only
+// SSTSize. The bytes are those NewRocksDBWriter's Finish returns.
+func NewRocksDBWriterTo(sst io.Writer) *RocksDBWriter {
+	w := NewRocksDBWriter()
+	w.sst.Out = sst
+	return w
+}
+
 // Put adds a row: key and value are UnsafeRows; each is stored after RocksDB's encoding
 // version byte (0) as Spark's RocksDBStateEncoder writes it. Keys must ascend strictly in byte
 // order.
@@ -53,23 +62,36 @@ func (w *RocksDBWriter) Put(key, value []byte) error {
 // the N.zip that names it.
 type RocksDBVersion struct {
 	SSTName string // the file's name under SSTs/: 000008-<uuid>.sst
-	SST     []byte
+	SST     []byte // nil when the file was written to NewRocksDBWriterTo's writer
+	SSTSize int64
 	Zip     []byte
 	NumKeys int64
 }
+
+// RocksDBSSTName is the name under SSTs/ of the SST file a version names by uuid.
+func RocksDBSSTName(uuid string) string { return fmt.Sprintf("%06d-%s.sst", rocksSSTNumber, uuid) }
 
 // Finish ends the version. uuid names the SST file in SSTs/ (Spark's <number>-<uuid>.sst; it
 // must be new in the directory); sparkLine ("3.5", "4.0", ...) picks the metadata fields that
 // release writes.
 func (w *RocksDBWriter) Finish(uuid, sparkLine string) (*RocksDBVersion, error) {
 	meta := w.sst.Meta()
-	sst := w.sst.Finish()
-	v := &RocksDBVersion{SSTName: fmt.Sprintf("%06d-%s.sst", rocksSSTNumber, uuid), SST: sst, NumKeys: int64(w.seq)}
+	v := &RocksDBVersion{SSTName: RocksDBSSTName(uuid), NumKeys: int64(w.seq)}
+	if w.sst.Out != nil {
+		size, err := w.sst.Close()
+		if err != nil {
+			return nil, fmt.Errorf("RocksDB state writer: writing %s: %w", v.SSTName, err)
+		}
+		v.SSTSize = int64(size)
+	} else {
+		v.SST = w.sst.Finish()
+		v.SSTSize = int64(len(v.SST))
+	}
 	var files []RocksDBSST
 	var list []RocksDBFile
 	if w.seq > 0 {
-		files = append(files, RocksDBSST{Number: rocksSSTNumber, Size: uint64(len(sst)), Meta: meta})
-		list = append(list, RocksDBFile{LocalFileName: fmt.Sprintf("%06d.sst", rocksSSTNumber), DFSSSTFileName: v.SSTName, SizeBytes: int64(len(sst))})
+		files = append(files, RocksDBSST{Number: rocksSSTNumber, Size: uint64(v.SSTSize), Meta: meta})
+		list = append(list, RocksDBFile{LocalFileName: fmt.Sprintf("%06d.sst", rocksSSTNumber), DFSSSTFileName: v.SSTName, SizeBytes: v.SSTSize})
 	}
 	manifest := RocksDBManifest(files, w.seq, rocksSSTNumber+1)
 	var zb bytes.Buffer

@@ -138,3 +138,30 @@ func TestRocksDBWriterZip(t *testing.T) {
 		}
 	}
 }
+
+// TestRocksDBWriterTo: a version whose SST file streams to a writer has the bytes, size and
+// zip of the same version held in memory.
+func TestRocksDBWriterTo(t *testing.T) {
+	var sst bytes.Buffer
+	whole, streamed := NewRocksDBWriter(), NewRocksDBWriterTo(&sst)
+	for i := range 5000 {
+		k := fmt.Appendf(nil, "key-%08d", i)
+		v := bytes.Repeat([]byte{byte(i)}, i%40)
+		for _, w := range []*RocksDBWriter{whole, streamed} {
+			if err := w.Put(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a, err := whole.Finish("u-u-i-d", "4.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := streamed.Finish("u-u-i-d", "4.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.SST != nil || b.SSTSize != a.SSTSize || a.SSTSize != int64(len(a.SST)) || !bytes.Equal(sst.Bytes(), a.SST) || !bytes.Equal(a.Zip, b.Zip) || a.SSTName != b.SSTName {
+		t.Errorf("streamed: %d bytes (size %d), in memory %d; zips equal %v", sst.Len(), b.SSTSize, len(a.SST), bytes.Equal(a.Zip, b.Zip))
+	}
+}
