@@ -151,6 +151,40 @@ func runTimed(b *testing.B, bin string, args ...string) timed {
 // wall and CPU time, and the repartition's speed as a fraction of the read's over the same
 // state in the same run.
 func BenchmarkRepartitionVsRead(b *testing.B) {
+	bin := benchBinary(b)
+	dir, rows := bigCheckpoint(b)
+	benchRepartitionVsRead(b, bin, dir, rows)
+}
+
+// BenchmarkRepartitionRocksDBVsRead is BenchmarkRepartitionVsRead on about 1 GB of RocksDB
+// state (CKPT_BENCH_STATE_BYTES of SST files): Spark 4.2.0's agg-rocksdb fixture whose
+// partitions 0 and 1 hold, as version 5, one SST file of half of it each (ckpt's writer; the
+// fixture's value, random keys), kept in CKPT_BENCH_DIR between runs.
+func BenchmarkRepartitionRocksDBVsRead(b *testing.B) {
+	bin := benchBinary(b)
+	if v, err := strconv.ParseInt(os.Getenv("CKPT_BENCH_STATE_BYTES"), 10, 64); err == nil && v > 0 {
+		bigStateBytes = v
+	}
+	base := os.Getenv("CKPT_BENCH_DIR")
+	if base == "" {
+		base = b.TempDir()
+	}
+	dir := filepath.Join(base, fmt.Sprintf("repartition-rocksdb-%d", bigStateBytes), "ck")
+	done := filepath.Join(dir, "..", "rows")
+	var rows int64
+	if data, err := os.ReadFile(done); err == nil {
+		rows, _ = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	} else {
+		_ = os.RemoveAll(filepath.Dir(dir))
+		rows = writeRocksState(b, dir, bigStateBytes/2, 0, false)
+		if err := os.WriteFile(done, []byte(strconv.FormatInt(rows, 10)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchRepartitionVsRead(b, bin, dir, rows)
+}
+
+func benchBinary(b *testing.B) string {
 	bin := os.Getenv("CKPT_BENCH_BIN")
 	if bin == "" {
 		bin = filepath.Join(b.TempDir(), "ckpt")
@@ -158,7 +192,16 @@ func BenchmarkRepartitionVsRead(b *testing.B) {
 			b.Fatalf("build: %v\n%s", err, out)
 		}
 	}
-	dir, rows := bigCheckpoint(b)
+	return bin
+}
+
+// loadAvg is the load average (1, 5 and 15 minutes).
+func loadAvg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	return strings.Join(strings.Fields(string(data))[:3], " ")
+}
+
+func benchRepartitionVsRead(b *testing.B, bin, dir string, rows int64) {
 	var size int64
 	_ = filepath.Walk(filepath.Join(dir, "state"), func(_ string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() {
@@ -167,15 +210,11 @@ func BenchmarkRepartitionVsRead(b *testing.B) {
 		return nil
 	})
 	b.Logf("state: %d rows, %d MB in state/ (%s)", rows, size>>20, dir)
-	load := func() string {
-		data, _ := os.ReadFile("/proc/loadavg")
-		return strings.Join(strings.Fields(string(data))[:3], " ")
-	}
 	b.ResetTimer()
 	for range b.N {
 		var journals []string
 		for _, n := range []int{4, 2} {
-			l0 := load()
+			l0 := loadAvg()
 			rd := runTimed(b, bin, "state", "read", dir, "--operator", "0", "-o", "json")
 			rp := runTimed(b, bin, "state", "repartition", dir, "--partitions", strconv.Itoa(n), "--execute", "--yes", "--active-window", "0", "-o", "json", "--quiet")
 			var doc struct {
@@ -187,7 +226,7 @@ func BenchmarkRepartitionVsRead(b *testing.B) {
 			}
 			journals = append(journals, doc.Journal)
 			b.Logf("to %d (load %s → %s): read %.1f s wall %.1f s cpu %d MB; repartition %.1f s wall %.1f s cpu %d MB; speed %.2f of read's (wall), %.2f (cpu)",
-				n, l0, load(), rd.wall, rd.cpu, rd.maxRSS>>10, rp.wall, rp.cpu, rp.maxRSS>>10, rd.wall/rp.wall, rd.cpu/rp.cpu)
+				n, l0, loadAvg(), rd.wall, rd.cpu, rd.maxRSS>>10, rp.wall, rp.cpu, rp.maxRSS>>10, rd.wall/rp.wall, rd.cpu/rp.cpu)
 		}
 		for i := len(journals) - 1; i >= 0; i-- {
 			if out, err := exec.Command(bin, "repair", "undo", journals[i], "--yes", "--active-window", "0").CombinedOutput(); err != nil {

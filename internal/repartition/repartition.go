@@ -112,6 +112,8 @@ type Plan struct {
 	Warnings    []string         `json:"warnings"`
 
 	options recovery.Options
+	// sortRuns counts the sorted runs RocksDB stores spilled to disk (tests).
+	sortRuns int
 }
 
 // Operator is one stateful operator of the plan.
@@ -422,8 +424,6 @@ type output struct {
 	// removes both unless the plan completes.
 	open   []*newFile
 	staged []string
-	// sortRuns counts the sorted runs RocksDB stores spilled (tests).
-	sortRuns int
 }
 
 // newFile is one new state file being written.

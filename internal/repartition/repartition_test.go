@@ -21,7 +21,7 @@ import (
 
 const fixture = "../../testdata/spark-state/4.2.0/agg-hdfs/checkpoint"
 
-func open(t *testing.T, dir string) storage.Store {
+func open(t testing.TB, dir string) storage.Store {
 	t.Helper()
 	st, err := storage.Open(context.Background(), dir, storage.Options{})
 	if err != nil {

@@ -41,7 +41,7 @@ func planRocksStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Lis
 	if err := sorter.Finish(); err != nil {
 		return nil, err
 	}
-	out.sortRuns += sorter.Runs()
+	p.sortRuns += sorter.Runs()
 	for np := range p.To {
 		where := fmt.Sprintf("operator %d store %s new partition %d", lop.ID, ls.Name, np)
 		uuid, n, err := contentUUID(lop.ID, ls.Name, np, p.Version, func(fn func(key, value []byte) error) error { return sorter.Each(np, fn) })

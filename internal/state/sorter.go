@@ -13,7 +13,7 @@ const minSortShare = 64 << 10
 // SortOptions bound a Sorter's memory.
 type SortOptions struct {
 	// Budget is the bytes of rows held over every partition before they spill to sorted runs
-	// (each partition holds an equal share, at least 64 KiB); <= 0: DefaultMemoryBudget.
+	// (each partition holds an equal share, at least 64 KiB or the budget); <= 0: DefaultMemoryBudget.
 	Budget int64
 	// TempDir is where the temporary directory of the runs is made; "": os.TempDir().
 	TempDir string
@@ -47,7 +47,7 @@ func NewSorter(ctx context.Context, parts int, o SortOptions) (*Sorter, error) {
 	if err != nil {
 		return nil, err
 	}
-	share := rebuildOptions{Budget: max(o.Budget/int64(max(parts, 1)), minSortShare), TempDir: o.TempDir, FanIn: o.FanIn}
+	share := rebuildOptions{Budget: max(o.Budget/int64(max(parts, 1)), min(minSortShare, o.Budget)), TempDir: o.TempDir, FanIn: o.FanIn}
 	s := &Sorter{ctx: ctx, dir: dir, added: make([]int64, parts)}
 	for range parts {
 		s.parts = append(s.parts, newSpiller(ctx, dir, "sort", share, false))
