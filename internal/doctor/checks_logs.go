@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/checkpoint"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/storage"
@@ -52,6 +53,38 @@ func (r *runner) repairLock() {
 	}
 	r.findings = append(r.findings, Finding{Code: CodeRepairLock, Severity: Warning, Path: repairLockPath, Message: msg,
 		Fix: "ckpt commands that change this checkpoint refuse while it is held: wait for a running holder; resume or undo its journal if it exists; without a journal the next change takes a stale lock over."})
+}
+
+// leftoverStaging reports the staging runs a stopped ckpt left (journal.StagingRuns judges
+// them: in progress or journaled runs are not leftovers).
+func (r *runner) leftoverStaging() {
+	if !slices.ContainsFunc(r.cp.Root, func(e storage.Entry) bool { return e.IsDir && e.Path == "_ckpt" }) {
+		return
+	}
+	runs, err := journal.StagingRuns(r.ctx, r.cp.Store)
+	if err != nil {
+		return // the lock or journals do not read: nothing can be said of the runs
+	}
+	var files []string
+	var bytes int64
+	var names []string
+	for _, run := range runs {
+		if !run.Stale() {
+			continue
+		}
+		names = append(names, plain(run.Run))
+		files = append(files, journal.StagingDir+"/"+run.Run)
+		bytes += run.Bytes
+	}
+	if len(files) == 0 {
+		return
+	}
+	shown, _ := capList(files)
+	r.findings = append(r.findings, Finding{Code: CodeLeftoverStaging, Severity: Info, Path: shown[0], Files: shown[1:],
+		Message: fmt.Sprintf("%s holds %d run(s) of staged state files (%d bytes) that no running ckpt and no journal will place: %s; Spark does not read them",
+			journal.StagingDir, len(files), bytes, strings.Join(names, ", ")),
+		Fix:      "Nothing blocks the restart. Remove them (each run is judged again first; one in progress or journaled stays):",
+		Commands: []string{r.cmd("purge", "--staging", "--execute")}})
 }
 
 // plain is s as it is when it has nothing to escape, else quoted: a lock's fields come from a

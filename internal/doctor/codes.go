@@ -91,6 +91,7 @@ const (
 	CodeOrphanChecksum          = "orphan-checksum"
 	CodeLeftoverTempFile        = "leftover-temp-file"
 	CodeRepairLock              = "repair-lock"
+	CodeLeftoverStaging         = "leftover-staging"
 	CodeRetentionAnomaly        = "retention-anomaly"
 	CodeUncommittedBatch        = "uncommitted-batch"
 	CodeBatchSpanTooLarge       = "batch-span-too-large"
@@ -578,6 +579,23 @@ ignores the lock; other ckpt commands that change the checkpoint refuse while it
 that a lock whose holder is gone from this host and wrote no journal is taken over.`,
 		SparkError: "",
 		Fix:        "Wait for a running holder. If its journal exists: `ckpt repair resume <journal>` or `ckpt repair undo <journal>`. Without a journal the next change takes the stale lock over; `--force` if the holder ran on another host and is gone.",
+	},
+	{
+		ID:         CodeLeftoverStaging,
+		Title:      "Staged state files left by a stopped ckpt",
+		Severities: []Severity{Info},
+		Summary:    "`_ckpt/staging/<run>/` holds new state files that no running ckpt and no journal will place.",
+		Explanation: `` + "`ckpt state repartition --execute`" + ` streams every new state file to ` + "`_ckpt/staging/<run>/`" + ` while it
+reads the state (a gigabyte of state is not held in memory), then its journal places them by hard links or
+copies and removes the run. A run killed before its journal was written (or whose journal's clean-up
+failed) leaves that directory behind, with a marker ` + "`_ckpt/staging/<run>.json`" + ` naming the ckpt's host
+and pid. It is not part of the checkpoint Spark reads: Spark reads only ` + "`metadata`" + `, ` + "`offsets/`" + `,
+` + "`commits/`" + `, ` + "`sources/`" + ` and ` + "`state/`" + `, and ignores ` + "`_ckpt/`" + `; the files only take space (as much as the
+new state). doctor reports a run as leftover only when no process that may be alive stages into it (its
+marker's pid is gone from this host) and nothing may still place it: the repair lock is not held (or is
+stale), and no journal under ` + "`_ckpt/repairs`" + ` that is neither done nor undone copies from it.`,
+		SparkError: "",
+		Fix:        "Nothing blocks the restart. `ckpt purge <checkpoint> --staging` lists the runs and why any stays; `--execute` removes the stale ones (it judges each run again first, and never removes one in progress or journaled).",
 	},
 	{
 		ID:         CodeRetentionAnomaly,

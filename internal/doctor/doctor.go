@@ -122,6 +122,7 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 	r.gaps()
 	r.leftovers()
 	r.repairLock()
+	r.leftoverStaging()
 	r.retention()
 	if err := r.emptyFiles(); err != nil {
 		return nil, err

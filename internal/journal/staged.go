@@ -182,6 +182,21 @@ func dropStaged(ctx context.Context, st stores, j *Record) {
 		}
 	}
 	if len(files) > 0 {
-		_ = RemoveStaged(context.WithoutCancel(ctx), st.cp, files)
+		ctx := context.WithoutCancel(ctx)
+		_ = RemoveStaged(ctx, st.cp, files)
+		// The runs' markers too: a run killed after its journal was written cannot remove its
+		// own (ClaimStaging), and nothing is staged into the run any more.
+		runs := map[string]bool{}
+		for _, f := range files {
+			if run, _, ok := strings.Cut(strings.TrimPrefix(f, StagingDir+"/"), "/"); ok {
+				runs[run] = true
+			}
+		}
+		for run := range runs {
+			_ = del(ctx, st.cp, stageOwnerPath(run))
+		}
+		if es, err := st.cp.List(ctx, StagingDir); err == nil && len(es) == 0 {
+			_ = st.cp.Delete(ctx, StagingDir)
+		}
 	}
 }

@@ -39,7 +39,10 @@ type Options struct {
 	// MinBatchesToRetain is the query's spark.sql.streaming.minBatchesToRetain (default 100).
 	MinBatchesToRetain int
 	// Sink is a file sink's output directory ("" = none): its expired log files go too.
-	Sink                string
+	Sink string
+	// Staging is --staging: list, and with --execute remove, the stale runs under
+	// _ckpt/staging instead of purging batches.
+	Staging             bool
 	Apply               change.Flags
 	Mode                recovery.Mode
 	SparkVersion        string
@@ -64,6 +67,12 @@ below the compaction batch before the newest N batches), in a journal of their o
 By default it only prints the plan (--dry-run says so explicitly). --execute applies it like a
 repair: backup, journal, verification; 'ckpt repair undo <journal>' restores every byte.
 
+--staging (instead of --keep) lists the runs under _ckpt/staging: new state files that 'ckpt
+state repartition --execute' streams there before its journal, which Spark never reads, left
+behind when the command was killed before its journal. --execute removes the stale ones: runs
+whose ckpt is gone (a marker names its host and pid) and that no journal may still place (the
+repair lock held, or a journal under _ckpt/repairs neither done nor undone, keeps them).
+
 Exit codes: 0 planned or applied, 1 refused or failed, 2 usage error.`
 
 // NewCmd builds `ckpt purge`. runF replaces run in tests of the wiring.
@@ -81,6 +90,20 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 		Args: cli.ExactArgs(1, "a checkpoint location"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Checkpoint = args[0]
+			if opts.Staging {
+				if cmd.Flags().Changed("keep") || opts.Sink != "" {
+					return exitcode.UsageError(errors.New("--staging removes leftover staged files only: run it without --keep and --sink"))
+				}
+				f, _, err := change.ParseFlags(output, &opts.Apply, &restart)
+				if err != nil {
+					return err
+				}
+				opts.Output = f
+				if runF != nil {
+					return runF(cmd.Context(), opts)
+				}
+				return runStaging(cmd.Context(), opts)
+			}
 			if !cmd.Flags().Changed("keep") {
 				return exitcode.UsageError(errors.New("--keep N is required: how many of the newest batches keep their files"))
 			}
@@ -110,6 +133,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	fl.IntVar(&opts.Keep, "keep", 0, "keep the files of the newest `N` batches (at least --min-batches-to-retain)")
 	fl.IntVar(&opts.MinBatchesToRetain, "min-batches-to-retain", logformat.DefaultMinBatchesToRetain, "the query's spark.sql.streaming.minBatchesToRetain")
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): delete the log files Spark would expire too")
+	fl.BoolVar(&opts.Staging, "staging", false, "instead of batches: list (and with --execute remove) the stale runs under _ckpt/staging left by a killed state repartition")
 	opts.Apply.AddFlags(fl)
 	restart.AddFlags(cmd)
 	return cmd

@@ -125,8 +125,15 @@ func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 	po := repartition.Options{Partitions: opts.Partitions, Planner: op.planner}
 	if opts.Apply.Execute {
 		// The new state files are streamed to the staging directory while they are planned
-		// (one read of the state), and the journal places them from there.
+		// (one read of the state), and the journal places them from there. The run's marker
+		// says, until the command ends, that its staging is in progress (the journal's lock
+		// comes later): `ckpt purge --staging` leaves it alone.
 		po.Stage, po.StageRun = store, stageRun(opts)
+		release, err := journal.ClaimStaging(ctx, store, po.StageRun, "state repartition", opts.Version)
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	p, err := repartition.NewPlan(ctx, store, po)
 	if err != nil {
