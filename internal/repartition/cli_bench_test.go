@@ -162,6 +162,13 @@ func BenchmarkRepartitionVsRead(b *testing.B) {
 // fixture's value, random keys), kept in CKPT_BENCH_DIR between runs.
 func BenchmarkRepartitionRocksDBVsRead(b *testing.B) {
 	bin := benchBinary(b)
+	dir, rows := bigRocksCheckpoint(b)
+	benchRepartitionVsRead(b, bin, dir, rows)
+}
+
+// bigRocksCheckpoint is the RocksDB state of BenchmarkRepartitionRocksDBVsRead, written once
+// into CKPT_BENCH_DIR.
+func bigRocksCheckpoint(b *testing.B) (string, int64) {
 	if v, err := strconv.ParseInt(os.Getenv("CKPT_BENCH_STATE_BYTES"), 10, 64); err == nil && v > 0 {
 		bigStateBytes = v
 	}
@@ -171,17 +178,16 @@ func BenchmarkRepartitionRocksDBVsRead(b *testing.B) {
 	}
 	dir := filepath.Join(base, fmt.Sprintf("repartition-rocksdb-%d", bigStateBytes), "ck")
 	done := filepath.Join(dir, "..", "rows")
-	var rows int64
 	if data, err := os.ReadFile(done); err == nil {
-		rows, _ = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-	} else {
-		_ = os.RemoveAll(filepath.Dir(dir))
-		rows = writeRocksState(b, dir, bigStateBytes/2, 0, false)
-		if err := os.WriteFile(done, []byte(strconv.FormatInt(rows, 10)), 0o644); err != nil {
-			b.Fatal(err)
-		}
+		rows, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		return dir, rows
 	}
-	benchRepartitionVsRead(b, bin, dir, rows)
+	_ = os.RemoveAll(filepath.Dir(dir))
+	rows := writeRocksState(b, dir, bigStateBytes/2, 0, false)
+	if err := os.WriteFile(done, []byte(strconv.FormatInt(rows, 10)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return dir, rows
 }
 
 func benchBinary(b *testing.B) string {
@@ -230,6 +236,44 @@ func benchRepartitionVsRead(b *testing.B, bin, dir string, rows int64) {
 		}
 		for i := len(journals) - 1; i >= 0; i-- {
 			if out, err := exec.Command(bin, "repair", "undo", journals[i], "--yes", "--active-window", "0").CombinedOutput(); err != nil {
+				b.Fatalf("undo: %v\n%s", err, out)
+			}
+		}
+	}
+}
+
+// BenchmarkEditVsRead runs the ckpt binary's `state edit --execute` on the same 1 GB of state
+// as the repartition benchmarks (CKPT_BENCH_EDIT=hdfs or rocksdb, default hdfs): `--where` that
+// drops the keys below "01" (about 1/256 of the rows) and `--operator 0 --drop-operator`, each
+// after a `state read -o json` of every row and undone after, under /usr/bin/time.
+func BenchmarkEditVsRead(b *testing.B) {
+	bin := benchBinary(b)
+	var dir string
+	var rows int64
+	if os.Getenv("CKPT_BENCH_EDIT") == "rocksdb" {
+		dir, rows = bigRocksCheckpoint(b)
+	} else {
+		dir, rows = bigCheckpoint(b)
+	}
+	b.Logf("state: %d rows (%s)", rows, dir)
+	b.ResetTimer()
+	for range b.N {
+		for _, edit := range [][]string{{"--where", `key.k < "01"`}, {"--operator", "0", "--drop-operator"}} {
+			l0 := loadAvg()
+			rd := runTimed(b, bin, "state", "read", dir, "--operator", "0", "-o", "json")
+			args := append([]string{"state", "edit", dir}, edit...)
+			ed := runTimed(b, bin, append(args, "--execute", "--yes", "--active-window", "0", "-o", "json", "--quiet")...)
+			var doc struct {
+				Rows    int64  `json:"rows"`
+				Dropped int64  `json:"dropped"`
+				Journal string `json:"journal"`
+			}
+			if err := json.Unmarshal(ed.stdout, &doc); err != nil || doc.Rows != rows {
+				b.Fatalf("edit: %d rows of %d (%v)\n%s", doc.Rows, rows, err, ed.stdout)
+			}
+			b.Logf("%s (load %s → %s): read %.1f s wall %.1f s cpu %d MB; edit (%d dropped) %.1f s wall %.1f s cpu %d MB; speed %.2f of read's (wall), %.2f (cpu)",
+				strings.Join(edit, " "), l0, loadAvg(), rd.wall, rd.cpu, rd.maxRSS>>10, doc.Dropped, ed.wall, ed.cpu, ed.maxRSS>>10, rd.wall/ed.wall, rd.cpu/ed.cpu)
+			if out, err := exec.Command(bin, "repair", "undo", doc.Journal, "--yes", "--active-window", "0").CombinedOutput(); err != nil {
 				b.Fatalf("undo: %v\n%s", err, out)
 			}
 		}

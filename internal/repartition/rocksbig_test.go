@@ -66,7 +66,7 @@ func writeRocksState(tb testing.TB, dir string, sstBytes, maxRows int64, same bo
 		}
 		bw := bufio.NewWriterSize(f, 1<<20)
 		cw := &countingWriter{w: bw}
-		w := statefmt.NewRocksDBWriterTo(cw)
+		w := statefmt.NewRocksDBWriterTo(cw, nil)
 		var k uint64
 		for n := int64(0); cw.n < sstBytes && (maxRows <= 0 || n < maxRows); n++ {
 			k += 1 + rng.Uint64N(1<<36)

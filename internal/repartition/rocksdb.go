@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"os"
 	"path"
 	"strconv"
 
@@ -61,11 +62,7 @@ func planRocksStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Lis
 		if err != nil {
 			return nil, err
 		}
-		w := statefmt.NewRocksDBWriterTo(f.buf)
-		if err := sorter.Each(np, w.Put); err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		v, err := w.Finish(uuid, line)
+		v, err := writeSST(sorter, np, f, uuid, line, out.o.TempDir)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
@@ -80,6 +77,25 @@ func planRocksStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Lis
 	}
 	p.Rows += st.Rows
 	return st, nil
+}
+
+// writeSST streams new partition np's rows, in key order, to f as one SST file, its index
+// past 1 MiB spilled to a temporary file in tempDir (a partition of gigabytes has an index of
+// tens of megabytes), and returns the version.
+func writeSST(sorter *state.Sorter, np int, f *newFile, uuid, line, tempDir string) (*statefmt.RocksDBVersion, error) {
+	spill, err := os.CreateTemp(tempDir, "ckpt-sst-index-")
+	if err != nil {
+		return nil, fmt.Errorf("the SST file's index: %w", err)
+	}
+	defer func() {
+		spill.Close()
+		os.Remove(spill.Name())
+	}()
+	w := statefmt.NewRocksDBWriterTo(f.buf, spill)
+	if err := sorter.Each(np, w.Put); err != nil {
+		return nil, err
+	}
+	return w.Finish(uuid, line)
 }
 
 // contentUUID names a new SST file by what it holds (a UUID-shaped digest of the store, the

@@ -584,3 +584,43 @@ func TestWriterStreamed(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestWriterSpilledIndex: a streamed table whose index spilled past IndexHeld (written
+// uncompressed from the spill) reads back entry for entry, its index read whole, streamed or
+// kept as handles; the same entries without the spill give the compressed index as before.
+func TestWriterSpilledIndex(t *testing.T) {
+	spill, err := os.CreateTemp(t.TempDir(), "index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spill.Close()
+	var out bytes.Buffer
+	w := &Writer{Compression: LZ4Compression, Compress: lz4Block, BlockSize: 512, CompressIndex: true, Out: &out, IndexSpill: spill, IndexHeld: 4096}
+	var want []string
+	for i := 0; i < 20000; i++ {
+		k := fmt.Sprintf("key-%08d", i)
+		v := strings.Repeat(fmt.Sprint(i%7), 20+i%50)
+		if err := w.Add([]byte(k), uint64(100_000-i), KindValue, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, k+"/"+KindValue.String()+"/"+v)
+	}
+	n, err := w.Close()
+	if err != nil || n != uint64(out.Len()) {
+		t.Fatalf("close: %d bytes, %v; wrote %d", n, err, out.Len())
+	}
+	if fi, _ := spill.Stat(); fi.Size() < 40_000 {
+		t.Fatalf("the index spilled %d bytes", fi.Size())
+	}
+	tb, es, err := readAll(t, "spilled.sst", out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, e.key+"/"+e.kind.String()+"/"+e.value)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || tb.Properties.NumDataBlocks < 1000 {
+		t.Errorf("read %d entries of %d, %d blocks", len(got), len(want), tb.Properties.NumDataBlocks)
+	}
+}

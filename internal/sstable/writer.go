@@ -28,6 +28,12 @@ type Writer struct {
 	// Out, when not nil, receives the table as it is built, block by block (a table of
 	// gigabytes is not held): Finish is then not called, Close ends the table.
 	Out io.Writer
+	// IndexSpill, when not nil (with Out), takes the index entries past the first
+	// IndexHeld bytes: a table of gigabytes has an index of tens of megabytes. An index
+	// that spilled is written uncompressed, streamed back from IndexSpill (an index that
+	// fits is written as without it, compressed if CompressIndex).
+	IndexSpill io.ReadWriteSeeker
+	IndexHeld  int
 
 	out      []byte // the table so far; with Out, nothing (written already)
 	written  uint64 // bytes written to Out
@@ -41,6 +47,7 @@ type Writer struct {
 	// block (a table of 1 GB has about 300,000 blocks).
 	index    []byte
 	indexRes []uint32
+	spilled  int // index bytes written to IndexSpill
 	meta     FileMeta
 	blocks   uint64
 	rawKey   uint64
@@ -127,11 +134,16 @@ func (w *Writer) flush() {
 	h := w.writeBlock(w.finishBlock(w.block, w.restarts), true)
 	// The index: every entry a restart point (RocksDB's index_block_restart_interval 1), so
 	// each value is a full handle without a value length.
-	w.indexRes = append(w.indexRes, uint32(len(w.index)))
+	w.indexRes = append(w.indexRes, uint32(w.spilled+len(w.index)))
 	w.index = binary.AppendUvarint(w.index, 0)
 	w.index = binary.AppendUvarint(w.index, uint64(len(w.last)))
 	w.index = append(append(w.index, w.last...), h...)
 	w.blocks++
+	if w.IndexSpill != nil && w.Out != nil && len(w.index) > max(w.IndexHeld, 4096) && w.err == nil {
+		_, w.err = w.IndexSpill.Write(w.index)
+		w.spilled += len(w.index)
+		w.index = w.index[:0]
+	}
 	w.block, w.restarts, w.n = w.block[:0], w.restarts[:0], 0
 }
 
@@ -164,6 +176,35 @@ func (w *Writer) writeBlock(b []byte, compress bool) []byte {
 	for _, p := range [][]byte{parts[0], parts[1], trailer} {
 		w.emit(p)
 	}
+	return h
+}
+
+// writeSpilledIndex writes the index block, uncompressed, from IndexSpill and what is held,
+// and returns its handle.
+func (w *Writer) writeSpilledIndex() []byte {
+	tail := w.finishBlock(w.index, w.indexRes)
+	w.index, w.indexRes = nil, nil
+	size := w.spilled + len(tail)
+	h := binary.AppendUvarint(binary.AppendUvarint(nil, w.offset()), uint64(size))
+	c := crc32.Checksum(nil, crc32c)
+	if w.err == nil {
+		_, w.err = w.IndexSpill.Seek(0, io.SeekStart)
+	}
+	buf := make([]byte, 64<<10)
+	for left := w.spilled; left > 0 && w.err == nil; {
+		n, err := io.ReadFull(w.IndexSpill, buf[:min(left, len(buf))])
+		if err != nil {
+			w.err = fmt.Errorf("sstable: reading the spilled index: %w", err)
+			break
+		}
+		c = crc32.Update(c, crc32c, buf[:n])
+		w.emit(buf[:n])
+		left -= n
+	}
+	c = crc32.Update(c, crc32c, tail)
+	c = crc32.Update(c, crc32c, []byte{byte(NoCompression)})
+	w.emit(tail)
+	w.emit(binary.LittleEndian.AppendUint32([]byte{byte(NoCompression)}, maskCRC(c)))
 	return h
 }
 
@@ -213,9 +254,14 @@ func (w *Writer) Close() (uint64, error) {
 func (w *Writer) finish() {
 	w.flush()
 	dataSize := w.offset()
-	ib := w.finishBlock(w.index, w.indexRes)
-	w.index, w.indexRes = nil, nil
-	index := w.writeBlock(ib, w.CompressIndex)
+	var index []byte
+	if w.spilled > 0 {
+		index = w.writeSpilledIndex()
+	} else {
+		ib := w.finishBlock(w.index, w.indexRes)
+		w.index, w.indexRes = nil, nil
+		index = w.writeBlock(ib, w.CompressIndex)
+	}
 	uv := func(v uint64) []byte { return binary.AppendUvarint(nil, v) }
 	// Properties in the byte order of their names, as a block requires.
 	props := w.writeBlock(w.simpleBlock([][2][]byte{

@@ -38,10 +38,15 @@ func NewRocksDBWriter() *RocksDBWriter {
 
 // NewRocksDBWriterTo starts a version whose SST file is written to sst as it is built (a
 // partition of gigabytes is not held in memory): Finish's version then has no SST bytes, only
-// SSTSize. The bytes are those NewRocksDBWriter's Finish returns.
-func NewRocksDBWriterTo(sst io.Writer) *RocksDBWriter {
+// SSTSize. The bytes are those NewRocksDBWriter's Finish returns, unless the table's index
+// outgrows 1 MiB and indexSpill (may be nil) takes it: the index is then written uncompressed
+// (sstable.Writer.IndexSpill).
+func NewRocksDBWriterTo(sst io.Writer, indexSpill io.ReadWriteSeeker) *RocksDBWriter {
 	w := NewRocksDBWriter()
 	w.sst.Out = sst
+	if indexSpill != nil {
+		w.sst.IndexSpill, w.sst.IndexHeld = indexSpill, 1<<20
+	}
 	return w
 }
 

@@ -143,7 +143,7 @@ func TestRocksDBWriterZip(t *testing.T) {
 // zip of the same version held in memory.
 func TestRocksDBWriterTo(t *testing.T) {
 	var sst bytes.Buffer
-	whole, streamed := NewRocksDBWriter(), NewRocksDBWriterTo(&sst)
+	whole, streamed := NewRocksDBWriter(), NewRocksDBWriterTo(&sst, nil)
 	for i := range 5000 {
 		k := fmt.Appendf(nil, "key-%08d", i)
 		v := bytes.Repeat([]byte{byte(i)}, i%40)
