@@ -42,6 +42,7 @@ type Writer struct {
 	restarts []uint32
 	n        int // entries in the current block
 	last     []byte
+	spare    []byte // the buffer of the key before last, reused
 	// The index block being built, an entry per data block (its last key and its handle,
 	// each entry a restart point) in its final encoding: one buffer, not an allocation per
 	// block (a table of 1 GB has about 300,000 blocks).
@@ -76,7 +77,8 @@ func (w *Writer) Add(userKey []byte, seq uint64, kind Kind, value []byte) error 
 	if kind != KindValue && kind != KindDeletion {
 		return fmt.Errorf("sstable: the writer writes values and deletions, not %v", kind)
 	}
-	key := binary.LittleEndian.AppendUint64(append([]byte(nil), userKey...), seq<<8|uint64(kind))
+	// The key is built in the buffer the entry before the last used (w.last is the last's).
+	key := binary.LittleEndian.AppendUint64(append(w.spare[:0], userKey...), seq<<8|uint64(kind))
 	if w.meta.Entries > 0 {
 		lastUser := w.last[:len(w.last)-8]
 		lastSeq := binary.LittleEndian.Uint64(w.last[len(w.last)-8:]) >> 8
@@ -97,10 +99,10 @@ func (w *Writer) Add(userKey []byte, seq uint64, kind Kind, value []byte) error 
 	w.block = binary.AppendUvarint(w.block, uint64(len(key)-shared))
 	w.block = binary.AppendUvarint(w.block, uint64(len(value)))
 	w.block = append(append(w.block, key[shared:]...), value...)
-	w.last = key
+	w.last, w.spare = key, w.last
 	w.n++
 	if w.meta.Entries == 0 {
-		w.meta.Smallest = key
+		w.meta.Smallest = bytes.Clone(key)
 		w.meta.SmallestSeq, w.meta.LargestSeq = seq, seq
 	}
 	w.meta.SmallestSeq, w.meta.LargestSeq = min(w.meta.SmallestSeq, seq), max(w.meta.LargestSeq, seq)
@@ -123,7 +125,7 @@ func (w *Writer) Add(userKey []byte, seq uint64, kind Kind, value []byte) error 
 // Meta describes the entries added so far (Largest is the last key added).
 func (w *Writer) Meta() FileMeta {
 	m := w.meta
-	m.Largest = w.last
+	m.Largest = bytes.Clone(w.last)
 	return m
 }
 
