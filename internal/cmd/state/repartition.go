@@ -54,8 +54,8 @@ spark.sql.shuffle.partitions, commits/L+1 as commits/L) and state version L+2 fo
 partition; no existing file changes. ckpt goes beyond 4.2.0: it writes the HDFS-backed provider
 (Spark's default, which 4.2.0 refuses), and the result restarts on Spark 3.5, 4.0, 4.1 and 4.2.
 A RocksDB store gets, for each new partition, an L+2 zip naming one new SST file, as 4.2.0 writes
-it (each new partition's rows are sorted in memory). transformWithState and operators whose key
-columns cannot be told are refused.
+it (each new partition's rows sorted within a memory budget, sorted runs spilled to $TMPDIR).
+transformWithState and operators whose key columns cannot be told are refused.
 
 By default it only prints the plan. --execute applies it like a repair: create-only writes, a
 journal, verification by the recovery planner; 'ckpt repair undo <journal>' removes every file it
