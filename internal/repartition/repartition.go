@@ -208,7 +208,8 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		p.Actions = append(p.Actions, a)
 		return nil
 	}
-	out := &output{ctx: ctx, s: s, o: o, p: p, ov: ov, crc: crc}
+	out := &output{ctx: ctx, s: s, o: o, stage: o.Stage, run: p.StageRun, codec: p.Codec, ov: ov, crc: crc,
+		reason: func(f string) string { return reason(f, p) }}
 	defer out.abort()
 	for _, lop := range listing.Operators {
 		op, err := planOperator(ctx, cp, listing, lop, p, out)
@@ -226,6 +227,7 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		}
 	}
 	p.BeyondSpark = append(p.BeyondSpark, BeyondSparkRelease)
+	p.Actions, p.Bytes = append(p.Actions, out.actions...), p.Bytes+out.bytes
 
 	// offsets/L+1: offsets/L with the new partition count; commits/L+1: commits/L.
 	newOff := *off
@@ -247,7 +249,7 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		return p.refuse("the recovery planner predicts that the restart after the repartition fails: %s", p.After.Verdict())
 	}
 	p.Staged = o.Stage != nil
-	out.keep() // placed by the journal from here on, or removed by the caller (RemoveStaged)
+	out.keep() // placed by the journal from here on, or removed by the caller
 	return p, nil
 }
 
@@ -414,12 +416,18 @@ func eachRehashed(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listi
 // output is where a plan's new state files go: a hash and a size for each (a dry run), and the
 // bytes streamed to the stage when there is one.
 type output struct {
-	ctx context.Context
-	s   storage.Store
-	o   Options
-	p   *Plan
-	ov  *journal.Overlay
-	crc bool
+	ctx   context.Context
+	s     storage.Store
+	o     Options
+	stage storage.Store // nil: a dry run
+	run   string
+	codec string
+	// actions are the copies of the files placed so far, bytes their size.
+	actions []journal.Action
+	bytes   int64
+	reason  func(string) string
+	ov      *journal.Overlay
+	crc     bool
 	// open are the files being written, staged those written to the stage so far: abort
 	// removes both unless the plan completes.
 	open   []*newFile
@@ -459,7 +467,7 @@ func (o *output) create(f string) (*newFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if nf.w, err = statefmt.NewFileWriter(o.p.Codec, nf.buf); err != nil {
+	if nf.w, err = statefmt.NewFileWriter(o.codec, nf.buf); err != nil {
 		return nil, err
 	}
 	return nf, nil
@@ -477,9 +485,9 @@ func (o *output) createRaw(f string) (*newFile, error) {
 	if o.crc {
 		nf.crc = &logformat.HadoopChecksummer{}
 	}
-	if o.o.Stage != nil {
+	if o.stage != nil {
 		var err error
-		if nf.dst, err = storage.CreateWriter(o.ctx, o.o.Stage, journal.StagedPath(o.p.StageRun, f)); err != nil {
+		if nf.dst, err = storage.CreateWriter(o.ctx, o.stage, journal.StagedPath(o.run, f)); err != nil {
 			return nil, err
 		}
 	}
@@ -502,7 +510,7 @@ func (o *output) finish(f *newFile) error {
 		if err := f.dst.Commit(); err != nil {
 			return err
 		}
-		o.staged = append(o.staged, journal.StagedPath(o.p.StageRun, f.path))
+		o.staged = append(o.staged, journal.StagedPath(o.run, f.path))
 	}
 	if err := o.place(f.path, journal.Digest(hex.EncodeToString(f.sum.Sum(nil))), f.size); err != nil {
 		return err
@@ -512,11 +520,11 @@ func (o *output) finish(f *newFile) error {
 	}
 	data := f.crc.Sum()
 	crc := ChecksumPath(f.path)
-	if o.o.Stage != nil {
-		if err := o.o.Stage.WriteFile(o.ctx, journal.StagedPath(o.p.StageRun, crc), data); err != nil {
+	if o.stage != nil {
+		if err := o.stage.WriteFile(o.ctx, journal.StagedPath(o.run, crc), data); err != nil {
 			return err
 		}
-		o.staged = append(o.staged, journal.StagedPath(o.p.StageRun, crc))
+		o.staged = append(o.staged, journal.StagedPath(o.run, crc))
 	}
 	return o.place(crc, journal.DigestOf(data), int64(len(data)))
 }
@@ -529,11 +537,11 @@ func (o *output) place(f string, d journal.Digest, size int64) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	a := journal.Action{Op: journal.OpCopy, Path: f, From: journal.StagedPath(o.p.StageRun, f),
-		After: d, Size: size, Reason: reason(f, o.p)}
+	a := journal.Action{Op: journal.OpCopy, Path: f, From: journal.StagedPath(o.run, f),
+		After: d, Size: size, Reason: o.reason(f)}
 	o.ov.Placed(a)
-	o.p.Bytes += size
-	o.p.Actions = append(o.p.Actions, a)
+	o.bytes += size
+	o.actions = append(o.actions, a)
 	return nil
 }
 
@@ -547,11 +555,11 @@ func (o *output) whole(f string, data []byte) error {
 	}
 	for _, nf := range files {
 		name, data := string(nf[0]), nf[1]
-		if o.o.Stage != nil {
-			if err := o.o.Stage.WriteFile(o.ctx, journal.StagedPath(o.p.StageRun, name), data); err != nil {
+		if o.stage != nil {
+			if err := o.stage.WriteFile(o.ctx, journal.StagedPath(o.run, name), data); err != nil {
 				return err
 			}
-			o.staged = append(o.staged, journal.StagedPath(o.p.StageRun, name))
+			o.staged = append(o.staged, journal.StagedPath(o.run, name))
 		}
 		if err := o.place(name, journal.DigestOf(data), int64(len(data))); err != nil {
 			return err
@@ -571,7 +579,7 @@ func (o *output) abort() {
 		}
 	}
 	for _, f := range o.staged {
-		_ = o.o.Stage.Delete(context.WithoutCancel(o.ctx), f)
+		_ = o.stage.Delete(context.WithoutCancel(o.ctx), f)
 	}
 }
 
@@ -646,20 +654,4 @@ func reason(f string, p *Plan) string {
 		return r
 	}
 	return fmt.Sprintf("state version %d of the new partition, rows rehashed by Spark's HashPartitioning", p.Version)
-}
-
-// RemoveStaged deletes the staged files of p from s when nothing will place them (the plan
-// was declined, refused, or failed before its journal); a journal removes its own once done
-// or undone.
-func RemoveStaged(ctx context.Context, s storage.Store, p *Plan) error {
-	if !p.Staged {
-		return nil
-	}
-	var files []string
-	for _, a := range p.Actions {
-		if a.Op == journal.OpCopy {
-			files = append(files, a.From)
-		}
-	}
-	return journal.RemoveStaged(ctx, s, files)
 }

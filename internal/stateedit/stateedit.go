@@ -67,6 +67,12 @@ type Options struct {
 	HasOperator bool
 	// Planner is the restart the plan is predicted and verified for.
 	Planner recovery.Options
+	// Stage, when set, receives every new state file as it is written, streamed to
+	// journal.StagedPath(StageRun, path) (--execute: the checkpoint's own store), and the plan
+	// places each by a copy: neither the plan nor the journal holds the files (a dropped
+	// RocksDB operator's changelogs name every key). nil: the files are held in the plan.
+	Stage    storage.Store
+	StageRun string
 }
 
 // Plan is what an edit would write.
@@ -94,6 +100,9 @@ type Plan struct {
 	Refused string           `json:"refused,omitempty"`
 	// Warnings say what the edit does not change (the watermark, a live query's output).
 	Warnings []string `json:"warnings"`
+	// Staged says the new state files were written to StageRun's staging directory (Options.Stage).
+	Staged   bool   `json:"staged"`
+	StageRun string `json:"stageRun,omitempty"`
 
 	options recovery.Options
 }
@@ -203,6 +212,12 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		order = append(order, f)
 	}
 	e := &editor{cp: cp, listing: listing, plan: p, opts: o, cond: cond, crc: crc, add: add}
+	var ov *journal.Overlay
+	if o.Stage != nil {
+		ov = journal.NewOverlay(cp)
+		e.staged = repartition.NewStaged(ctx, s, ov, o.Stage, o.StageRun, p.Codec, crc, func(f string) string { return reason(f, p) })
+		defer e.staged.Abort()
+	}
 	for _, lop := range listing.Operators {
 		op, err := e.operator(ctx, lop)
 		if err != nil {
@@ -224,8 +239,18 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	if err := repartition.NoDataBatch(ctx, cp, last, off, crc, func(f string, data []byte) error { add(f, data); return nil }); err != nil {
 		return nil, err
 	}
-	var ov *journal.Overlay
-	if p.Actions, p.Bytes, ov, err = repartition.Writes(ctx, cp, order, files, func(f string) string { return reason(f, p) }); err != nil {
+	if e.staged != nil {
+		// The state files are staged copies; the log files follow as writes.
+		p.Actions, p.Bytes = e.staged.Actions()
+		for _, f := range order {
+			a := journal.Action{Op: journal.OpWrite, Path: f, Data: files[f], Reason: reason(f, p)}
+			if err := ov.Add(ctx, &a); err != nil {
+				return nil, err
+			}
+			p.Bytes += a.Size
+			p.Actions = append(p.Actions, a)
+		}
+	} else if p.Actions, p.Bytes, ov, err = repartition.Writes(ctx, cp, order, files, func(f string) string { return reason(f, p) }); err != nil {
 		return nil, err
 	}
 	if p.After, err = ov.Predict(ctx, o.Planner); err != nil {
@@ -235,6 +260,10 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		return p.refuse("the recovery planner predicts that the restart after the edit fails: %s", p.After.Verdict())
 	}
 	p.Warnings = append(p.Warnings, "the query's output already written is not changed: only the state the restart loads")
+	if e.staged != nil {
+		p.Staged, p.StageRun = true, o.StageRun
+		e.staged.Keep() // placed by the journal from here on, or removed by the caller
+	}
 	if o.Evict {
 		p.Warnings = append(p.Warnings, "in append mode Spark emits a window's final row as it evicts it; the edit drops the rows and emits nothing")
 	}
@@ -256,6 +285,8 @@ type editor struct {
 	cond    *transform.Condition
 	crc     bool
 	add     func(string, []byte)
+	// staged streams the state files to the stage (Options.Stage); nil: held in memory.
+	staged *repartition.Staged
 }
 
 // operator writes version L+2 of every store and partition of one operator.
@@ -376,9 +407,17 @@ func (e *editor) store(ctx context.Context, lop *state.Operator, ls *state.Store
 		if lp == nil {
 			return nil, fmt.Errorf("operator %d store %s has no partition %d of the %d in offsets/%d", lop.ID, ls.Name, part, p.Partitions, p.Batch)
 		}
+		f := path.Join(lp.Dir, strconv.FormatInt(p.Version, 10)+"."+st.File)
 		var buf bytes.Buffer
-		w, err := statefmt.NewFileWriter(p.Codec, &buf)
-		if err != nil {
+		var w *statefmt.FileWriter
+		var sf *repartition.StateFile
+		var err error
+		if e.staged != nil {
+			if sf, err = e.staged.Create(f); err != nil {
+				return nil, err
+			}
+			w = sf.Writer()
+		} else if w, err = statefmt.NewFileWriter(p.Codec, &buf); err != nil {
 			return nil, err
 		}
 		if drop != nil {
@@ -408,10 +447,15 @@ func (e *editor) store(ctx context.Context, lop *state.Operator, ls *state.Store
 				return nil, err
 			}
 		}
+		if sf != nil {
+			if err := e.staged.Finish(sf); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err := w.Close(); err != nil {
 			return nil, err
 		}
-		f := path.Join(lp.Dir, strconv.FormatInt(p.Version, 10)+"."+st.File)
 		e.add(f, buf.Bytes())
 		if e.crc {
 			e.add(repartition.ChecksumPath(f), logformat.HadoopChecksum(buf.Bytes()))

@@ -232,3 +232,46 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestStaged: with a stage (--execute), every new state file and its checksum is streamed to
+// _ckpt/staging/<run>/ and placed by a copy with the bytes the plan held in memory has, the
+// log files are the same writes, and the plan holds no state file's bytes; for rows dropped
+// (HDFS-backed and RocksDB) and an operator dropped.
+func TestStaged(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		dir string
+		o   Options
+	}{
+		{fixtures + "4.2.0/agg-hdfs/checkpoint", Options{Where: `key.k == "k1"`}},
+		{fixtures + "3.5.8/agg-rocksdb-changelog/checkpoint", Options{DropOperator: true, Operator: 0, HasOperator: true}},
+		{fixtures + "4.2.0/join-hdfs/checkpoint", Options{DropOperator: true, Operator: 0, HasOperator: true}},
+	} {
+		_, held := plan(t, c.dir, c.o)
+		stage := storage.NewMem()
+		o := c.o
+		o.Stage, o.StageRun = stage, "run"
+		_, p := plan(t, c.dir, o)
+		if !p.Staged || held.Staged || len(p.Actions) != len(held.Actions) || p.Bytes != held.Bytes {
+			t.Fatalf("%s: staged %v, %d actions of %d bytes; held: %d of %d", c.dir, p.Staged, len(p.Actions), p.Bytes, len(held.Actions), held.Bytes)
+		}
+		copies := 0
+		for i, a := range p.Actions {
+			h := held.Actions[i]
+			data := a.Data
+			if a.Op == journal.OpCopy {
+				copies++
+				var err error
+				if data, err = stage.ReadFile(ctx, a.From); err != nil || a.From != journal.StagedPath("run", a.Path) || a.Data != nil {
+					t.Fatalf("%s: copy of %s from %s: %v", c.dir, a.Path, a.From, err)
+				}
+			}
+			if a.Path != h.Path || a.After != h.After || string(data) != string(h.Data) || journal.DigestOf(data) != a.After {
+				t.Errorf("%s: %s %s %s, held %s %s", c.dir, a.Op, a.Path, a.After.Short(), h.Path, h.After.Short())
+			}
+		}
+		if staged, _ := stage.Walk(ctx, ""); copies == 0 || len(staged) != copies {
+			t.Errorf("%s: %d copies, %d files staged", c.dir, copies, len(staged))
+		}
+	}
+}

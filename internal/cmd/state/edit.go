@@ -15,6 +15,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cli/change"
 	"github.com/ckpt-dev/ckpt/internal/exitcode"
 	"github.com/ckpt-dev/ckpt/internal/iostreams"
+	"github.com/ckpt-dev/ckpt/internal/journal"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/render"
 	"github.com/ckpt-dev/ckpt/internal/stateedit"
@@ -173,6 +174,16 @@ func runEdit(ctx context.Context, opts *EditOptions) error {
 	opts.Detected = op.detected
 	o := opts.Edit
 	o.Planner = op.planner
+	if opts.Apply.Execute {
+		// As `state repartition`: the new state files stream to the staging directory while
+		// they are planned, and the journal places them from there.
+		o.Stage, o.StageRun = store, stageRun(opts.Now, opts.Rand)
+		release, err := journal.ClaimStaging(ctx, store, o.StageRun, "state edit", opts.Version)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	p, err := stateedit.NewPlan(ctx, store, o)
 	if errors.Is(err, stateedit.ErrOptions) {
 		return exitcode.UsageError(err)
@@ -180,6 +191,14 @@ func runEdit(ctx context.Context, opts *EditOptions) error {
 	if err != nil {
 		return err
 	}
+	var j *journal.Record
+	defer func() {
+		// A journal removes its staged files once done or undone; one that stopped half-way
+		// keeps them for `ckpt repair resume`.
+		if j == nil && p.Staged {
+			removeStaged(ctx, opts.IO, store, p.Checkpoint, p.StageRun, p.Actions)
+		}
+	}()
 	if len(p.Actions) > 0 {
 		p.Warnings = append(p.Warnings, change.StateWarnings(ctx, change.Env{Now: opts.Now, Checkpoint: cp}, &opts.Apply, store)...)
 	}
@@ -197,6 +216,7 @@ func runEdit(ctx context.Context, opts *EditOptions) error {
 		Plan:     p.JournalPlan(),
 		Question: fmt.Sprintf("Write %d file(s) into %s, dropping %d state row(s) (no existing file changes)?", len(p.Actions), p.Checkpoint, p.Dropped),
 		Outcome:  &doc.Outcome,
+		Record:   &j,
 	})
 }
 

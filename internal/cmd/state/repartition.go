@@ -128,7 +128,7 @@ func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 		// (one read of the state), and the journal places them from there. The run's marker
 		// says, until the command ends, that its staging is in progress (the journal's lock
 		// comes later): `ckpt purge --staging` leaves it alone.
-		po.Stage, po.StageRun = store, stageRun(opts)
+		po.Stage, po.StageRun = store, stageRun(opts.Now, opts.Rand)
 		release, err := journal.ClaimStaging(ctx, store, po.StageRun, "state repartition", opts.Version)
 		if err != nil {
 			return err
@@ -143,11 +143,8 @@ func runRepartition(ctx context.Context, opts *RepartitionOptions) error {
 	defer func() {
 		// The staged files go when nothing will place them; a journal removes its own once
 		// done or undone, and one that stopped half-way keeps them for `ckpt repair resume`.
-		if j == nil {
-			if rerr := repartition.RemoveStaged(context.WithoutCancel(ctx), store, p); rerr != nil {
-				fmt.Fprintf(opts.IO.ErrOut, "ckpt: warning: the staged files under %s/%s/%s stay: %s\n",
-					render.Escape(p.Checkpoint), journal.StagingDir, render.Escape(p.StageRun), render.Escape(rerr.Error()))
-			}
+		if j == nil && p.Staged {
+			removeStaged(ctx, opts.IO, store, p.Checkpoint, p.StageRun, p.Actions)
 		}
 	}()
 	if len(p.Actions) > 0 {
@@ -220,16 +217,32 @@ func ints(ns []int64) string {
 
 // stageRun names the staging directory of one --execute: the time and random bits, as repair
 // ids are made.
-func stageRun(opts *RepartitionOptions) string {
-	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
+func stageRun(now func() time.Time, r io.Reader) string {
+	if now == nil {
+		now = time.Now
 	}
-	r := opts.Rand
 	if r == nil {
 		r = rand.Reader
 	}
 	var b [4]byte
 	_, _ = io.ReadFull(r, b[:])
 	return now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// removeStaged deletes the staged sources of a plan's copies when nothing will place them
+// (no journal was written), warning when it cannot.
+func removeStaged(ctx context.Context, opts *iostreams.IOStreams, store storage.Store, checkpoint, run string, actions []journal.Action) {
+	var files []string
+	for _, a := range actions {
+		if a.Op == journal.OpCopy {
+			files = append(files, a.From)
+		}
+	}
+	if len(files) == 0 {
+		return
+	}
+	if err := journal.RemoveStaged(context.WithoutCancel(ctx), store, files); err != nil {
+		fmt.Fprintf(opts.ErrOut, "ckpt: warning: the staged files under %s/%s/%s stay: %s\n",
+			render.Escape(checkpoint), journal.StagingDir, render.Escape(run), render.Escape(err.Error()))
+	}
 }
