@@ -585,7 +585,7 @@ that a lock whose holder is gone from this host and wrote no journal is taken ov
 		Title:      "Staged state files left by a stopped ckpt",
 		Severities: []Severity{Info},
 		Summary:    "`_ckpt/staging/<run>/` holds new state files that no running ckpt and no journal will place.",
-		Explanation: `` + "`ckpt state repartition --execute`" + ` streams every new state file to ` + "`_ckpt/staging/<run>/`" + ` while it
+		Explanation: `` + "`ckpt state repartition --execute`" + ` (and ` + "`state edit --execute`" + `) streams every new state file to ` + "`_ckpt/staging/<run>/`" + ` while it
 reads the state (a gigabyte of state is not held in memory), then its journal places them by hard links or
 copies and removes the run. A run killed before its journal was written (or whose journal's clean-up
 failed) leaves that directory behind, with a marker ` + "`_ckpt/staging/<run>.json`" + ` naming the ckpt's host

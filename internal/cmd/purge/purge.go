@@ -68,7 +68,7 @@ By default it only prints the plan (--dry-run says so explicitly). --execute app
 repair: backup, journal, verification; 'ckpt repair undo <journal>' restores every byte.
 
 --staging (instead of --keep) lists the runs under _ckpt/staging: new state files that 'ckpt
-state repartition --execute' streams there before its journal, which Spark never reads, left
+state repartition|edit --execute' streams there before its journal, which Spark never reads, left
 behind when the command was killed before its journal. --execute removes the stale ones: runs
 whose ckpt is gone (a marker names its host and pid) and that no journal may still place (the
 repair lock held, or a journal under _ckpt/repairs neither done nor undone, keeps them).
@@ -133,7 +133,7 @@ func NewCmd(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Com
 	fl.IntVar(&opts.Keep, "keep", 0, "keep the files of the newest `N` batches (at least --min-batches-to-retain)")
 	fl.IntVar(&opts.MinBatchesToRetain, "min-batches-to-retain", logformat.DefaultMinBatchesToRetain, "the query's spark.sql.streaming.minBatchesToRetain")
 	fl.StringVar(&opts.Sink, "sink", "", "file sink output `DIR` (with _spark_metadata): delete the log files Spark would expire too")
-	fl.BoolVar(&opts.Staging, "staging", false, "instead of batches: list (and with --execute remove) the stale runs under _ckpt/staging left by a killed state repartition")
+	fl.BoolVar(&opts.Staging, "staging", false, "instead of batches: list (and with --execute remove) the stale runs under _ckpt/staging left by a killed state repartition or edit")
 	opts.Apply.AddFlags(fl)
 	restart.AddFlags(cmd)
 	return cmd

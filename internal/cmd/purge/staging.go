@@ -87,7 +87,7 @@ func printStaging(r *render.Renderer, doc *stagingDoc, opts *Options) {
 		r.Printf("Nothing staged: %s holds no run.\n", journal.StagingDir)
 		return
 	}
-	r.Printf("%s holds new state files that `ckpt state repartition --execute` streamed there before its journal; Spark never reads them.\n", journal.StagingDir)
+	r.Printf("%s holds new state files that `ckpt state repartition|edit --execute` streamed there before its journal; Spark never reads them.\n", journal.StagingDir)
 	stale := 0
 	for _, run := range doc.Runs {
 		if run.Stale() {
