@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os/exec"
 	"strconv"
+	"syscall"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -26,6 +27,9 @@ func init() {
 				ts.Fatalf("exitcode: %v", err)
 			}
 			got = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				got = 128 + int(ws.Signal()) // as a shell reports it: a --fail-at drill's SIGKILL is 137
+			}
 		}
 		if got != want {
 			ts.Fatalf("%s exited %d, want %d", args[1], got, want)
