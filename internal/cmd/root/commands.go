@@ -10,6 +10,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/cmd/doctor"
 	"github.com/ckpt-dev/ckpt/internal/cmd/inspect"
 	"github.com/ckpt-dev/ckpt/internal/cmd/lag"
+	migratecmd "github.com/ckpt-dev/ckpt/internal/cmd/migrate"
 	"github.com/ckpt-dev/ckpt/internal/cmd/offsets"
 	"github.com/ckpt-dev/ckpt/internal/cmd/purge"
 	"github.com/ckpt-dev/ckpt/internal/cmd/repair"
@@ -35,6 +36,7 @@ func commands(env *cli.Env) []*cobra.Command {
 		sink.NewCmd(env, nil),
 		cp.NewCmd(env, nil),
 		statecmd.NewCmd(env, nil),
+		migratecmd.NewCmd(env, nil),
 		run.NewCmd(env, nil),
 		broker.NewCmd(env),
 		version.NewCmd(env),
