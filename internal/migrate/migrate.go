@@ -167,11 +167,7 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		return nil, err
 	}
 	m := &migration{cp: cp, plan: p, opts: o, base: base, listing: listing}
-	m.logs(off, commit)
-	m.conf(off)
-	if err := m.stores(ctx); err != nil {
-		return nil, err
-	}
+	m.inspect(off, commit)
 	for _, it := range p.Found {
 		if it.Refused != "" {
 			return p.refuse("%s: %s", it.What, it.Refused)
@@ -186,6 +182,9 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 		return p, nil
 	}
 	p.NewBatch, p.Version = last+1, last+2
+	if err := m.writeStores(ctx); err != nil {
+		return nil, err
+	}
 	m.noDataBatch(off, commit)
 	m.actions = append(m.actions, m.deletes...)
 	ov := journal.NewOverlay(cp)
@@ -211,6 +210,39 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	return p, nil
 }
 
+// inspect finds what the target does not read, reading no state.
+func (m *migration) inspect(off *logformat.OffsetSeq, commit *logformat.Commit) {
+	m.logs(off, commit)
+	m.conf(off)
+	m.inspectStores()
+}
+
+// Assess says what of the checkpoint cp (state/ listed as listing) is in a format newer than
+// release line to reads, and what a migration does about each; it reads the last committed
+// batch's offsets and commit file and no state. nil when the checkpoint offers no base for a
+// migration (no committed batch, or a last batch that did not commit). doctor names it in its
+// findings on a restart that fails on a newer format.
+func Assess(ctx context.Context, cp *checkpoint.Checkpoint, listing *state.Listing, to string) ([]Item, error) {
+	to, err := Target(to)
+	if err != nil {
+		return nil, err
+	}
+	base, why, err := repartition.LoadBase(ctx, cp)
+	if err != nil || why != nil {
+		return nil, err
+	}
+	commit, err := cp.ReadCommit(ctx, base.Batch)
+	if err != nil {
+		return nil, err
+	}
+	if listing == nil {
+		listing = &state.Listing{}
+	}
+	m := &migration{cp: cp, plan: &Plan{Found: []Item{}}, opts: Options{To: to}, base: base, listing: listing}
+	m.inspect(base.Offsets, commit)
+	return m.plan.Found, nil
+}
+
 type migration struct {
 	cp      *checkpoint.Checkpoint
 	plan    *Plan
@@ -226,6 +258,7 @@ type migration struct {
 	// the newer release's, whole.
 	actions, deletes []journal.Action
 	crc              bool
+	planned          []plannedStore
 }
 
 func (m *migration) found(it Item) { m.plan.Found = append(m.plan.Found, it) }
@@ -295,27 +328,21 @@ const (
 	rewriteV1                  // a zip and SST holding version L+1's rows
 )
 
-// stores finds the state in formats the target does not read.
-func (m *migration) stores(ctx context.Context) error {
+// plannedStore is a store whose version L+2 a rewrite writes.
+type plannedStore struct {
+	op   *state.Operator
+	st   *state.Store
+	kind storeKind
+}
+
+// inspectStores finds the state in formats the target does not read, and the stores a rewrite
+// writes (m.planned). It reads no state.
+func (m *migration) inspectStores() {
 	to := m.opts.To
-	type plannedStore struct {
-		op   *state.Operator
-		st   *state.Store
-		kind storeKind
-	}
-	var planned []plannedStore
+	var tws []*state.Operator
 	for _, op := range m.listing.Operators {
 		if len(op.MetadataV2Files) > 0 || len(op.SchemaV3Files) > 0 {
-			it := Item{What: fmt.Sprintf("operator %d is transformWithState (state variables in RocksDB column families, operator metadata v2, state schema v3)", op.ID)}
-			switch {
-			case to == "3.5":
-				it.Refused = "Spark 3.5 has no transformWithState"
-			case m.rewrite || v2Store(op):
-				it.Refused = "its typed, column-family state is not written by ckpt, and the restart would need a new version of it"
-			default:
-				continue // written by a 4.x release in format v1: the target's concern, not a format
-			}
-			m.found(it)
+			tws = append(tws, op)
 			continue
 		}
 		for _, st := range op.Stores {
@@ -330,7 +357,7 @@ func (m *migration) stores(ctx context.Context) error {
 			case v2 && st.Provider == state.ProviderRocksDB:
 				kind = rewriteV1
 				m.found(Item{What: fmt.Sprintf("operator %d store %s: RocksDB state in checkpoint format v2 (files <version>_<uuid>.zip, .changelog)", op.ID, st.Name),
-					Change: fmt.Sprintf("version %d written as %d.zip and one SST file (format 5) in every partition; the v2 files deleted (backed up)", m.base.Batch+1, m.base.Batch+2)})
+					Change: fmt.Sprintf("version %d written as %d.zip and one SST file (format 5) in every partition; the v2 files moved into the backup", m.base.Batch+1, m.base.Batch+2)})
 				m.rewrite = true
 			case v2:
 				m.found(Item{What: fmt.Sprintf("operator %d store %s: %s state with checkpoint format v2 file names", op.ID, st.Name, st.Provider),
@@ -338,16 +365,27 @@ func (m *migration) stores(ctx context.Context) error {
 			case st.Provider == state.ProviderRocksDB && m.offsetsConf[confRocksFormat] != "":
 				kind = rewriteV1 // its SST files may be in format 6
 			}
-			planned = append(planned, plannedStore{op, st, kind})
+			m.planned = append(m.planned, plannedStore{op, st, kind})
 		}
 	}
-	for _, it := range m.plan.Found {
-		if !m.rewrite || it.Refused != "" {
-			return nil // nothing to write, or refused: the state is not read
+	for _, op := range tws {
+		it := Item{What: fmt.Sprintf("operator %d is transformWithState (state variables in RocksDB column families, operator metadata v2, state schema v3)", op.ID)}
+		switch {
+		case to == "3.5":
+			it.Refused = "Spark 3.5 has no transformWithState"
+		case m.rewrite || v2Store(op):
+			it.Refused = "its typed, column-family state is not written by ckpt, and a rewrite needs a new version of every store"
+		default:
+			continue // written by a 4.x release in format v1: nothing to rewrite
 		}
+		m.found(it)
 	}
+}
+
+// writeStores plans version L+2 of every store.
+func (m *migration) writeStores(ctx context.Context) error {
 	m.crc = repartition.HasChecksum(ctx, m.cp.Store, m.cp, m.base.Batch)
-	for _, ps := range planned {
+	for _, ps := range m.planned {
 		if err := m.store(ctx, ps.op, ps.st, ps.kind); err != nil {
 			return err
 		}
