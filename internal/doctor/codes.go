@@ -322,7 +322,11 @@ which checks every file's header against the release with the same rules as the 
 			"```",
 		Fix: `Run the query with a Spark release that can read the checkpoint (check one with
 ` + "`ckpt doctor <checkpoint> --spark-version V`" + `), or with the matching checkpoint format setting. Do not
-delete or rewrite the files: commit v2 files are the only link to the right state store files.`,
+delete or rewrite the files by hand: commit v2 files are the only link to the right state store files.
+To go back to an older release, ` + "`ckpt migrate <checkpoint> --to-spark V`" + ` rewrites what can be expressed in
+its formats (checkpoint format v2 as v1, RocksDB SST format 6 as 5) through the journal, and says
+exactly what cannot (transformWithState state, offsets v2, commits v3, Avro or checksummed state
+rows); the finding names what ` + "`ckpt migrate`" + ` would do for the release given.`,
 	},
 	{
 		ID:         CodeSourceCountMismatch,

@@ -112,6 +112,9 @@ func Run(ctx context.Context, cp *checkpoint.Checkpoint, opts Options) (*Report,
 	if err := r.restart(); err != nil {
 		return nil, err
 	}
+	if err := r.migration(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.initialOffsets(); err != nil {
 		return nil, err
 	}
