@@ -19,9 +19,18 @@ import (
 // time; then `ckpt repair resume` (or, without a journal, the same command again) must end
 // with the files of an uninterrupted run, and `ckpt repair undo` with the original files.
 func init() {
-	// killmatrix CK SINK -- ARGS... runs `ckpt ARGS` (where the words CK and SINK stand for
-	// copies of those directories; SINK may be -) killed at each point.
+	// killmatrix [-step N] CK SINK -- ARGS... runs `ckpt ARGS` (where the words CK and SINK
+	// stand for copies of those directories; SINK may be -) killed at each point (every N-th
+	// point, from the first, with -step: for a change of many files).
 	scriptCmds["killmatrix"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		step, limit := 1, 80
+		if len(args) > 1 && args[0] == "-step" {
+			n, err := strconv.Atoi(args[1])
+			if err != nil || n < 1 {
+				ts.Fatalf("killmatrix: -step %q", args[1])
+			}
+			step, limit, args = n, 80*n, args[2:]
+		}
 		if neg || len(args) < 4 || args[2] != "--" {
 			ts.Fatalf("usage: killmatrix CK SINK -- ARGS...")
 		}
@@ -66,7 +75,7 @@ func init() {
 		}
 		want := prints(ref)
 		points := 0
-		for k := 1; k <= 80; k++ {
+		for k := 1; k <= limit; k += step {
 			finished := false
 			for _, recover := range []string{"resume", "undo"} {
 				dst := copyAll(fmt.Sprintf("%d-%s", k, recover))
@@ -122,7 +131,7 @@ func init() {
 			}
 			points = k
 		}
-		if points == 0 || points == 80 {
+		if points == 0 || points > limit-step {
 			ts.Fatalf("killmatrix: %d kill points", points)
 		}
 		ts.Logf("killmatrix: killed at each of %d points, resumed and undone", points)
