@@ -204,6 +204,12 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	if p.After.Outcome == "fail" {
 		return p.refuse("the recovery planner predicts that the restart on Spark %s after the migration fails: %s", to, p.After.Verdict())
 	}
+	if p.Before.Outcome == "resume" && m.v2 {
+		// The planner reads the v2 commit as the release does; what the v1 loader then does with
+		// v2 file names is not in it (testdata/spark-migrate: 4.2.0).
+		p.Warnings = append(p.Warnings, fmt.Sprintf("as it is, the checkpoint restarts on Spark %s only with %s=2: with the setting at 1, "+
+			"Spark 4.2.0 failed listing the v2 state files (CANNOT_LOAD_STATE_STORE.UNCATEGORIZED, NumberFormatException on \"<version>_<uuid>\")", to, ConfCheckpointFormat))
+	}
 	p.Warnings = append(p.Warnings,
 		fmt.Sprintf("restart on Spark %s with %s unset or 1 (its default): the migrated checkpoint is in format v1", to, ConfCheckpointFormat),
 		"undo restores every byte only until the older release has run a batch (it cleans up files of its own)")
@@ -259,6 +265,8 @@ type migration struct {
 	actions, deletes []journal.Action
 	crc              bool
 	planned          []plannedStore
+	// v2 is set when a store has checkpoint format v2 files.
+	v2 bool
 }
 
 func (m *migration) found(it Item) { m.plan.Found = append(m.plan.Found, it) }
@@ -355,7 +363,7 @@ func (m *migration) inspectStores() {
 			kind := keepEmpty
 			switch {
 			case v2 && st.Provider == state.ProviderRocksDB:
-				kind = rewriteV1
+				kind, m.v2 = rewriteV1, true
 				m.found(Item{What: fmt.Sprintf("operator %d store %s: RocksDB state in checkpoint format v2 (files <version>_<uuid>.zip, .changelog)", op.ID, st.Name),
 					Change: fmt.Sprintf("version %d written as %d.zip and one SST file (format 5) in every partition; the v2 files moved into the backup", m.base.Batch+1, m.base.Batch+2)})
 				m.rewrite = true
