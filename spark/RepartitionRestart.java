@@ -5,6 +5,8 @@
 //
 //   RepartitionRestart < requests      one request per line, tab-separated:
 //   QUERY <TAB> CHECKPOINT <TAB> INPUT_DIR <TAB> OUTPUT_FILE
+//   QUERY <TAB> CHECKPOINT <TAB> INPUT_DIR <TAB> OUTPUT_FILE <TAB> CONF   (CONF: k=v,k=v, set on a
+//                                                                   new session for that request)
 // QUERY is agg, dedup or join (the fixture script's queries), window (a count per week window
 // and key, watermark 1 day) or fmgws (mapGroupsWithState: a running sum per key). The query runs with
 // Trigger.AvailableNow, one input file per batch, into foreachBatch; OUTPUT_FILE gets every
@@ -39,14 +41,22 @@ public class RepartitionRestart {
   }
 
   public static void main(String[] args) throws Exception {
-    SparkSession spark = SparkSession.builder().master("local[1]").appName("ckpt-repartition")
+    SparkSession base = SparkSession.builder().master("local[1]").appName("ckpt-repartition")
         .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "2").getOrCreate();
-    spark.sparkContext().setLogLevel("ERROR");
+    base.sparkContext().setLogLevel("ERROR");
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     for (String line; (line = in.readLine()) != null; ) {
       if (line.isEmpty()) continue;
       String[] f = line.split("\t");
+      SparkSession spark = base;
+      if (f.length > 4 && !f[4].isEmpty()) {
+        spark = base.newSession();
+        for (String kv : f[4].split(",")) {
+          String[] p = kv.split("=", 2);
+          spark.conf().set(p[0], p[1]);
+        }
+      }
       try {
         Dataset<Row> df;
         String mode;
@@ -113,6 +123,6 @@ public class RepartitionRestart {
       }
       System.out.println("done\t" + f[3]);
     }
-    spark.stop();
+    base.stop();
   }
 }
