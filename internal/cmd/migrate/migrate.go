@@ -155,7 +155,7 @@ func runMigrate(ctx context.Context, opts *Options) error {
 	d := &doc{Plan: &shown}
 	r := render.New(opts.IO)
 	err = change.Run(ctx, r, change.Change{
-		Proposal: change.Proposal{JSON: opts.Output == render.FormatJSON, Doc: d, Print: func() { print(r, p) },
+		Proposal: change.Proposal{JSON: opts.Output == render.FormatJSON, Doc: d, Print: func() { printPlan(r, p) },
 			What: "migrate", Refused: p.Refused, Pending: len(p.Actions) > 0, Execute: opts.Apply.Execute},
 		Env:      change.Env{IO: opts.IO, OpenStore: opts.OpenStore, Now: opts.Now, Version: opts.Version, Rand: opts.Rand, Checkpoint: cp},
 		Flags:    &opts.Apply,
@@ -170,7 +170,7 @@ func runMigrate(ctx context.Context, opts *Options) error {
 	return err
 }
 
-func print(r *render.Renderer, p *migrate.Plan) {
+func printPlan(r *render.Renderer, p *migrate.Plan) {
 	kv := [][2]string{{"Checkpoint", render.Escape(p.Checkpoint)}, {"To", "Spark " + p.To}}
 	if p.Before != nil {
 		kv = append(kv, [2]string{"Restart now", strings.TrimPrefix(p.Before.Verdict(), "Restart ")})
