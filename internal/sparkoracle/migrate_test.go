@@ -29,8 +29,8 @@ const migrateGoldens = "../../testdata/spark-migrate"
 var migrateFixtures = []string{"agg-rocksdb-changelog-v2", "agg-rocksdb-fv6-zstd", "agg-hdfs"}
 
 // TestSparkLiveMigrate: a checkpoint a newer release wrote (checkpoint format v2, SST format 6,
-// a plain HDFS-backed aggregation) fails to restart on an older release where the plan says it
-// does; after ckpt's migration the older release restarts it over three more input files and
+// a plain HDFS-backed aggregation) fails to restart on an older release (and a v2 one on its own
+// release with the default setting) where the plan rewrites it; after ckpt's migration the older release restarts it over three more input files and
 // emits exactly what the newer release emits from the checkpoint as it wrote it; undo restores
 // every byte. UPDATE_SPARK=1 writes the goldens (TestMigrateGoldens checks ckpt's predictions
 // against them in every CI run). CKPT_SPARK_MIGRATE=ci is CI's one case: the 4.2.0 v2
@@ -77,6 +77,7 @@ func TestSparkLiveMigrate(t *testing.T) {
 			_ = os.RemoveAll(input)
 			t.Cleanup(func() { _ = os.RemoveAll(input) })
 			writeRestartInput(t, input, "agg", restartBatches)
+			orderInput(t, input)
 			base := filepath.Join(work, from, fx)
 			if !ci {
 				ck := filepath.Join(base, "orig", "checkpoint")
@@ -84,7 +85,9 @@ func TestSparkLiveMigrate(t *testing.T) {
 				origReqs[from] = append(origReqs[from], strings.Join([]string{"agg", ck, input, filepath.Join(base, "orig.jsonl"), fixtureConf(t, src)}, "\t"))
 			}
 			for _, to := range releases {
-				if slices.Index(releases, to) >= i || (ci && to != releases[0]) {
+				// Older releases; and, for checkpoint format v2, the release itself with its
+				// default setting (1), which fails on the v2 file names until migrated.
+				if j := slices.Index(releases, to); j > i || (j == i && !strings.HasSuffix(fx, "-v2")) || (ci && to != releases[0]) {
 					continue
 				}
 				dir := filepath.Join(base, "to-"+to)
@@ -103,7 +106,7 @@ func TestSparkLiveMigrate(t *testing.T) {
 		}
 	}
 	if len(pairs) == 0 {
-		t.Fatalf("no pair of releases in %v", releases)
+		t.Skipf("no release of %v wrote a fixture to migrate (4.0 or later)", releases)
 	}
 	for _, rel := range releases {
 		for _, rs := range [][]string{reqs[rel], origReqs[rel]} {
