@@ -67,12 +67,16 @@ func kafkaToKafka(b *testing.B, plainTwice bool) {
 	var plain, eng, plainCPU, engCPU time.Duration
 	var lastCPU time.Duration // the CPU time of the side that ran last
 	var lastGCs uint32        // the garbage collections during the side that ran last
+	// Allocations (count and bytes) of the whole process per side: client, engine and the
+	// in-process broker, as the CPU time.
+	var plainAllocs, engAllocs, plainBytes, engBytes uint64
+	var lastAllocs, lastBytes uint64
 	timed := func(out string, cpu *time.Duration, f func() error) time.Duration {
 		b.Helper()
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		gc0 := ms.NumGC
+		gc0, m0, b0 := ms.NumGC, ms.Mallocs, ms.TotalAlloc
 		t0, c0 := time.Now(), processCPU()
 		var err error
 		// Labelled, so that a -cpuprofile tells the sides apart (-tagfocus side=eng): the
@@ -85,6 +89,7 @@ func kafkaToKafka(b *testing.B, plainTwice bool) {
 		lastCPU = processCPU() - c0
 		runtime.ReadMemStats(&ms)
 		lastGCs = ms.NumGC - gc0
+		lastAllocs, lastBytes = ms.Mallocs-m0, ms.TotalAlloc-b0
 		*cpu += lastCPU
 		for p := int32(0); p < 4; p++ { // drop the output: the broker's heap stays the same
 			if err := br.Cluster().DeleteRecords(out, p, -1); err != nil {
@@ -103,6 +108,8 @@ func kafkaToKafka(b *testing.B, plainTwice bool) {
 		lastPlain = timed("plain", &plainCPU, func() error { return kafka.PlainConsumeProduce(ctx, br.Addr(), "in", "plain", n) })
 		lastPlainCPU = lastCPU
 		plainGCs = append(plainGCs, lastGCs)
+		plainAllocs += lastAllocs
+		plainBytes += lastBytes
 		plainMs = append(plainMs, lastPlain.Milliseconds())
 		plain += lastPlain
 	}
@@ -128,6 +135,8 @@ func kafkaToKafka(b *testing.B, plainTwice bool) {
 		})
 		lastEngCPU = lastCPU
 		engGCs = append(engGCs, lastGCs)
+		engAllocs += lastAllocs
+		engBytes += lastBytes
 		engMs = append(engMs, lastEng.Milliseconds())
 		eng += lastEng
 		if !plainTwice {
@@ -140,6 +149,7 @@ func kafkaToKafka(b *testing.B, plainTwice bool) {
 	runPlain()
 	runEngine()
 	plain, eng, plainCPU, engCPU = 0, 0, 0, 0
+	plainAllocs, engAllocs, plainBytes, engBytes = 0, 0, 0, 0
 	plainGCs, engGCs, plainMs, engMs, outside = nil, nil, nil, nil, nil
 	for i := 0; b.Loop(); i++ {
 		if i%2 == 0 {
@@ -179,6 +189,13 @@ func kafkaToKafka(b *testing.B, plainTwice bool) {
 		slices.Sort(outside)
 		b.ReportMetric(outside[len(outside)/2], "engine-fixed-ms")
 	}
+	// Allocations per record of each side (the whole process, as -benchmem's, which adds both
+	// sides up).
+	recs := float64(n * int64(b.N))
+	b.ReportMetric(float64(plainAllocs)/recs, "plain-allocs/rec")
+	b.ReportMetric(float64(engAllocs)/recs, "engine-allocs/rec")
+	b.ReportMetric(float64(plainBytes)/recs, "plain-B/rec")
+	b.ReportMetric(float64(engBytes)/recs, "engine-B/rec")
 	if engCPU > 0 {
 		// CPU time of the whole process (client, engine and the in-process broker) per side:
 		// plain's over the engine's, steadier than the wall-time ratio on a loaded machine.
