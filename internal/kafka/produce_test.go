@@ -288,3 +288,53 @@ func TestSinkProduceFunc(t *testing.T) {
 		t.Error("the exactly-once sink accepted ProduceFunc")
 	}
 }
+
+// The sink stamps records itself, once per slab: every record's CreateTime falls between the
+// start of its Produce call and its acknowledgement, in milliseconds as Kafka keeps it, and a
+// later call's records are not stamped earlier than it started.
+func TestSinkRecordTimestamps(t *testing.T) {
+	topic := newTopic(t, 1)
+	ctx := testCtx(t)
+	s := newSink(t, map[string]string{"topic": topic}, "q")
+	var windows [2][2]time.Time
+	for c := range 2 {
+		windows[c][0] = time.Now().Truncate(time.Millisecond)
+		// Three slabs and a part of one.
+		if err := s.Produce(ctx, rowsOf(fmt.Sprintf("c%d-", c), 3*recordSlab+5)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		windows[c][1] = time.Now()
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := consumeAll(t, topic, false)
+	if len(got) != 2*(3*recordSlab+5) {
+		t.Fatalf("%d records", len(got))
+	}
+	for i, r := range got {
+		w := windows[i/(3*recordSlab+5)]
+		if r.Timestamp.Before(w[0]) || r.Timestamp.After(w[1]) {
+			t.Fatalf("record %d (%s): CreateTime %s outside its call's [%s, %s]", i, r.Value, r.Timestamp.Format(time.StampMicro), w[0].Format(time.StampMicro), w[1].Format(time.StampMicro))
+		}
+		if i > 0 && r.Timestamp.Before(got[i-1].Timestamp) {
+			t.Fatalf("record %d: CreateTime %s before the previous record's %s", i, r.Timestamp, got[i-1].Timestamp)
+		}
+	}
+}
+
+// A slab that may have to wait for buffer space is left to franz-go, which stamps each record
+// when it is produced, after any wait.
+func TestSlabStamp(t *testing.T) {
+	for _, c := range []struct {
+		buffered int64
+		stamped  bool
+	}{{0, true}, {maxBufferedRecords - recordSlab, true}, {maxBufferedRecords - recordSlab + 1, false}, {maxBufferedRecords, false}} {
+		t0 := time.Now()
+		got := slabStamp(c.buffered)
+		if c.stamped != !got.IsZero() || c.stamped && got.Before(t0) {
+			t.Errorf("slabStamp(%d) = %v, want stamped %v", c.buffered, got, c.stamped)
+		}
+	}
+}
