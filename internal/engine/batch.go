@@ -229,15 +229,44 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		}
 		dur["walCommit"] = e.clock.Now().Sub(t).Milliseconds()
 	}
+	var stream StreamingSink
+	if s, ok := e.sink.(StreamingSink); ok && s.Streams() && e.stateful == nil {
+		stream = s
+	}
 	offsetsDurable := func(context.Context) error { return nil }
+	// beforeWrite runs before each of a streaming sink's writes of the batch.
+	var beforeWrite func(context.Context) error
 	if !b.rerun && e.async == nil {
+		late := false
+		if s, ok := e.sink.(LateOffsetsSink); ok {
+			late = s.LateOffsets()
+		}
+		var synced Future
+		if !late && stream != nil {
+			// The fsync runs alongside the source's planning and first fetch, on a
+			// goroutine of its own (the sync writer applies it on the caller's); the
+			// sink's first write waits for it: reading has no effect that outlives the
+			// process, writing does.
+			f := make(chan error, 1)
+			go func() { f <- e.lw.Sync(bctx).Wait() }()
+			synced = f
+		}
 		var once sync.Once
 		var derr error
 		offsetsDurable = func(ctx context.Context) error {
-			once.Do(func() { derr = e.lw.Sync(ctx).Wait() })
+			once.Do(func() {
+				if synced == nil {
+					synced = e.lw.Sync(ctx)
+				}
+				derr = synced.Wait()
+			})
 			return derr
 		}
-		if s, ok := e.sink.(LateOffsetsSink); !ok || !s.LateOffsets() {
+		switch {
+		case late:
+		case stream != nil:
+			beforeWrite = offsetsDurable
+		default:
 			if err := offsetsDurable(bctx); err != nil {
 				return abandoned(err)
 			}
@@ -248,10 +277,6 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 	var midSink func()
 	if f := e.opts.FailAt; f != nil && f.Batch == b.id && f.Phase == PhaseMidSink {
 		midSink = func() { e.failAt(b.id, PhaseMidSink) }
-	}
-	var stream StreamingSink
-	if s, ok := e.sink.(StreamingSink); ok && s.Streams() && e.stateful == nil {
-		stream = s
 	}
 	readMid := midSink
 	if m, ok := stream.(interface{ SetMidSink(func()) }); ok && midSink != nil {
@@ -265,7 +290,11 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 		}
 		batch, err = e.runStateful(bctx, e.stateful, b.id, from, b.end)
 	} else {
-		batch, err = e.read(bctx, b.id, from, b.end, stream, readMid)
+		batch, err = e.read(bctx, b.id, from, b.end, stream, readMid, beforeWrite)
+	}
+	if err == nil && beforeWrite != nil {
+		// A batch that wrote nothing still has offsets/N durable before its commit.
+		err = beforeWrite(bctx)
 	}
 	if stream != nil {
 		if ferr := stream.FinishBatch(bctx, b.id); err == nil {

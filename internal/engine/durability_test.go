@@ -2,15 +2,20 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/ckpt-dev/ckpt/internal/logformat"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/storage"
+	"github.com/ckpt-dev/ckpt/internal/transform"
 )
 
 // durabilityLog is a store that records its changes and its SyncDeferred calls, in one list
@@ -48,6 +53,19 @@ func (d *durabilityLog) SyncDeferred(context.Context) error {
 	return nil
 }
 
+// runBatches runs a query of n batches from src into sink with its checkpoint in store.
+func runBatches(t *testing.T, store storage.Store, src Source, sink Sink, n int) {
+	t.Helper()
+	r := resolve(t, &query.Query{Sink: "noop", Checkpoint: "unused"})
+	e, err := New(context.Background(), Options{Query: r, Store: store, Source: src, Sink: sink, MaxBatches: n, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestOffsetsDurableBeforeSinkOutput: offsets/N is written deferred and made durable
 // (SyncDeferred) before any output of batch N can outlive a power loss: before the file
 // sink's log entry, but after its data files (the fsync runs alongside them); before a sink
@@ -69,15 +87,7 @@ func TestOffsetsDurableBeforeSinkOutput(t *testing.T) {
 			default:
 				sink = NoopSink{}
 			}
-			r := resolve(t, &query.Query{Sink: "noop", Checkpoint: "unused"})
-			e, err := New(context.Background(), Options{Query: r, Store: ckpt, Source: &tickSource{}, Sink: sink,
-				MaxBatches: 4, Log: io.Discard})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := e.Run(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			runBatches(t, ckpt, &tickSource{}, sink, 4)
 			mu.Lock()
 			defer mu.Unlock()
 			at := func(from int, ev string) int {
@@ -112,4 +122,87 @@ func TestOffsetsDurableBeforeSinkOutput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// streamLog is a streaming sink that durabilityLog's list sees: each write is an event.
+type streamLog struct{ log *durabilityLog }
+
+func (s streamLog) Description() string                    { return "stream" }
+func (s streamLog) Close() error                           { return nil }
+func (s streamLog) AddBatch(context.Context, *Batch) error { return errors.New("streamLog: AddBatch") }
+func (s streamLog) Streams() bool                          { return true }
+func (s streamLog) WritePart(_ context.Context, id int64, _ []transform.Column, p *Part) error {
+	s.log.add(fmt.Sprintf("write %d (%d rows)", id, p.Len()))
+	return nil
+}
+func (s streamLog) FinishBatch(_ context.Context, id int64) error {
+	s.log.add(fmt.Sprintf("finish %d", id))
+	return nil
+}
+
+// readLog is tickSource, whose Read is an event of the list.
+type readLog struct {
+	tickSource
+	log *durabilityLog
+}
+
+func (r *readLog) Read(ctx context.Context, start, end logformat.KafkaOffsets, n int, fn func(logformat.TopicPartition, []transform.Row) error) error {
+	r.log.add("read")
+	return r.tickSource.Read(ctx, start, end, n, fn)
+}
+
+// stallSync is durabilityLog whose SyncDeferred waits until the source reads (or a second).
+type stallSync struct {
+	*durabilityLog
+	read chan struct{}
+}
+
+func (s *stallSync) SyncDeferred(ctx context.Context) error {
+	select {
+	case <-s.read:
+	case <-time.After(time.Second):
+		s.add("sync waited a second for the read")
+	}
+	return s.durabilityLog.SyncDeferred(ctx)
+}
+
+// TestStreamingReadOverlapsOffsetsSync: with a streaming sink that needs offsets/N durable before
+// its output (the at-least-once Kafka sink), the source reads while offsets/N is fsync'd, and the
+// sink's first write of the batch waits for the fsync.
+func TestStreamingReadOverlapsOffsetsSync(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	log := &durabilityLog{Store: storage.NewMem(), mu: &mu, events: &events}
+	store := &stallSync{durabilityLog: log, read: make(chan struct{})}
+	var once sync.Once
+	src := &readSignal{readLog: &readLog{log: log}, signal: func() { once.Do(func() { close(store.read) }) }}
+	runBatches(t, store, src, streamLog{log}, 3)
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Contains(events, "sync waited a second for the read") {
+		t.Fatalf("offsets/0 was fsync'd before the source read: %q", events)
+	}
+	for n := range 3 {
+		o := slices.Index(events, fmt.Sprintf("deferred offsets/%d", n))
+		c := slices.Index(events, fmt.Sprintf("deferred commits/%d", n))
+		if o < 0 || c < o {
+			t.Fatalf("batch %d: no offsets, then commits: %q", n, events)
+		}
+		between := events[o:c]
+		s, w := slices.Index(between, "sync"), slices.Index(between, fmt.Sprintf("write %d (1 rows)", n))
+		if s < 0 || w < s {
+			t.Errorf("batch %d: the sink wrote before offsets/%d was durable: %q", n, n, between)
+		}
+	}
+}
+
+// readSignal calls signal when Read starts.
+type readSignal struct {
+	*readLog
+	signal func()
+}
+
+func (r *readSignal) Read(ctx context.Context, start, end logformat.KafkaOffsets, n int, fn func(logformat.TopicPartition, []transform.Row) error) error {
+	r.signal()
+	return r.readLog.Read(ctx, start, end, n, fn)
 }

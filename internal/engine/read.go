@@ -15,8 +15,9 @@ import (
 
 // read reads (from, end] of every partition in parallel and applies the transform. With a
 // streaming sink (stream != nil) each transformed chunk goes to it at once and the returned
-// batch holds only the counts.
-func (e *Engine) read(ctx context.Context, id int64, from, end logformat.KafkaOffsets, stream StreamingSink, midSink func()) (*Batch, error) {
+// batch holds only the counts; beforeWrite, if set, runs before each write to it (it returns at
+// once after the first).
+func (e *Engine) read(ctx context.Context, id int64, from, end logformat.KafkaOffsets, stream StreamingSink, midSink func(), beforeWrite func(context.Context) error) (*Batch, error) {
 	prog := e.q.Program
 	identity := prog.Identity()
 	project := prog.Projects()
@@ -61,6 +62,11 @@ func (e *Engine) read(ctx context.Context, id int64, from, end logformat.KafkaOf
 			chunk := &Part{Topic: tp.Topic, Partition: tp.Partition, Rows: kept, Values: values, Select: sel}
 			if project && values == nil {
 				chunk.Values = [][]any{}
+			}
+			if beforeWrite != nil {
+				if err := beforeWrite(ctx); err != nil {
+					return err
+				}
 			}
 			if err := stream.WritePart(ctx, id, prog.Columns(), chunk); err != nil {
 				return err
