@@ -79,7 +79,11 @@ func ClientOpts(o map[string]string) ([]kgo.Opt, error) {
 }
 
 func (c *clientConfig) opts() []kgo.Opt {
-	opts := []kgo.Opt{kgo.SeedBrokers(c.bootstrap...)}
+	// No KIP-714 client metrics: a broker that asks for them (a metrics plugin, kfake) would
+	// get a push at every Close, which allocates franz-go's lz4 buffers (8 MB) and waits for a
+	// round trip, for a client that lives one command or one batch's read. Kafka's producer and
+	// consumer push them by default (enable.metrics.push); ckpt's clients are its own.
+	opts := []kgo.Opt{kgo.SeedBrokers(c.bootstrap...), kgo.DisableClientMetrics()}
 	if c.tls != nil {
 		opts = append(opts, kgo.DialTLSConfig(c.tls))
 	}

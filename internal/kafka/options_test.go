@@ -195,7 +195,7 @@ func TestClientOpts(t *testing.T) {
 		"kafka.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="p";`,
 		"kafka.compression.type": "zstd", "kafka.linger.ms": "5", "topic": "other options are ignored",
 	})
-	if err != nil || len(opts) != 4 { // seeds, SASL, compression, linger
+	if err != nil || len(opts) != 5 { // seeds, no client metrics, SASL, compression, linger
 		t.Fatalf("%d opts, %v", len(opts), err)
 	}
 	if _, err := ClientOpts(map[string]string{"kafka.bootstrap.servers": "a:1", "kafka.value.serializer": "x"}); err == nil ||

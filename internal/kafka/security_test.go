@@ -13,10 +13,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // startCluster runs a separate one-broker kfake with extra options (SASL, TLS).
@@ -123,5 +126,55 @@ func TestTLS(t *testing.T) {
 	}
 	if err := connects(t, wrongName, map[string]string{"kafka.security.protocol": "SSL", "kafka.ssl.ca.location": caFile, "kafka.ssl.endpoint.identification.algorithm": ""}); err != nil {
 		t.Errorf("hostname check off: %v", err)
+	}
+}
+
+// requestKeys records the requests a client sends.
+type requestKeys struct {
+	mu   sync.Mutex
+	keys []int16
+}
+
+func (r *requestKeys) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, _ error) {
+	r.mu.Lock()
+	r.keys = append(r.keys, key)
+	r.mu.Unlock()
+}
+
+// ckpt's clients push no KIP-714 client metrics, though the broker asks for them: a client with
+// franz-go's defaults, against the same broker, asks for its subscription and pushes at Close.
+func TestClientOptsNoClientMetrics(t *testing.T) {
+	opts, err := ClientOpts(map[string]string{"kafka.bootstrap.servers": testBroker.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := newTopic(t, 1)
+	telemetry := func(opts ...kgo.Opt) []string {
+		rec := &requestKeys{}
+		cl, err := kgo.NewClient(append(opts, kgo.WithHooks(rec))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// franz-go starts on its metrics at a client's first produce or fetch.
+		if err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond) // it asks for its subscription in the background
+		cl.Close()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		var out []string
+		for _, k := range rec.keys {
+			if k == kmsg.GetTelemetrySubscriptions.Int16() || k == kmsg.PushTelemetry.Int16() {
+				out = append(out, kmsg.NameForKey(k))
+			}
+		}
+		return out
+	}
+	if got := telemetry(kgo.SeedBrokers(testBroker.Addr())); len(got) == 0 {
+		t.Fatal("a client with franz-go's defaults sent no telemetry request: this broker does not ask for client metrics")
+	}
+	if got := telemetry(opts...); len(got) > 0 {
+		t.Errorf("a ckpt client sent %v", got)
 	}
 }
