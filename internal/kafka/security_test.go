@@ -149,7 +149,8 @@ func TestClientOptsNoClientMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	topic := newTopic(t, 1)
-	telemetry := func(opts ...kgo.Opt) []string {
+	// telemetry runs a client until it sent a telemetry request or for wait, and closes it.
+	telemetry := func(wait time.Duration, opts ...kgo.Opt) []string {
 		rec := &requestKeys{}
 		cl, err := kgo.NewClient(append(opts, kgo.WithHooks(rec))...)
 		if err != nil {
@@ -159,22 +160,28 @@ func TestClientOptsNoClientMetrics(t *testing.T) {
 		if err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond) // it asks for its subscription in the background
-		cl.Close()
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		var out []string
-		for _, k := range rec.keys {
-			if k == kmsg.GetTelemetrySubscriptions.Int16() || k == kmsg.PushTelemetry.Int16() {
-				out = append(out, kmsg.NameForKey(k))
+		sent := func() []string {
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			var out []string
+			for _, k := range rec.keys {
+				if k == kmsg.GetTelemetrySubscriptions.Int16() || k == kmsg.PushTelemetry.Int16() {
+					out = append(out, kmsg.NameForKey(k))
+				}
 			}
+			return out
 		}
-		return out
+		// It asks for its subscription in the background.
+		for deadline := time.Now().Add(wait); len(sent()) == 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cl.Close()
+		return sent()
 	}
-	if got := telemetry(kgo.SeedBrokers(testBroker.Addr())); len(got) == 0 {
+	if got := telemetry(10*time.Second, kgo.SeedBrokers(testBroker.Addr())); len(got) == 0 {
 		t.Fatal("a client with franz-go's defaults sent no telemetry request: this broker does not ask for client metrics")
 	}
-	if got := telemetry(opts...); len(got) > 0 {
+	if got := telemetry(300*time.Millisecond, opts...); len(got) > 0 {
 		t.Errorf("a ckpt client sent %v", got)
 	}
 }
