@@ -151,7 +151,8 @@ func (r *readLog) Read(ctx context.Context, start, end logformat.KafkaOffsets, n
 	return r.tickSource.Read(ctx, start, end, n, fn)
 }
 
-// stallSync is durabilityLog whose SyncDeferred waits until the source reads (or a second).
+// stallSync is durabilityLog whose SyncDeferred waits until the source reads (or 10 seconds:
+// a loaded machine may take a while to start the read's goroutine).
 type stallSync struct {
 	*durabilityLog
 	read chan struct{}
@@ -160,8 +161,8 @@ type stallSync struct {
 func (s *stallSync) SyncDeferred(ctx context.Context) error {
 	select {
 	case <-s.read:
-	case <-time.After(time.Second):
-		s.add("sync waited a second for the read")
+	case <-time.After(10 * time.Second):
+		s.add("sync waited 10 s for the read")
 	}
 	return s.durabilityLog.SyncDeferred(ctx)
 }
@@ -179,7 +180,7 @@ func TestStreamingReadOverlapsOffsetsSync(t *testing.T) {
 	runBatches(t, store, src, streamLog{log}, 3)
 	mu.Lock()
 	defer mu.Unlock()
-	if slices.Contains(events, "sync waited a second for the read") {
+	if slices.Contains(events, "sync waited 10 s for the read") {
 		t.Fatalf("offsets/0 was fsync'd before the source read: %q", events)
 	}
 	for n := range 3 {
