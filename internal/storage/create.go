@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 )
 
@@ -18,6 +19,10 @@ type NewFile interface {
 	Commit() error
 	// Abort drops what was written; after Commit it does nothing.
 	Abort()
+	// Rename gives the file, before Commit, the name path instead, in the same directory: a
+	// file named by a digest of what it holds is streamed once and named when written. It
+	// fails with an error wrapping fs.ErrExist when path exists.
+	Rename(path string) error
 }
 
 // CreateWriter starts a new file at path in s for a writer that produces it as a stream (an
@@ -58,6 +63,20 @@ func (b *spooledFile) Commit() error {
 	}
 	defer b.Abort()
 	return b.s.Create(b.ctx, b.path, ReaderAtSource(b.f, b.size))
+}
+
+func (b *spooledFile) Rename(p string) error {
+	if b.done {
+		return errors.New("storage: file committed or aborted already")
+	}
+	if pathpkg.Dir(p) != pathpkg.Dir(b.path) {
+		return fmt.Errorf("storage: rename %s to %s: not the same directory", b.path, p)
+	}
+	if _, err := b.s.Stat(b.ctx, p); err == nil {
+		return pathErr(OpWrite, b.s.URI(), p, fs.ErrExist)
+	}
+	b.path = p
+	return nil
 }
 
 func (b *spooledFile) Abort() {
@@ -151,6 +170,24 @@ func (lf *localFile) Commit() (err error) {
 		return err
 	}
 	lf.l.changed(lf.dir, false)
+	return nil
+}
+
+func (lf *localFile) Rename(path string) error {
+	if lf.done {
+		return errors.New("storage: file committed or aborted already")
+	}
+	c, p, err := lf.l.resolve(OpWrite, path, false)
+	if err != nil {
+		return err
+	}
+	if filepath.Dir(p) != lf.dir {
+		return pathErr(OpWrite, lf.l.uri, c, fmt.Errorf("not in the directory of %s", lf.rel))
+	}
+	if _, err := os.Lstat(p); err == nil {
+		return pathErr(OpWrite, lf.l.uri, c, fs.ErrExist)
+	}
+	lf.rel, lf.p = c, p
 	return nil
 }
 
