@@ -476,9 +476,7 @@ func (o *output) create(f string) (*newFile, error) {
 // createRaw starts a new state file whose bytes are written to its buf as they are (a RocksDB
 // version's SST file): hashed, counted, checksummed and staged like a snapshot.
 func (o *output) createRaw(f string) (*newFile, error) {
-	if _, err := o.s.Stat(o.ctx, f); err == nil {
-		return nil, fmt.Errorf("repartition: %s exists already; the new state version would replace it", f)
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if err := o.absent(f); err != nil {
 		return nil, err
 	}
 	nf := &newFile{path: f, sum: sha256.New()}
@@ -494,6 +492,31 @@ func (o *output) createRaw(f string) (*newFile, error) {
 	o.open = append(o.open, nf)
 	nf.buf = bufio.NewWriterSize(nf, stageBuffer)
 	return nf, nil
+}
+
+// absent checks that the checkpoint has no file f: a new state file never replaces one.
+func (o *output) absent(f string) error {
+	if _, err := o.s.Stat(o.ctx, f); err == nil {
+		return fmt.Errorf("repartition: %s exists already; the new state version would replace it", f)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// rename gives f, not yet finished, the path to instead (in the same directory): its staged
+// copy too.
+func (o *output) rename(f *newFile, to string) error {
+	if err := o.absent(to); err != nil {
+		return err
+	}
+	if f.dst != nil {
+		if err := f.dst.Rename(journal.StagedPath(o.run, to)); err != nil {
+			return err
+		}
+	}
+	f.path = to
+	return nil
 }
 
 // finish ends f and adds its copy (and its checksum's) to the plan.
@@ -532,9 +555,7 @@ func (o *output) finish(f *newFile) error {
 // place adds the copy of a staged file to the plan. The overlay the restart is predicted on
 // gets the name without the bytes: the planner lists state files, it does not read them.
 func (o *output) place(f string, d journal.Digest, size int64) error {
-	if _, err := o.s.Stat(o.ctx, f); err == nil {
-		return fmt.Errorf("repartition: %s exists already; the new state version would replace it", f)
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if err := o.absent(f); err != nil {
 		return err
 	}
 	a := journal.Action{Op: journal.OpCopy, Path: f, From: journal.StagedPath(o.run, f),

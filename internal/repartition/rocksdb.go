@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"hash"
 	"os"
 	"path"
 	"strconv"
@@ -17,7 +18,7 @@ import (
 // one: for every new partition, version L+2 as a zip naming one new SST file under SSTs/. A
 // RocksDB table holds its keys in order, so each new partition's rows are sorted first, within
 // a memory budget (state.Sorter: sorted runs spilled to local temporary files and merged), then
-// walked twice: once to name the SST file by what it holds, once to stream it to the stage.
+// walked once: streamed to the stage as the SST file, which is named by what it holds once written.
 func planRocksStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Listing, lop *state.Operator, ls *state.Store, kind keyKind, p *Plan, out *output) (*Store, error) {
 	st := &Store{Name: ls.Name, Provider: ls.Provider, RowsFrom: make([]int64, p.From), RowsTo: make([]int64, p.To)}
 	budget := out.o.SortBudget
@@ -45,26 +46,28 @@ func planRocksStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Lis
 	p.sortRuns += sorter.Runs()
 	for np := range p.To {
 		where := fmt.Sprintf("operator %d store %s new partition %d", lop.ID, ls.Name, np)
-		uuid, n, err := contentUUID(lop.ID, ls.Name, np, p.Version, func(fn func(key, value []byte) error) error { return sorter.Each(np, fn) })
-		if err != nil {
-			return nil, err
-		}
-		if n != sorter.Added(np) {
-			// A key is in one partition of a store: the same key twice is damaged state, not
-			// something to choose a row of.
-			return nil, fmt.Errorf("%s: %d of its %d rows have a key another row has: the state is damaged (each key is in one partition of a store)", where, sorter.Added(np)-n, sorter.Added(np))
-		}
 		dir := path.Join(lop.Dir, strconv.Itoa(np))
 		if ls.Name != state.DefaultStore {
 			dir = path.Join(dir, ls.Name)
 		}
-		f, err := out.createRaw(path.Join(dir, "SSTs", statefmt.RocksDBSSTName(uuid)))
+		// The SST file is named by its rows, known once written: it is staged under a
+		// provisional name and renamed before it is committed, so its rows are walked once.
+		f, err := out.createRaw(path.Join(dir, "SSTs", provisionalSST))
 		if err != nil {
 			return nil, err
 		}
-		v, err := writeSST(sorter, np, f, uuid, line, out.o.TempDir)
+		name := newContentUUID(lop.ID, ls.Name, np, p.Version)
+		v, err := writeSST(sorter, np, f, name, line, out.o.TempDir)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		if name.n != sorter.Added(np) {
+			// A key is in one partition of a store: the same key twice is damaged state, not
+			// something to choose a row of.
+			return nil, fmt.Errorf("%s: %d of its %d rows have a key another row has: the state is damaged (each key is in one partition of a store)", where, sorter.Added(np)-name.n, sorter.Added(np))
+		}
+		if err := out.rename(f, path.Join(dir, "SSTs", v.SSTName)); err != nil {
+			return nil, err
 		}
 		if err := out.finish(f); err != nil {
 			return nil, err
@@ -79,10 +82,14 @@ func planRocksStore(ctx context.Context, cp *checkpoint.Checkpoint, l *state.Lis
 	return st, nil
 }
 
+// provisionalSST is the name a new SST file is staged under until its rows name it: never a
+// name Spark or ckpt gives one (RocksDBSSTName's are <number>-<uuid>.sst).
+const provisionalSST = "000008-unnamed.sst"
+
 // writeSST streams new partition np's rows, in key order, to f as one SST file, its index
 // past 1 MiB spilled to a temporary file in tempDir (a partition of gigabytes has an index of
-// tens of megabytes), and returns the version.
-func writeSST(sorter *state.Sorter, np int, f *newFile, uuid, line, tempDir string) (*statefmt.RocksDBVersion, error) {
+// tens of megabytes), naming it by name as it goes, and returns the version.
+func writeSST(sorter *state.Sorter, np int, f *newFile, name *contentUUID, line, tempDir string) (*statefmt.RocksDBVersion, error) {
 	spill, err := os.CreateTemp(tempDir, "ckpt-sst-index-")
 	if err != nil {
 		return nil, fmt.Errorf("the SST file's index: %w", err)
@@ -92,37 +99,48 @@ func writeSST(sorter *state.Sorter, np int, f *newFile, uuid, line, tempDir stri
 		os.Remove(spill.Name())
 	}()
 	w := statefmt.NewRocksDBWriterTo(f.buf, spill)
-	if err := sorter.Each(np, w.Put); err != nil {
+	err = sorter.Each(np, func(key, value []byte) error {
+		name.add(key, value)
+		return w.Put(key, value)
+	})
+	if err != nil {
 		return nil, err
 	}
-	return w.Finish(uuid, line)
+	return w.Finish(name.uuid(), line)
 }
 
 // contentUUID names a new SST file by what it holds (a UUID-shaped digest of the store, the
-// partition, the version and the rows in key order, walked by each): the plan is the same on
-// every run, and the name is new in the SSTs/ directory, whose other files have Spark's random
-// UUIDs. It returns the rows walked.
-func contentUUID(op int64, store string, part int, version int64, each func(func(key, value []byte) error) error) (string, int64, error) {
-	h := sha256.New()
-	fmt.Fprintf(h, "%d\x00%s\x00%d\x00%d\x00", op, store, part, version)
-	var n int64
-	var lens []byte
-	err := each(func(key, value []byte) error {
-		lens = strconv.AppendInt(append(strconv.AppendInt(lens[:0], int64(len(key)), 10), ':'), int64(len(value)), 10)
-		lens = append(lens, ':')
-		h.Write(lens)
-		h.Write(key)
-		h.Write(value)
-		n++
-		return nil
-	})
-	if err != nil {
-		return "", 0, err
-	}
-	s := h.Sum(nil)
+// partition, the version and the rows in key order): the plan is the same on every run, and
+// the name is new in the SSTs/ directory, whose other files have Spark's random UUIDs. n
+// counts the rows added.
+type contentUUID struct {
+	h    hash.Hash
+	lens []byte
+	n    int64
+}
+
+func newContentUUID(op int64, store string, part int, version int64) *contentUUID {
+	c := &contentUUID{h: sha256.New()}
+	fmt.Fprintf(c.h, "%d\x00%s\x00%d\x00%d\x00", op, store, part, version)
+	return c
+}
+
+// add adds the next row in key order.
+func (c *contentUUID) add(key, value []byte) {
+	c.lens = strconv.AppendInt(append(strconv.AppendInt(c.lens[:0], int64(len(key)), 10), ':'), int64(len(value)), 10)
+	c.lens = append(c.lens, ':')
+	c.h.Write(c.lens)
+	c.h.Write(key)
+	c.h.Write(value)
+	c.n++
+}
+
+// uuid is the name of the rows added.
+func (c *contentUUID) uuid() string {
+	s := c.h.Sum(nil)
 	s[6] = s[6]&0x0f | 0x80 // not a random (version 4) UUID: a name-based one (version 8)
 	s[8] = s[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", s[0:4], s[4:6], s[6:8], s[8:10], s[10:16]), n, nil
+	return fmt.Sprintf("%x-%x-%x-%x-%x", s[0:4], s[4:6], s[6:8], s[8:10], s[10:16])
 }
 
 // rocksMetadataLine picks the metadata fields of the release that wrote the store: Spark 4.0+
