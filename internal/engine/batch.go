@@ -285,8 +285,8 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 	}
 	var batch *Batch
 	if e.stateful != nil {
-		if a := e.aggregation(); a != nil {
-			a.ev.begin(b.lateMs, b.watermarkMs)
+		if v := e.events(); v != nil {
+			v.begin(b.lateMs, b.watermarkMs)
 		}
 		batch, err = e.runStateful(bctx, e.stateful, b.id, from, b.end)
 	} else {
@@ -320,8 +320,8 @@ func (e *Engine) execute(ctx context.Context, b *pendingBatch) (stop bool, err e
 	t = e.clock.Now()
 	if e.wm != nil {
 		// WatermarkTracker.updateWatermark, then the commit records the watermark.
-		a := e.aggregation()
-		e.wm.observe(a.ev.events, a.ev.maxMs)
+		v := e.events()
+		e.wm.observe(v.events, v.maxMs)
 		e.wm.last, e.wm.lastEviction, e.wm.executed = b.watermarkMs, b.watermarkMs, true
 	}
 	c := &logformat.Commit{Version: 1, NextBatchWatermarkMs: e.wmCurrent(), HasNextBatchWatermark: true}

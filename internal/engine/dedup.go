@@ -1,9 +1,11 @@
-// Deduplication: Spark's dropDuplicates over columns (StreamingDeduplicateExec, no watermark)
+// Deduplication: Spark's dropDuplicates over columns (StreamingDeduplicateExec, with or
+// without a watermark) and dropDuplicatesWithinWatermark (StreamingDeduplicateWithinWatermarkExec)
 // over the HDFS-backed state store provider, one operator (id 0, store "default").
 
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -22,6 +24,10 @@ const dedupOperatorName = "dedupe"
 // 4.x: testdata/spark-state/*/dedup-hdfs).
 var dedupValueType = statefmt.Struct(statefmt.Field{Name: "__dummy__", Type: &statefmt.Type{Name: "null"}, Nullable: true})
 
+// withinValueType is StreamingDeduplicateWithinWatermarkExec's state value: the key's expiry,
+// its first row's event time plus the watermark delay, in microseconds (non-null long).
+var withinValueType = statefmt.Struct(statefmt.Field{Name: "expiresAtMicros", Type: &statefmt.Type{Name: "long"}})
+
 // deduplicator keeps the keys seen so far (the state) and outputs each batch's rows whose key
 // is new, as StreamingDeduplicateExec does: the first row of a key is output and put in the
 // state, every later row of it dropped.
@@ -30,14 +36,19 @@ type deduplicator struct {
 	prog  *transform.Program
 	cols  []int // the key columns' indexes in prog.Columns()
 	kinds []transform.Kind
-	pool  sync.Pool
+	// ev is the watermark side: ev.evIx is the event-time key column of dropDuplicates with
+	// a watermark; within marks dropDuplicatesWithinWatermark (evicted by expiry).
+	ev     eviction
+	within bool
+	pool   sync.Pool
 	// out holds the rows the batch in progress outputs, with their partitions.
 	out   [][]any
 	parts []int
 }
 
 func newDeduplicator(q *query.Resolved, sparkVersion string) (*deduplicator, error) {
-	d := &deduplicator{prog: q.Program, cols: q.Dedup.Columns}
+	d := &deduplicator{prog: q.Program, cols: q.Dedup.Columns, within: q.Dedup.WithinWatermark,
+		ev: eviction{on: q.WatermarkColumn != "", evIx: q.Dedup.EventTime, window: -1, delayMs: q.WatermarkDelayMs}}
 	cols := q.Program.Columns()
 	var kf []statefmt.Field
 	for _, ix := range d.cols {
@@ -49,18 +60,37 @@ func newDeduplicator(q *query.Resolved, sparkVersion string) (*deduplicator, err
 		// The key row is the dedup columns, named as the query's columns (dropDuplicates
 		// resolves names to its input's attributes), nullable as every column of Spark's
 		// Kafka source is and as ckpt does not derive an expression's nullability.
-		kf = append(kf, statefmt.Field{Name: c.Name, Type: t, Nullable: true})
+		f := statefmt.Field{Name: c.Name, Type: t, Nullable: true}
+		if d.ev.on && c.Name == q.WatermarkColumn {
+			f.Metadata, _ = json.Marshal(map[string]any{"spark.watermarkDelayMs": d.ev.delayMs})
+		}
+		kf = append(kf, f)
 		d.kinds = append(d.kinds, c.Kind)
 	}
-	d.stateStore = newStateStore(dedupOperatorName, "deduplication", statefmt.Struct(kf...), dedupValueType, sparkVersion)
+	vt := dedupValueType
+	if d.within {
+		vt = withinValueType
+	}
+	d.stateStore = newStateStore(dedupOperatorName, "deduplication", statefmt.Struct(kf...), vt, sparkVersion)
 	d.pool.New = func() any { return d.prog.NewEvaluator() }
 	return d, nil
 }
 
 func (d *deduplicator) begin(int64) { d.out, d.parts = nil, nil }
 
-// evict removes nothing: dropDuplicates without a watermark keeps every key.
-func (d *deduplicator) evict() {}
+// evict marks the keys at or below the batch's eviction watermark: by the event-time key
+// column (dropDuplicates; none without a watermark), or by expiry (within the watermark).
+func (d *deduplicator) evict() {
+	if !d.within {
+		d.ev.evict(d.entries)
+		return
+	}
+	for _, ent := range d.entries {
+		if exp, ok := ent.value[0].(int64); ok && exp <= d.ev.evictUs {
+			ent.gone = true
+		}
+	}
+}
 
 // apply keeps the rows of the batch whose key is not in the state and puts their keys in it.
 func (d *deduplicator) apply(id int64, rows []transform.Row) error {
@@ -74,6 +104,10 @@ func (d *deduplicator) apply(id int64, rows []transform.Row) error {
 		}
 		if !keep {
 			continue
+		}
+		d.ev.observe(r)
+		if d.ev.on && r.Timestamp.UnixMicro() <= d.ev.lateUs {
+			continue // a late row: dropped before the state is looked at
 		}
 		row, err := ev.Project(r, nil)
 		if err != nil {
@@ -95,6 +129,9 @@ func (d *deduplicator) apply(id int64, rows []transform.Row) error {
 			continue
 		}
 		ent.value = []any{nil}
+		if d.within {
+			ent.value[0] = r.Timestamp.UnixMicro() + d.ev.delayMs*1000
+		}
 		ent.touched = id
 		d.out = append(d.out, row)
 		d.parts = append(d.parts, ent.part)

@@ -33,7 +33,7 @@ type watermark struct {
 }
 
 func newWatermark(q *query.Resolved) *watermark {
-	if q.WatermarkColumn == "" || q.Grouping == nil {
+	if q.WatermarkColumn == "" || (q.Grouping == nil && q.Dedup == nil) {
 		return nil
 	}
 	return &watermark{delayMs: q.WatermarkDelayMs}
@@ -93,7 +93,7 @@ func (e *Engine) restoreWatermark(ctx context.Context, cp *checkpoint.Checkpoint
 		return nil
 	}
 	if w == nil {
-		if e.aggregation() != nil && seq.Metadata.BatchWatermarkMs > 0 {
+		if e.stateful != nil && seq.Metadata.BatchWatermarkMs > 0 {
 			// The batches would record watermark 0 and never evict what the state holds.
 			return fmt.Errorf("offsets/%d records batchWatermarkMs %d: the checkpoint's query has a watermark; give the query's --watermark", latest, seq.Metadata.BatchWatermarkMs)
 		}
@@ -111,5 +111,16 @@ func (e *Engine) restoreWatermark(ctx context.Context, cp *checkpoint.Checkpoint
 		return err
 	}
 	w.current = max(w.current, c.NextBatchWatermarkMs)
+	return nil
+}
+
+// events is the running operator's event-time side: its watermarks and statistics.
+func (e *Engine) events() *eviction {
+	switch op := e.stateful.(type) {
+	case *aggregator:
+		return &op.ev
+	case *deduplicator:
+		return &op.ev
+	}
 	return nil
 }

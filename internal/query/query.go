@@ -217,6 +217,10 @@ type Query struct {
 	// columns (the --select output, or the Kafka columns without one); a row whose values in
 	// these columns were seen in an earlier row is dropped. Items may be comma-separated.
 	DropDuplicates []string `yaml:"dropDuplicates,omitempty"`
+	// DropDuplicatesWithinWatermark are the columns of Spark's dropDuplicatesWithinWatermark
+	// (Spark 3.5+): as DropDuplicates, but a key is forgotten once the watermark passes its
+	// first row's event time plus the watermark delay. Needs Watermark.
+	DropDuplicatesWithinWatermark []string `yaml:"dropDuplicatesWithinWatermark,omitempty"`
 	// OutputMode is Spark's outputMode: append (the default), update or complete.
 	OutputMode string `yaml:"outputMode,omitempty"`
 	// Watermark is Spark's withWatermark as COLUMN=DELAY ("timestamp=10 seconds"): the
@@ -285,6 +289,9 @@ func (q *Query) Merge(o *Query) {
 	}
 	if len(o.DropDuplicates) > 0 {
 		q.DropDuplicates = o.DropDuplicates
+	}
+	if len(o.DropDuplicatesWithinWatermark) > 0 {
+		q.DropDuplicatesWithinWatermark = o.DropDuplicatesWithinWatermark
 	}
 	if o.OutputMode != "" {
 		q.OutputMode = o.OutputMode
@@ -371,6 +378,11 @@ type Resolved struct {
 // the order given (the order of the state key's fields, as Spark keeps them).
 type Dedup struct {
 	Columns []int
+	// EventTime is the position in Columns of the watermark's event-time column: dropDuplicates
+	// with --watermark; -1 otherwise (every key kept, or WithinWatermark).
+	EventTime int
+	// WithinWatermark: dropDuplicatesWithinWatermark, whose state value is the key's expiry.
+	WithinWatermark bool
 }
 
 // Output modes (Spark's OutputMode).
@@ -556,7 +568,7 @@ func (q *Query) Validate() (*Resolved, error) {
 		bad("unknown output mode %q: want append, update or complete", q.OutputMode)
 	}
 	var outCols []transform.Column
-	if len(q.DropDuplicates) > 0 && (len(q.GroupBy) > 0 || len(q.Agg) > 0) {
+	if len(q.DropDuplicates)+len(q.DropDuplicatesWithinWatermark) > 0 && (len(q.GroupBy) > 0 || len(q.Agg) > 0) {
 		bad("--drop-duplicates with --group-by is not supported yet: ckpt run runs one stateful operator per query")
 	}
 	if len(q.GroupBy) > 0 || len(q.Agg) > 0 {
@@ -595,8 +607,8 @@ func (q *Query) Validate() (*Resolved, error) {
 		}
 		r.Program = prog
 	} else {
-		if q.Watermark != "" {
-			bad("--watermark without --group-by: ckpt run supports a watermark only for a streaming aggregation")
+		if q.Watermark != "" && len(q.DropDuplicates)+len(q.DropDuplicatesWithinWatermark) == 0 {
+			bad("--watermark without --group-by or --drop-duplicates: ckpt run supports a watermark only for a streaming aggregation or a deduplication")
 		}
 		if r.OutputMode == OutputComplete {
 			bad("%s (Spark 3.5's AnalysisException; Spark 4: %s)", SparkCompleteStateless, SparkCompleteStateless4)
@@ -609,7 +621,7 @@ func (q *Query) Validate() (*Resolved, error) {
 		if prog != nil && prog.Projects() {
 			outCols = prog.Columns()
 		}
-		if len(q.DropDuplicates) > 0 && prog != nil {
+		if len(q.DropDuplicates)+len(q.DropDuplicatesWithinWatermark) > 0 && prog != nil {
 			r.Dedup = resolveDedup(r, bad)
 			outCols = prog.Columns()
 		}

@@ -49,6 +49,7 @@ type Options struct {
 	GroupBy     []string
 	Agg         []string
 	DropDups    []string
+	DropDupsWM  []string
 	OutputMode  string
 	Watermark   string
 	Conf        []string
@@ -100,7 +101,9 @@ timestamp, timestampType, headers, e.g. --select 'CAST(value AS STRING) AS v' --
 Aggregation: --group-by 'string(key) AS k' --agg 'count(*) AS n, sum(int(string(value))) AS s'
 --output-mode update|complete; the state is written as Spark's HDFS-backed store writes it.
 Deduplication: --select 'string(key) AS k' --select 'partition AS p' --drop-duplicates 'k, p'
-(Spark's dropDuplicates("k", "p")), output mode append or update.
+(Spark's dropDuplicates("k", "p")), output mode append or update. With a watermark:
+--select timestamp --drop-duplicates 'k, timestamp' --watermark 'timestamp=10 seconds', or
+--select timestamp --drop-duplicates-within-watermark k --watermark 'timestamp=10 seconds'.
 Windows and watermark: --group-by "window(timestamp, '1 minute') AS w" --watermark 'timestamp=10 seconds'
 --output-mode append emits each window once the watermark passes its end.`,
 		Example: `  ckpt run --demo
@@ -131,7 +134,8 @@ Windows and watermark: --group-by "window(timestamp, '1 minute') AS w" --waterma
 	f.StringArrayVar(&o.Agg, "agg", nil, "aggregate: \"count(*) AS n\", sum(e), min(e), max(e), avg(e) with AS name (repeatable, or comma-separated); needs --group-by")
 	f.StringArrayVar(&o.DropDups, "drop-duplicates", nil, "column of Spark's dropDuplicates: a column name of the query (--select output or Kafka columns); a row whose values in these columns were seen before is dropped (repeatable, or comma-separated)")
 	f.StringVar(&o.OutputMode, "output-mode", "", "output mode: append (default), update, complete (Spark's outputMode)")
-	f.StringVar(&o.Watermark, "watermark", "", "event-time watermark of an aggregation, COLUMN=DELAY (Spark's withWatermark): timestamp=10 seconds")
+	f.StringArrayVar(&o.DropDupsWM, "drop-duplicates-within-watermark", nil, "column of Spark's dropDuplicatesWithinWatermark (needs --watermark and --select timestamp): as --drop-duplicates, but a key is forgotten once the watermark passes its first row's event time plus the delay (repeatable, or comma-separated)")
+	f.StringVar(&o.Watermark, "watermark", "", "event-time watermark of an aggregation or deduplication, COLUMN=DELAY (Spark's withWatermark): timestamp=10 seconds")
 	f.StringArrayVar(&o.Conf, "conf", nil, "Spark SQL conf key=value: spark.sql.shuffle.partitions (200), spark.sql.streaming.minBatchesToRetain (100), spark.sql.streaming.fileSink.log.deletion (true), .compactInterval (10), .cleanupDelay (10m)")
 	f.IntVar(&o.Parallelism, "parallelism", 0, "partitions read at once (default: one per partition, up to one per CPU, as Spark runs a task per core)")
 	cli.AddOutputFlag(cmd, &o.Output)
@@ -162,7 +166,7 @@ func buildQuery(o *Options) (*query.Query, error) {
 		q = fq
 	}
 	flags := &query.Query{Name: o.Name, Source: o.Source, Sink: o.Sink, Checkpoint: o.Checkpoint, Trigger: o.Trigger,
-		Filter: o.Filter, Select: o.Select, GroupBy: o.GroupBy, Agg: o.Agg, DropDuplicates: o.DropDups, OutputMode: o.OutputMode, Watermark: o.Watermark, Parallelism: o.Parallelism}
+		Filter: o.Filter, Select: o.Select, GroupBy: o.GroupBy, Agg: o.Agg, DropDuplicates: o.DropDups, DropDuplicatesWithinWatermark: o.DropDupsWM, OutputMode: o.OutputMode, Watermark: o.Watermark, Parallelism: o.Parallelism}
 	var err error
 	if flags.Options, err = query.ParseKV("option", o.SourceOpts); err != nil {
 		return nil, exitcode.UsageError(err)
