@@ -14,7 +14,8 @@
 // local[1]) as the first argument. "ready" is printed once the session is up.
 // With "select":[SQL...],"dropDuplicates":[col...] instead of groupBy and agg the query is
 // selectExpr(select).dropDuplicates(cols) (TestSparkLiveDedupHandOver,
-// internal/sparkoracle/dedup_test.go).
+// internal/sparkoracle/dedup_test.go); "dropDuplicatesWithinWatermark":[col...] likewise runs
+// dropDuplicatesWithinWatermark(cols) (Spark 3.5+).
 // A read request: {"result":F,"read":C,"batchId":N} writes Spark's statestore reading of
 // operator 0 at batch N (all rows, sorted JSON lines) to F, or F.error.
 
@@ -102,6 +103,8 @@ public class AggRun {
         Dataset<Row> out;
         if (n.has("dropDuplicates")) {
           out = df.selectExpr(texts(n.get("select"))).dropDuplicates(texts(n.get("dropDuplicates")));
+        } else if (n.has("dropDuplicatesWithinWatermark")) {
+          out = df.selectExpr(texts(n.get("select"))).dropDuplicatesWithinWatermark(texts(n.get("dropDuplicatesWithinWatermark")));
         } else {
           Column[] aggs = exprs(n.get("agg"));
           Column[] rest = new Column[aggs.length - 1];

@@ -19,6 +19,10 @@ import (
 // (testdata/spark-state/4.1.4/dedup-hdfs/checkpoint/state/0/_metadata/metadata).
 const dedupOperatorName = "dedupe"
 
+// withinOperatorName is StreamingDeduplicateWithinWatermarkExec's name there (Spark 4.1.1
+// refuses a checkpoint whose metadata names it "dedupe": TestSparkLiveDedupHandOver).
+const withinOperatorName = "dedupeWithinWatermark"
+
 // dedupValueType is the state value StreamingDeduplicateExec stores for every key: a row of
 // one null field, whose schema file names it __dummy__ of type void (the same in 3.5 and
 // 4.x: testdata/spark-state/*/dedup-hdfs).
@@ -67,11 +71,11 @@ func newDeduplicator(q *query.Resolved, sparkVersion string) (*deduplicator, err
 		kf = append(kf, f)
 		d.kinds = append(d.kinds, c.Kind)
 	}
-	vt := dedupValueType
+	vt, name := dedupValueType, dedupOperatorName
 	if d.within {
-		vt = withinValueType
+		vt, name = withinValueType, withinOperatorName
 	}
-	d.stateStore = newStateStore(dedupOperatorName, "deduplication", statefmt.Struct(kf...), vt, sparkVersion)
+	d.stateStore = newStateStore(name, "deduplication", statefmt.Struct(kf...), vt, sparkVersion)
 	d.pool.New = func() any { return d.prog.NewEvaluator() }
 	return d, nil
 }

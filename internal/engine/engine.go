@@ -257,9 +257,3 @@ func (e *Engine) run(ctx context.Context) error {
 	}
 	return e.loop(ctx)
 }
-
-// aggregation is the query's streaming aggregation, nil for another query.
-func (e *Engine) aggregation() *aggregator {
-	a, _ := e.stateful.(*aggregator)
-	return a
-}

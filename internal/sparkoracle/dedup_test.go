@@ -3,6 +3,7 @@ package sparkoracle
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,7 +55,16 @@ func produceDedup(t testing.TB, addr, topic string, next []int, n int, want map[
 // wrote (after its first batches, and at the end of both hand-overs) as the state Spark wrote
 // after the same batches. Spark accepts update mode and refuses complete mode with the text
 // ckpt run gives.
-func TestSparkLiveDedupHandOver(t *testing.T) { statefulReleases(t, dedupHandOver) }
+// The watermark cases (dedupwm_test.go) run on every release, on the newest only in CI.
+func TestSparkLiveDedupHandOver(t *testing.T) {
+	rels := ciReleases(t)
+	statefulReleases(t, func(t *testing.T, rel string) {
+		dedupHandOver(t, rel)
+		if os.Getenv("CKPT_SPARK_LIVE") != "ci" || rel == rels[len(rels)-1] {
+			t.Run("watermark", func(t *testing.T) { dedupWatermarkHandOver(t, rel) })
+		}
+	})
+}
 
 func dedupHandOver(t *testing.T, rel string) {
 	b, err := embedkafka.Start(context.Background(), embedkafka.Options{Topics: []embedkafka.TopicSpec{{Name: "in", Partitions: 2},
