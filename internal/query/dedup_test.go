@@ -29,6 +29,7 @@ func TestDedupQuery(t *testing.T) {
 
 func TestDedupRefusals(t *testing.T) {
 	sel := []string{"string(key) AS k", "json(value, \"a\") AS a", "headers"}
+	wsel := []string{"string(key) AS k", "timestamp", "value"}
 	for _, c := range []struct {
 		q    Query
 		want string
@@ -42,6 +43,12 @@ func TestDedupRefusals(t *testing.T) {
 		{Query{Select: sel, DropDuplicates: []string{"k"}, OutputMode: "update", Sink: "json", SinkOptions: map[string]string{"path": "/o"}}, "Data source json does not support Update output mode"},
 		{Query{DropDuplicates: []string{"key"}, GroupBy: []string{"topic"}, Agg: []string{"count(*)"}, OutputMode: "update"}, "--drop-duplicates with --group-by"},
 		{Query{DropDuplicates: []string{"key"}, SinkOptions: map[string]string{"asyncProgressTrackingEnabled": "true"}}, "async progress tracking with a stateful query"},
+		{Query{Select: wsel, DropDuplicatesWithinWatermark: []string{"k"}}, "--drop-duplicates-within-watermark needs --watermark"},
+		{Query{Select: wsel, DropDuplicates: []string{"k"}, Watermark: "timestamp=10 seconds"}, "--drop-duplicates not naming timestamp: not supported yet"},
+		{Query{Select: sel, DropDuplicatesWithinWatermark: []string{"k"}, Watermark: "timestamp=10 seconds"}, "select the Kafka column timestamp unchanged"},
+		{Query{Select: wsel, DropDuplicates: []string{"k"}, DropDuplicatesWithinWatermark: []string{"k"}, Watermark: "timestamp=10 seconds"}, "--drop-duplicates with --drop-duplicates-within-watermark"},
+		{Query{Select: wsel, DropDuplicatesWithinWatermark: []string{"x"}, Watermark: "timestamp=10 seconds"}, `--drop-duplicates-within-watermark "x": not a column`},
+		{Query{Select: wsel, Watermark: "timestamp=10 seconds"}, "--watermark without --group-by or --drop-duplicates"},
 	} {
 		c.q.Checkpoint = "/c"
 		if c.q.Sink == "" {
@@ -50,6 +57,30 @@ func TestDedupRefusals(t *testing.T) {
 		_, err := c.q.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.q, err, c.want)
+		}
+	}
+}
+
+// TestDedupWatermarkResolved: the event-time column's place among the dedup columns
+// (dropDuplicates with a watermark), none for dropDuplicatesWithinWatermark.
+func TestDedupWatermarkResolved(t *testing.T) {
+	for _, c := range []struct {
+		q         Query
+		eventTime int
+		within    bool
+	}{
+		{Query{DropDuplicates: []string{"k, timestamp"}, Watermark: "timestamp=10 seconds"}, 1, false},
+		{Query{DropDuplicates: []string{"timestamp"}, Watermark: "timestamp=1 minute"}, 0, false},
+		{Query{DropDuplicates: []string{"k"}}, -1, false},
+		{Query{DropDuplicatesWithinWatermark: []string{"k"}, Watermark: "timestamp=10 seconds"}, -1, true},
+	} {
+		c.q.Checkpoint, c.q.Sink, c.q.Select = "/c", "noop", []string{"string(key) AS k", "timestamp", "value"}
+		r, err := c.q.Validate()
+		if err != nil {
+			t.Fatalf("%+v: %v", c.q, err)
+		}
+		if r.Dedup.EventTime != c.eventTime || r.Dedup.WithinWatermark != c.within {
+			t.Errorf("%+v: %+v, want event time %d, within %v", c.q, r.Dedup, c.eventTime, c.within)
 		}
 	}
 }
