@@ -25,6 +25,14 @@ func TestDedupQuery(t *testing.T) {
 	if err != nil || fmt.Sprint(r.Dedup.Columns) != "[0]" || r.OutputMode != OutputAppend {
 		t.Fatalf("dedup over the Kafka columns: %+v %v", r, err)
 	}
+	file = []byte("checkpoint: /c\nsink: noop\nselect: [\"string(key) AS k\", timestamp]\nwatermark: timestamp=5 seconds\ndropDuplicatesWithinWatermark: [k]\n")
+	if q, err = Parse("q.yaml", file); err != nil {
+		t.Fatal(err)
+	}
+	q.Merge(&Query{Watermark: "timestamp=10 seconds"})
+	if r, err = q.Validate(); err != nil || !r.Dedup.WithinWatermark || fmt.Sprint(r.Dedup.Columns) != "[0]" || r.WatermarkDelayMs != 10000 {
+		t.Fatalf("dropDuplicatesWithinWatermark from YAML: %+v %v", r, err)
+	}
 }
 
 func TestDedupRefusals(t *testing.T) {
