@@ -67,8 +67,8 @@ func resolveDedupWatermark(r *Resolved, d *Dedup, cols []transform.Column, flag 
 	}
 	if r.WatermarkColumn == "" {
 		if d.WithinWatermark && r.Watermark == "" {
-			// UnsupportedOperationChecker's refusal of DeduplicateWithinWatermark.
-			bad("%s needs --watermark timestamp=DELAY (Spark: dropDuplicatesWithinWatermark is not supported in streaming DataFrames/Datasets without watermark)", flag)
+			// Spark refuses it too; its text is not checked here.
+			bad("%s needs --watermark timestamp=DELAY: keys are forgotten by the watermark", flag)
 		}
 		return
 	}
