@@ -18,10 +18,14 @@ const (
 	// ReasonStateFileCorrupt: a file the first batch reads to load its state version does not
 	// decode as Spark reads it (empty, truncated, flipped bytes, a checksum that does not match).
 	ReasonStateFileCorrupt = "state-file-corrupt"
+	// ReasonStateFormatUnsupported: the state the first batch loads is in a format the release
+	// (or the restart's checkpoint format setting) does not read: checkpoint format v2 file
+	// names under the v1 loader, RocksDB SST files of a newer table format.
+	ReasonStateFormatUnsupported = "state-format-unsupported"
 )
 
 // StateReasons are the Result.Reason values of a restart that fails loading state.
-var StateReasons = []string{ReasonStateFileMissing, ReasonStateFileCorrupt, ReasonStateSchemaMismatch}
+var StateReasons = []string{ReasonStateFileMissing, ReasonStateFileCorrupt, ReasonStateSchemaMismatch, ReasonStateFormatUnsupported}
 
 // Providers and file kinds of StateInventory (internal/state's names).
 const (
@@ -75,6 +79,12 @@ type StateFile struct {
 	Path    string
 	Version int64
 	Kind    string
+	// UniqueID is the checkpoint format v2 id of a file named <version>_<uuid>.<ext>; "" in
+	// format v1.
+	UniqueID string
+	// SSTFormat is, for a RocksDB zip, the highest BlockBasedTable format_version of the SST
+	// files it lists, as their footers say; 0 when they were not read (Checked) or are missing.
+	SSTFormat int
 	// Damage is what reading the file found; nil when it reads whole or was not read.
 	Damage *StateDamage
 }
@@ -108,6 +118,12 @@ const (
 	// DamageChecksum: Spark 4.1+'s checksum file <file>.crc does not match the file
 	// (StateDamage.Checksum; StateFailure.Damage only).
 	DamageChecksum = "checksum"
+	// DamageV2Name: a RocksDB zip named <version>_<uuid>.zip (checkpoint format v2) in a
+	// partition the restart loads with the format v1 loader (StateFailure.Damage only).
+	DamageV2Name = "checkpoint-v2-name"
+	// DamageSSTFormat: an SST file of the zip the load opens has a BlockBasedTable
+	// format_version the release's RocksDB does not read (StateFailure.Damage only).
+	DamageSSTFormat = "sst-format"
 )
 
 // StateDamage says how a file fails to read.
@@ -346,8 +362,11 @@ func (p *planner) planState(inv *StateInventory) {
 	}
 	if f := sl.Failure; f != nil {
 		reason := ReasonStateFileCorrupt
-		if f.Damage == DamageMissing || f.Damage == DamageSSTMissing {
+		switch f.Damage {
+		case DamageMissing, DamageSSTMissing:
 			reason = ReasonStateFileMissing
+		case DamageV2Name, DamageSSTFormat:
+			reason = ReasonStateFormatUnsupported
 		}
 		chain := p.taskFailure(f)
 		res.recordFailure(reason, f.File, chain)
@@ -388,11 +407,26 @@ func (p *planner) firstStateFailure(op StateOperator, st StateStore, part StateP
 	mk := func(file, damage string) *StateFailure {
 		return &StateFailure{Operator: op.ID, Store: st.Name, Partition: part.ID, File: file, Damage: damage}
 	}
+	if st.Provider == StateProviderRocksDB && p.cfg.commitFmt == 1 && len(steps) > 0 {
+		// The format v1 loader lists the partition's zips and parses each name as a version
+		// before it opens any file.
+		if z := newestV2Zip(part); z != nil {
+			f := mk(z.Path, DamageV2Name)
+			p.stateFormatError(f, z)
+			return f
+		}
+	}
 	var late *StateFailure // an SST block: read by the batch, after every changelog
 	for _, s := range steps {
 		if s.file == nil {
 			f := mk(s.path, DamageMissing)
 			p.stateTaskError(f, st, part, nil)
+			return f
+		}
+		if s.kind == StateKindZip && s.file.SSTFormat > p.rel.maxSSTFormat() && (s.file.Damage == nil || s.file.Damage.Kind == "" || s.file.Damage.Kind == DamageSSTBlock) {
+			// RocksDB checks the table format when it opens the file, before any block.
+			f := mk(s.path, DamageSSTFormat)
+			p.stateFormatError(f, s.file)
 			return f
 		}
 		d := s.file.Damage
@@ -422,6 +456,19 @@ func (p *planner) firstStateFailure(op StateOperator, st StateStore, part StateP
 		return f
 	}
 	return late
+}
+
+// newestV2Zip is the partition's zip of the highest version named with a unique id, nil when
+// it has none.
+func newestV2Zip(part StatePartition) *StateFile {
+	var z *StateFile
+	for i := range part.Files {
+		f := &part.Files[i]
+		if f.Kind == StateKindZip && f.UniqueID != "" && (z == nil || f.Version > z.Version) {
+			z = f
+		}
+	}
+	return z
 }
 
 // recordFailure records Spark's failure f for reason in r.

@@ -171,3 +171,38 @@ func (p *planner) stateTaskError(f *StateFailure, st StateStore, part StateParti
 // verifiesStateChecksums: Spark 4.1 writes a checksum file <file>.crc next to every state
 // file and checks it when it opens the file (spark.sql.streaming.checkpoint.fileChecksum.enabled).
 func (r release) verifiesStateChecksums() bool { return r.atLeast(4, 1) }
+
+// maxSSTFormat is the highest BlockBasedTable format_version the release's RocksDB reads:
+// Spark 3.5.7 (rocksdbjni 8.3.2) refused format 6, which Spark 4.1+ writes with
+// rocksdb.formatVersion=6, and 4.0.0 read it (testdata/spark-migrate).
+func (r release) maxSSTFormat() int {
+	if r.atLeast(4, 0) {
+		return 6
+	}
+	return 5
+}
+
+// stateFormatError sets f's task exception and message for a state file in a format the
+// restart does not read (testdata/spark-migrate, unmigrated.error):
+//   - DamageV2Name: the checkpoint format v1 loader parses the zip's name as a version (Spark
+//     4.2.0: CANNOT_LOAD_STATE_STORE.UNCATEGORIZED around the NumberFormatException);
+//   - DamageSSTFormat: RocksDB refuses the table when it opens it (Spark 3.5.7).
+func (p *planner) stateFormatError(f *StateFailure, z *StateFile) {
+	switch f.Damage {
+	case DamageV2Name:
+		name := z.Path[strings.LastIndexByte(z.Path, '/')+1:]
+		f.TaskException, f.TaskError = "java.lang.NumberFormatException", `For input string: "`+strings.TrimSuffix(name, ".zip")+`"`
+	case DamageSSTFormat:
+		f.TaskException, f.TaskError = excRocksDB, "Unsupported BlockBasedTable format_version. Please check include/rocksdb/table.h for more info"
+	}
+}
+
+// MaxSSTFormat is the highest RocksDB BlockBasedTable format_version that release sparkVersion
+// reads (maxSSTFormat): what a migration may write for it.
+func MaxSSTFormat(sparkVersion string) (int, error) {
+	rel, err := parseRelease(sparkVersion)
+	if err != nil {
+		return 0, err
+	}
+	return rel.maxSSTFormat(), nil
+}

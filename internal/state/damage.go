@@ -30,7 +30,7 @@ func inventory(l *Listing) *recovery.StateInventory {
 			for _, p := range st.Partitions {
 				sp := recovery.StatePartition{ID: p.ID, Dir: p.Dir}
 				for _, f := range p.Files {
-					sp.Files = append(sp.Files, recovery.StateFile{Path: f.Path, Version: f.Version, Kind: f.Kind})
+					sp.Files = append(sp.Files, recovery.StateFile{Path: f.Path, Version: f.Version, Kind: f.Kind, UniqueID: f.UniqueID})
 				}
 				s.Partitions = append(s.Partitions, sp)
 			}
@@ -63,11 +63,11 @@ func checkLoads(ctx context.Context, st storage.Store, l *Listing, inv *recovery
 					if !want[f.Path] || p == nil {
 						continue
 					}
-					d, err := FileDamage(ctx, st, p, File{Path: f.Path, Version: f.Version, Kind: f.Kind})
+					d, format, err := fileDamage(ctx, st, p, File{Path: f.Path, Version: f.Version, Kind: f.Kind})
 					if err != nil {
 						return err
 					}
-					f.Damage = d
+					f.Damage, f.SSTFormat = d, format
 				}
 			}
 		}
@@ -90,33 +90,42 @@ func partitionOf(l *Listing, op int64, store string, id int) *Partition {
 // footers, then every block). Spark 4.1+'s checksum file <file>.crc, when there is one, is
 // compared too (recovery.StateDamage.Checksum). An error is the store's, not damage.
 func FileDamage(ctx context.Context, st storage.Store, p *Partition, f File) (*recovery.StateDamage, error) {
+	d, _, err := fileDamage(ctx, st, p, f)
+	return d, err
+}
+
+// fileDamage is FileDamage, and for a zip the highest table format version of the SST files it
+// lists (recovery.StateFile.SSTFormat), read from their footers as the damage check opens them.
+func fileDamage(ctx context.Context, st storage.Store, p *Partition, f File) (*recovery.StateDamage, int, error) {
 	if f.Kind == KindZip {
 		data, err := st.ReadFile(ctx, f.Path) // a zip holds metadata and small files, not rows
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		d, err := zipDamage(ctx, st, p, f.Path, data)
+		d, format, err := zipDamage(ctx, st, p, f.Path, data)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		return withChecksum(ctx, st, f.Path, d, crc32.Checksum(data, castagnoli), int64(len(data)))
+		d, err = withChecksum(ctx, st, f.Path, d, crc32.Checksum(data, castagnoli), int64(len(data)))
+		return d, format, err
 	}
 	// Deltas, snapshots and changelogs stream: they can be as large as the state.
 	rc, err := st.Open(ctx, f.Path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rc.Close()
 	cr := &damageReader{r: rc, crc: crc32.New(castagnoli)}
 	d, err := streamDamage(f, cr)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// The checksum covers the whole file, also past the damage.
 	if _, err := io.Copy(io.Discard, cr); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return withChecksum(ctx, st, f.Path, d, cr.crc.Sum32(), cr.n)
+	d, err = withChecksum(ctx, st, f.Path, d, cr.crc.Sum32(), cr.n)
+	return d, 0, err
 }
 
 // damageReader counts and checksums what is read through it, and keeps the store's errors
@@ -238,14 +247,14 @@ func (s *stickyReader) Read(p []byte) (int, error) {
 // the central directory at its end, which Go's reader needs and Java's ZipInputStream does not.
 var zipLocalHeader = []byte("PK\x03\x04")
 
-func zipDamage(ctx context.Context, st storage.Store, p *Partition, path string, data []byte) (*recovery.StateDamage, error) {
+func zipDamage(ctx context.Context, st storage.Store, p *Partition, path string, data []byte) (*recovery.StateDamage, int, error) {
 	cp, err := statefmt.ParseRocksDBZip(path, data)
 	if err != nil {
 		kind := recovery.DamageZipCorrupt
 		if bytes.HasPrefix(data, zipLocalHeader) && !bytes.Contains(data, []byte("PK\x05\x06")) {
 			kind = recovery.DamageZipTruncated
 		}
-		return &recovery.StateDamage{Kind: kind, Detail: err.Error()}, nil
+		return &recovery.StateDamage{Kind: kind, Detail: err.Error()}, 0, nil
 	}
 	for _, s := range cp.SSTFiles {
 		sp := p.Dir + "/SSTs/" + s.DFSName()
@@ -254,16 +263,20 @@ func zipDamage(ctx context.Context, st storage.Store, p *Partition, path string,
 			size = -1
 		}
 		if !ok || size != s.SizeBytes {
-			return &recovery.StateDamage{Kind: recovery.DamageSSTMissing, File: sp, Size: size}, nil
+			return &recovery.StateDamage{Kind: recovery.DamageSSTMissing, File: sp, Size: size}, 0, nil
 		}
 	}
 	// RocksDB opens every file's footer before the batch reads any block.
 	var blockErr *recovery.StateDamage
+	format := 0
 	for _, s := range cp.SSTFiles {
 		sp := p.Dir + "/SSTs/" + s.DFSName()
 		b, err := st.ReadFile(ctx, sp)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
+		}
+		if ft, err := sstable.ParseFooter(sp, b[len(b)-min(len(b), sstable.FooterLen):], int64(len(b))); err == nil {
+			format = max(format, int(ft.FormatVersion))
 		}
 		err = CheckSST(sp, b)
 		var se *sstable.Error
@@ -274,12 +287,12 @@ func zipDamage(ctx context.Context, st storage.Store, p *Partition, path string,
 			if len(b) >= 8 {
 				d.Magic = binary.LittleEndian.Uint64(b[len(b)-8:])
 			}
-			return d, nil
+			return d, format, nil
 		case blockErr == nil:
 			blockErr = &recovery.StateDamage{Kind: recovery.DamageSSTBlock, File: sp, Detail: err.Error()}
 		}
 	}
-	return blockErr, nil
+	return blockErr, format, nil
 }
 
 // sparkChecksum is Spark 4.1's checksum file (ChecksumCheckpointFileManager): JSON next to the
