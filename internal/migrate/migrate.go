@@ -146,7 +146,11 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Before, err = recovery.Plan(ctx, cp, p.options); err != nil {
+	// The restart as it is, with the state it loads read: the planner decides what the target
+	// release fails on, state formats included.
+	var listing *state.Listing
+	p.Before, listing, err = state.Restart(ctx, cp, p.options, true)
+	if err != nil {
 		return nil, err
 	}
 	base, why, err := repartition.LoadBase(ctx, cp)
@@ -162,9 +166,8 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	listing, err := state.Scan(ctx, s)
-	if err != nil {
-		return nil, err
+	if listing == nil {
+		listing = &state.Listing{}
 	}
 	m := &migration{cp: cp, plan: p, opts: o, base: base, listing: listing}
 	m.inspect(off, commit)
@@ -204,11 +207,8 @@ func NewPlan(ctx context.Context, s storage.Store, o Options) (*Plan, error) {
 	if p.After.Outcome == "fail" {
 		return p.refuse("the recovery planner predicts that the restart on Spark %s after the migration fails: %s", to, p.After.Verdict())
 	}
-	if p.Before.Outcome == "resume" && m.v2 {
-		// The planner reads the v2 commit as the release does; what the v1 loader then does with
-		// v2 file names is not in it (testdata/spark-migrate: 4.2.0).
-		p.Warnings = append(p.Warnings, fmt.Sprintf("as it is, the checkpoint restarts on Spark %s only with %s=2: with the setting at 1, "+
-			"Spark 4.2.0 failed listing the v2 state files (CANNOT_LOAD_STATE_STORE.UNCATEGORIZED, NumberFormatException on \"<version>_<uuid>\")", to, ConfCheckpointFormat))
+	if p.Before.Outcome == "fail" && p.Before.Reason == recovery.ReasonStateFormatUnsupported && recovery.CheckVersion(to, recovery.LogCommits, 2, 2) == nil && m.v2 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("as it is, the checkpoint restarts on Spark %s only with %s=2", to, ConfCheckpointFormat))
 	}
 	p.Warnings = append(p.Warnings,
 		fmt.Sprintf("restart on Spark %s with %s unset or 1 (its default): the migrated checkpoint is in format v1", to, ConfCheckpointFormat),
@@ -304,16 +304,20 @@ func (m *migration) conf(off *logformat.OffsetSeq) {
 		m.found(Item{What: fmt.Sprintf("%s=true (Spark 4.2)", confRowChecksum),
 			Refused: "the state rows carry checksums that Spark " + to + " does not expect; ckpt does not strip them"})
 	}
-	if v, ok := off.ConfValue(confRocksFormat); ok && to == "3.5" {
-		if n, err := strconv.Atoi(v); err == nil && n > 5 && m.hasRocksDB() {
-			m.found(Item{What: fmt.Sprintf("%s=%s", confRocksFormat, v),
-				Change: "offsets/L+1 says 5, and every RocksDB store's version L+2 is written in SST format 5: Spark 3.5's RocksDB refuses format 6 (\"Unsupported BlockBasedTable format_version\")"})
-			if m.offsetsConf == nil {
-				m.offsetsConf = map[string]string{}
-			}
-			m.offsetsConf[confRocksFormat] = "5"
-			m.rewrite = true
+	if v, ok := off.ConfValue(confRocksFormat); ok {
+		// The planner knows which table formats the release reads (recovery.MaxSSTFormat);
+		// the restart writes its own snapshots in the format the offsets log says.
+		most, err := recovery.MaxSSTFormat(to)
+		if n, perr := strconv.Atoi(v); err != nil || perr != nil || n <= most || !m.hasRocksDB() {
+			return
 		}
+		m.found(Item{What: fmt.Sprintf("%s=%s", confRocksFormat, v),
+			Change: fmt.Sprintf("offsets/L+1 says 5, and every RocksDB store's version L+2 is written in SST format 5: Spark %s's RocksDB reads format %d at most", to, most)})
+		if m.offsetsConf == nil {
+			m.offsetsConf = map[string]string{}
+		}
+		m.offsetsConf[confRocksFormat] = "5"
+		m.rewrite = true
 	}
 }
 
