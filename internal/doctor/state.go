@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/internal/logformat"
+	"github.com/ckpt-dev/ckpt/internal/migrate"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
 	"github.com/ckpt-dev/ckpt/internal/shell"
 	"github.com/ckpt-dev/ckpt/internal/state"
@@ -34,6 +35,7 @@ func (r *runner) stateChecks() error {
 		return nil
 	}
 	r.stateAhead(l)
+	r.stateFormat()
 	shuffle := -1
 	if r.hasL {
 		if o, err := r.cp.ReadOffsets(r.ctx, r.L); err == nil {
@@ -163,6 +165,31 @@ func indexOf(list []string, s string) int {
 		}
 	}
 	return -1
+}
+
+// stateFormat reports the planner's failure on state in a format the release does not read
+// (recovery.ReasonStateFormatUnsupported): doctor decides nothing about it itself.
+func (r *runner) stateFormat() {
+	res := r.res
+	if res.Reason != recovery.ReasonStateFormatUnsupported || res.State == nil || res.State.Failure == nil {
+		return
+	}
+	sf := res.State.Failure
+	what := "its checkpoint format v2 name (<version>_<uuid>), which the format v1 loader parses as a version: the restart's " +
+		"spark.sql.streaming.stateStore.checkpointFormatVersion is 1"
+	if sf.Damage == recovery.DamageSSTFormat {
+		what = "its SST files' table format, which this release's RocksDB does not read"
+	}
+	f := r.stateFinding(CodeStateFormatUnsupported, Error, sf.File, nil,
+		fmt.Sprintf("operator %d store %s partition %d: the restart loads state version %d and Spark %s fails on %s: %s",
+			sf.Operator, sf.Store, sf.Partition, res.State.Version, res.SparkVersion, sf.File, what))
+	f.SparkError = sparkError(res, false)
+	if to, err := migrate.Target(res.SparkVersion); err == nil {
+		f.Commands = append(f.Commands, r.cmd("migrate", "--to-spark", to))
+	}
+	b := res.State.Version - 1
+	f.Batch = &b
+	r.add(f)
 }
 
 // plannedLoad is the planner's load of one partition of one store (recovery.StateLoad), nil

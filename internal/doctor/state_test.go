@@ -354,3 +354,30 @@ func TestStateAheadOfLogs(t *testing.T) {
 		}
 	})
 }
+
+// TestStateFormatUnsupported: the planner's failure on state in a format the release does not
+// read is a finding with Spark's text: Spark 4.2.0 on checkpoint format v2 names with the
+// setting at 1 (the names are listed, so the default run finds it; with the setting at 2 the
+// restart resumes), Spark 3.5.7 on SST format 6 (the footers are read with --deep).
+func TestStateFormatUnsupported(t *testing.T) {
+	dir := copyFixture(t, "4.2.0/agg-rocksdb-fv6-zstd")
+	if f := findCode(runDoctor(t, dir, Options{SparkVersion: "4.0", Deep: true}), CodeStateFormatUnsupported); f != nil {
+		t.Errorf("4.0 reads format 6: %+v", f)
+	}
+	rep := runDoctor(t, dir, Options{SparkVersion: "3.5", Deep: true})
+	f := findCode(rep, CodeStateFormatUnsupported)
+	if f == nil || f.SparkError == nil || !strings.Contains(*f.SparkError, "Unsupported BlockBasedTable format_version") {
+		t.Fatalf("3.5: want state-format-unsupported, got %+v", rep.Findings)
+	}
+	dir = copyFixture(t, "4.2.0/agg-rocksdb-changelog-v2")
+	if f := findCode(runDoctor(t, dir, Options{SparkVersion: "4.2", CommitFormatVersion: 2}), CodeStateFormatUnsupported); f != nil {
+		t.Errorf("4.2 with the setting at 2: %+v", f)
+	}
+	rep = runDoctor(t, dir, Options{SparkVersion: "4.2"}) // last: the golden TestCodeCoverage reads
+	f = findCode(rep, CodeStateFormatUnsupported)
+	if f == nil || !strings.HasPrefix(f.Path, "state/0/0/4_") || f.SparkError == nil ||
+		!strings.Contains(*f.SparkError, "[CANNOT_LOAD_STATE_STORE.UNCATEGORIZED] An error occurred during loading state.  SQLSTATE: 58030") ||
+		!strings.Contains(strings.Join(f.Commands, "\n"), "--to-spark 4.2") {
+		t.Fatalf("4.2: want state-format-unsupported, got %+v", rep.Findings)
+	}
+}

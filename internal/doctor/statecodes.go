@@ -11,11 +11,34 @@ const (
 	CodeStateSchemaMissing      = "state-schema-missing"
 	CodeStateReclaimable        = "state-reclaimable"
 	CodeStateAheadOfLogs        = "state-ahead-of-logs"
+	CodeStateFormatUnsupported  = "state-format-unsupported"
 )
 
 func init() { Codes = append(Codes, stateCodes...) }
 
 var stateCodes = []Code{
+	{
+		ID:         CodeStateFormatUnsupported,
+		Title:      "The state the restart loads is in a format this Spark does not read",
+		Severities: []Severity{Error},
+		Summary:    "The recovery planner predicts that the restart fails loading state written in a newer format: checkpoint format v2 file names under the format v1 loader, or RocksDB SST files of a newer table format.",
+		Explanation: `Checkpoint format v2 (` + "`spark.sql.streaming.stateStore.checkpointFormatVersion=2`" + `, RocksDB, Spark 4.0+)
+names each state file ` + "`<version>_<uuid>.zip`" + ` / ` + "`.changelog`" + `. The setting is the restart's session's, not the
+checkpoint's: with it at 1 (the default), Spark's format v1 loader lists the partition's zips and
+parses each name as a version. Spark 4.2.0 reads the v2 commit and then fails that way (4.0 and 4.1
+fail on the v2 commit before). RocksDB SST files of ` + "`rocksdb.formatVersion=6`" + ` (Spark 4.1+) are refused by
+Spark 3.5's RocksDB when it opens them; 4.0 and later read them. Found with the files of the load
+read (the default run lists the names; the SST footers are read with ` + "`--deep`" + `).`,
+		SparkError: "Spark 4.2.0, v2 names with the setting at 1 (testdata/spark-migrate):\n\n```\n" +
+			"org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE.UNCATEGORIZED] An error occurred during loading state.  SQLSTATE: 58030\n" +
+			"Caused by: java.lang.NumberFormatException: For input string: \"4_<uuid>\"\n" +
+			"```\n\nSpark 3.5.7, SST format 6:\n\n```\n" +
+			"org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage <stage> failed 1 times, most recent failure: Lost task 0.0 in stage <stage> (TID <tid>) (<host> executor driver): org.rocksdb.RocksDBException: Unsupported BlockBasedTable format_version. Please check include/rocksdb/table.h for more info\n" +
+			"```",
+		Fix: `v2 names: restart with ` + "`spark.sql.streaming.stateStore.checkpointFormatVersion=2`" + ` (Spark 4.0+ read the checkpoint
+as it is then), or rewrite it in format v1 with ` + "`ckpt migrate --to-spark V`" + `. SST format 6 on Spark 3.5:
+` + "`ckpt migrate --to-spark 3.5`" + ` writes the state again in table format 5.`,
+	},
 	{
 		ID:         CodeStateAheadOfLogs,
 		Title:      "State versions ahead of the offsets and commit logs",
