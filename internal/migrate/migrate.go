@@ -8,13 +8,14 @@
 //     commit is v2 ({"nextBatchWatermarkMs":…,"stateUniqueIds":…}) and each state file is named
 //     <version>_<uuid>.zip or .changelog. A restart with the default setting (1) fails on
 //     commits/L: Spark 3.5 "UnsupportedLogVersion: maximum supported log version is v1", 4.0 and
-//     4.1 INVALID_LOG_VERSION.EXACT_MATCH_VERSION (recovery.CheckVersion says which release reads
-//     which header). Even a release that reads the commit (4.2) fails with the setting at 1,
-//     listing the store's files: NumberFormatException on "4_<uuid>" (the v1 loader parses every
-//     zip name as a version).
+//     4.1 INVALID_LOG_VERSION.EXACT_MATCH_VERSION. Even a release that reads the commit (4.2)
+//     fails with the setting at 1, loading the v2-named state.
 //   - The checkpoint format is not in the offsets log: it is the restart's session setting.
-//   - RocksDB SST files of rocksdb.formatVersion 6 (4.1+) are refused by Spark 3.5's RocksDB
-//     ("Unsupported BlockBasedTable format_version").
+//   - RocksDB SST files of rocksdb.formatVersion 6 (4.1+) are refused by Spark 3.5's RocksDB.
+//
+// Which release fails on which of these, and with what text, is the recovery planner's
+// (recovery.CheckVersion, recovery.MaxSSTFormat, and the state load of Plan.Before, which reads
+// the files the restart loads): migrate decides only what to write.
 //   - Everything else a 4.2.0 aggregation writes (the offsets log with conf keys 3.5 does not
 //     know, the v1 commit log, the schema and operator metadata files, RocksDB zips with 4.x's
 //     column family fields, XXH3 SST checksums) restarts on 3.5.7 as it is.
