@@ -46,7 +46,8 @@ var aggBenchQueries = map[string][2][]string{
 // set-up takes minutes and the benchmark framework would repeat it); CKPT_BENCH_RECORDS (2000000), CKPT_BENCH_KEYS (5000),
 // CKPT_BENCH_PARTITIONS (4), CKPT_BENCH_MAX_OFFSETS (500000), CKPT_BENCH_SHUFFLE (200),
 // CKPT_BENCH_SPARK (a release; default the newest of CKPT_SPARK_VERSIONS), CKPT_BENCH_BIN
-// (a ckpt binary; default: built from this tree).
+// (a ckpt binary; default: built from this tree), CKPT_BENCH_WATERMARK (COLUMN=DELAY, e.g.
+// "timestamp=10 seconds": `ckpt run --watermark` and Spark's withWatermark; default none).
 //
 //	go test -run '^$' -bench AggThroughputVsSpark -benchtime 1x -timeout 60m -v ./internal/sparkoracle/
 func BenchmarkAggThroughputVsSpark(b *testing.B) {
@@ -69,6 +70,14 @@ func BenchmarkAggThroughputVsSpark(b *testing.B) {
 	records, keys, parts := envInt(b, "CKPT_BENCH_RECORDS", 2_000_000), envInt(b, "CKPT_BENCH_KEYS", 5000), envInt(b, "CKPT_BENCH_PARTITIONS", 4)
 	pairs := envInt(b, "CKPT_BENCH_PAIRS", 3)
 	maxOffsets, shuffle := envInt(b, "CKPT_BENCH_MAX_OFFSETS", 500_000), envInt(b, "CKPT_BENCH_SHUFFLE", 200)
+	var watermark []string
+	if s := os.Getenv("CKPT_BENCH_WATERMARK"); s != "" {
+		col, delay, ok := strings.Cut(s, "=")
+		if !ok {
+			b.Fatalf("CKPT_BENCH_WATERMARK=%s: want COLUMN=DELAY", s)
+		}
+		watermark = []string{col, delay}
+	}
 	dir := b.TempDir()
 
 	bin := os.Getenv("CKPT_BENCH_BIN")
@@ -85,8 +94,8 @@ func BenchmarkAggThroughputVsSpark(b *testing.B) {
 	defer br.Close()
 	t0 := time.Now()
 	produceBench(b, br.Addr(), records, keys)
-	b.Logf("query: group by %q, agg %q; %d records, %d keys, %d partitions, maxOffsetsPerTrigger %d, %d shuffle partitions; produced in %v",
-		groupBy, agg, records, keys, parts, maxOffsets, shuffle, time.Since(t0).Round(time.Millisecond))
+	b.Logf("query: group by %q, agg %q, watermark %q; %d records, %d keys, %d partitions, maxOffsetsPerTrigger %d, %d shuffle partitions; produced in %v",
+		groupBy, agg, watermark, records, keys, parts, maxOffsets, shuffle, time.Since(t0).Round(time.Millisecond))
 
 	spark := startAggBench(b, rel)
 	defer spark.close()
@@ -106,6 +115,9 @@ func BenchmarkAggThroughputVsSpark(b *testing.B) {
 		for _, a := range agg {
 			args = append(args, "--agg", a)
 		}
+		if watermark != nil {
+			args = append(args, "--watermark", watermark[0]+"="+watermark[1])
+		}
 		cmd := exec.Command(bin, args...)
 		start := time.Now()
 		out, err := cmd.CombinedOutput()
@@ -123,6 +135,9 @@ func BenchmarkAggThroughputVsSpark(b *testing.B) {
 		req := map[string]any{"result": filepath.Join(dir, fmt.Sprintf("spark-%d.json", run)), "checkpoint": filepath.Join(dir, fmt.Sprintf("spark-%d", run)),
 			"bootstrap": br.Addr(), "topic": "in", "groupBy": groupBy, "agg": agg, "outputMode": "update", "sink": "noop", "timeoutMs": 3_600_000,
 			"maxOffsetsPerTrigger": strconv.Itoa(maxOffsets), "shufflePartitions": strconv.Itoa(shuffle)}
+		if watermark != nil {
+			req["watermark"] = watermark
+		}
 		s := spark.run(b, req)
 		os.RemoveAll(req["checkpoint"].(string))
 		return s
