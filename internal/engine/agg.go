@@ -345,10 +345,9 @@ func (a *aggregator) output(id int64) [][]any {
 			keys = append(keys, k)
 		}
 	}
-	a.sortKeys(keys)
+	ents := a.sortKeys(keys)
 	out := make([][]any, 0, len(keys))
-	for _, k := range keys {
-		ent := a.entries[k]
+	for _, ent := range ents {
 		row := make([]any, 0, len(ent.key.Values)+len(a.g.Aggs))
 		for _, v := range ent.key.Values {
 			row = append(row, outputValue(v))
