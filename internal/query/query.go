@@ -53,10 +53,25 @@ const (
 	ConfFileSinkLogDeletion        = "spark.sql.streaming.fileSink.log.deletion"
 	ConfFileSinkLogCompactInterval = "spark.sql.streaming.fileSink.log.compactInterval"
 	ConfFileSinkLogCleanupDelay    = "spark.sql.streaming.fileSink.log.cleanupDelay"
+	// The state store of a stateful query (docs/engine.md "State providers and maintenance"):
+	// the provider class (recorded in the offsets log), RocksDB's changelog checkpointing, and
+	// how many deltas (changelogs) since the last snapshot make the next one.
+	ConfStateProvider        = "spark.sql.streaming.stateStore.providerClass"
+	ConfRocksDBChangelog     = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+	ConfMinDeltasForSnapshot = "spark.sql.streaming.stateStore.minDeltasForSnapshot"
+)
+
+// The state store providers ckpt run writes (the same class names in Spark 3.5 to 4.2).
+const (
+	HDFSStateProvider    = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+	RocksDBStateProvider = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+	// DefaultMinDeltasForSnapshot is spark.sql.streaming.stateStore.minDeltasForSnapshot's default.
+	DefaultMinDeltasForSnapshot = 10
 )
 
 // KnownConfs are the confs --conf accepts.
-var KnownConfs = []string{ConfShufflePartitions, ConfMinBatchesToRetain, ConfFileSinkLogDeletion, ConfFileSinkLogCompactInterval, ConfFileSinkLogCleanupDelay}
+var KnownConfs = []string{ConfShufflePartitions, ConfMinBatchesToRetain, ConfFileSinkLogDeletion, ConfFileSinkLogCompactInterval, ConfFileSinkLogCleanupDelay,
+	ConfStateProvider, ConfRocksDBChangelog, ConfMinDeltasForSnapshot}
 
 // Defaults of the file sink log confs (Spark's).
 const (
@@ -347,6 +362,12 @@ type Resolved struct {
 	Program            *transform.Program
 	MinBatchesToRetain int
 	ShufflePartitions  int
+	// StateProvider is the state store provider a new stateful query records (HDFS by
+	// default); RocksDBChangelog and MinDeltasForSnapshot are the session confs its state
+	// store reads (not recorded in the offsets log, as in Spark).
+	StateProvider        string
+	RocksDBChangelog     bool
+	MinDeltasForSnapshot int
 	// FileSinkLogDeletion, FileSinkCompactInterval and FileSinkCleanupDelay are the file sink
 	// log confs (spark.sql.streaming.fileSink.log.*): true, 10 and 10 minutes by default.
 	FileSinkLogDeletion     bool
@@ -413,7 +434,7 @@ var sinkKeys = map[string][]string{
 
 // Validate checks q and returns the parsed form. Every problem found is reported, one per line.
 func (q *Query) Validate() (*Resolved, error) {
-	r := &Resolved{Query: q, MinBatchesToRetain: logformat.DefaultMinBatchesToRetain, ShufflePartitions: DefaultShufflePartitions, ConsoleNumRows: DefaultConsoleNumRows, ConsoleTruncate: true,
+	r := &Resolved{Query: q, MinBatchesToRetain: logformat.DefaultMinBatchesToRetain, ShufflePartitions: DefaultShufflePartitions, StateProvider: HDFSStateProvider, MinDeltasForSnapshot: DefaultMinDeltasForSnapshot, ConsoleNumRows: DefaultConsoleNumRows, ConsoleTruncate: true,
 		AsyncCheckpointIntervalMs: DefaultAsyncCheckpointIntervalMs,
 		FileSinkLogDeletion:       true, FileSinkCompactInterval: DefaultFileSinkCompactInterval, FileSinkCleanupDelay: DefaultFileSinkCleanupDelay}
 	var errs []string
@@ -533,6 +554,25 @@ func (q *Query) Validate() (*Resolved, error) {
 				bad("--conf %s=%q: want a number ≥ 1", k, v)
 			}
 			r.ShufflePartitions = n
+		case ConfStateProvider:
+			switch strings.TrimSpace(v) {
+			case HDFSStateProvider, RocksDBStateProvider:
+				r.StateProvider = strings.TrimSpace(v)
+			default:
+				bad("--conf %s=%q: ckpt run writes the state of %s or %s", k, v, HDFSStateProvider, RocksDBStateProvider)
+			}
+		case ConfRocksDBChangelog:
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				bad("--conf %s=%q: want true or false", k, v)
+			}
+			r.RocksDBChangelog = b
+		case ConfMinDeltasForSnapshot:
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 {
+				bad("--conf %s=%q: want a number ≥ 1", k, v)
+			}
+			r.MinDeltasForSnapshot = n
 		case ConfFileSinkLogDeletion:
 			b, err := strconv.ParseBool(strings.TrimSpace(v))
 			if err != nil {

@@ -136,7 +136,7 @@ Windows and watermark: --group-by "window(timestamp, '1 minute') AS w" --waterma
 	f.StringVar(&o.OutputMode, "output-mode", "", "output mode: append (default), update, complete (Spark's outputMode)")
 	f.StringArrayVar(&o.DropDupsWM, "drop-duplicates-within-watermark", nil, "column of Spark's dropDuplicatesWithinWatermark (needs --watermark and --select timestamp): as --drop-duplicates, but a key is forgotten once the watermark passes its first row's event time plus the delay (repeatable, or comma-separated)")
 	f.StringVar(&o.Watermark, "watermark", "", "event-time watermark of an aggregation or deduplication, COLUMN=DELAY (Spark's withWatermark): timestamp=10 seconds")
-	f.StringArrayVar(&o.Conf, "conf", nil, "Spark SQL conf key=value: spark.sql.shuffle.partitions (200), spark.sql.streaming.minBatchesToRetain (100), spark.sql.streaming.fileSink.log.deletion (true), .compactInterval (10), .cleanupDelay (10m)")
+	f.StringArrayVar(&o.Conf, "conf", nil, "Spark SQL conf key=value: spark.sql.shuffle.partitions (200), spark.sql.streaming.minBatchesToRetain (100), spark.sql.streaming.fileSink.log.deletion (true), .compactInterval (10), .cleanupDelay (10m), spark.sql.streaming.stateStore.providerClass (HDFS-backed or RocksDB), .stateStore.rocksdb.changelogCheckpointing.enabled (false), .stateStore.minDeltasForSnapshot (10)")
 	f.IntVar(&o.Parallelism, "parallelism", 0, "partitions read at once (default: one per partition, up to one per CPU, as Spark runs a task per core)")
 	cli.AddOutputFlag(cmd, &o.Output)
 	f.StringVar(&o.ProgressLog, "progress-log", "", "append each batch's progress event (JSON, one per line) to this file")
