@@ -19,8 +19,8 @@ import (
 )
 
 // benchAggregator is the aggregator of a query grouping by string(key) with aggs, its state
-// empty, written in parts partitions with lz4.
-func benchAggregator(b *testing.B, aggs string, parts int) *aggregator {
+// empty, written in parts partitions with lz4 by provider to st.
+func benchAggregator(b *testing.B, aggs string, parts int, provider string, st storage.Store) *aggregator {
 	q := &query.Query{Checkpoint: "mem://x", Sink: "noop", OutputMode: "update", GroupBy: []string{"string(key) AS k"}, Agg: []string{aggs}}
 	r, err := q.Validate()
 	if err != nil {
@@ -31,19 +31,30 @@ func benchAggregator(b *testing.B, aggs string, parts int) *aggregator {
 		b.Fatal(err)
 	}
 	a.partitions, a.codec, a.version = parts, "lz4", 0
+	a.provider, err = newProvider(provider, storeConf{st: st, dir: "state/0", partitions: parts, codec: "lz4", line: "3.5",
+		minDeltas: query.DefaultMinDeltasForSnapshot, retain: 100})
+	if err != nil {
+		b.Fatal(err)
+	}
 	return a
 }
 
 // BenchmarkAggregationBatch folds a batch of 100k rows over 10k keys into the state (count,
 // sum, min, max, avg) and commits it (200 partitions' deltas, lz4, to memory): the engine's
 // cost per batch of a stateful query without the Kafka read.
-func BenchmarkAggregationBatch(b *testing.B) {
-	a := benchAggregator(b, "count(*) AS n, sum(int(string(value))) AS s, min(int(string(value))) AS lo, max(string(value)) AS hi, avg(int(string(value))) AS mean", 200)
+func BenchmarkAggregationBatch(b *testing.B) { benchAggregation(b, query.HDFSStateProvider) }
+
+// benchAggs are the benchmarks' aggregates: count, sum, min, max (a string) and avg.
+const benchAggs = "count(*) AS n, sum(int(string(value))) AS s, min(int(string(value))) AS lo, max(string(value)) AS hi, avg(int(string(value))) AS mean"
+
+func benchAggregation(b *testing.B, provider string) {
+	st := storage.NewMem()
+	a := benchAggregator(b, benchAggs, 200, provider, st)
 	rows := make([]transform.Row, 100_000)
 	for i := range rows {
 		rows[i] = transform.Row{Key: []byte("key-" + strconv.Itoa(i%10_000)), Value: []byte(strconv.Itoa(i))}
 	}
-	e := &Engine{opts: Options{Store: storage.NewMem()}}
+	e := &Engine{opts: Options{Store: st}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU()
@@ -77,7 +88,6 @@ func BenchmarkAggregationBatch(b *testing.B) {
 // the directory (default: a temporary one; fsync costs depend on the file system).
 func BenchmarkAggCommitVsFloor(b *testing.B) {
 	parts, keys := benchEnvInt(b, "CKPT_BENCH_COMMIT_PARTITIONS", 200), benchEnvInt(b, "CKPT_BENCH_COMMIT_KEYS", 10_000)
-	a := benchAggregator(b, "count(*) AS n, sum(int(string(value))) AS s", parts)
 	rows := make([]transform.Row, keys)
 	for i := range rows {
 		rows[i] = transform.Row{Key: []byte("key-" + strconv.Itoa(i)), Value: []byte(strconv.Itoa(i))}
@@ -94,6 +104,7 @@ func BenchmarkAggCommitVsFloor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	a := benchAggregator(b, "count(*) AS n, sum(int(string(value))) AS s", parts, query.HDFSStateProvider, st)
 	e := &Engine{opts: Options{Store: st}}
 	ctx := context.Background()
 	plain, err := storage.NewLocal(filepath.Join(root, "store"))
@@ -217,10 +228,10 @@ func BenchmarkAggStateMemory(b *testing.B) {
 	groups := benchEnvInt(b, "CKPT_BENCH_GROUPS", 1_000_000)
 	aggs := "count(*) AS n"
 	if os.Getenv("CKPT_BENCH_AGGS") == "all" {
-		aggs = "count(*) AS n, sum(int(string(value))) AS s, min(int(string(value))) AS lo, max(string(value)) AS hi, avg(int(string(value))) AS mean"
+		aggs = benchAggs
 	}
 	for i := 0; i < b.N; i++ {
-		a := benchAggregator(b, aggs, 200)
+		a := benchAggregator(b, aggs, 200, query.HDFSStateProvider, storage.NewMem())
 		heap0, rss0 := heapInUse(), residentSet()
 		rows := make([]transform.Row, 100_000)
 		for start := 0; start < groups; start += len(rows) {

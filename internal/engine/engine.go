@@ -146,7 +146,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		// 4 readers on 2 CPUs, 1.02-1.12x with 2; docs/benchmarks.md).
 		e.parallelism = runtime.GOMAXPROCS(0)
 	}
-	e.conf = SparkConf35(e.q.ShufflePartitions)
+	e.conf = withProvider(SparkConf35(e.q.ShufflePartitions), e.q.StateProvider)
 	switch {
 	case e.q.Grouping != nil:
 		if e.stateful, err = newAggregator(e.q, opts.SparkVersion); err != nil {

@@ -1,12 +1,13 @@
-// The stateful operators' shared state store: Spark's HDFS-backed state store provider for one
-// operator (id 0, store "default"), held in memory as the provider holds it, loaded from the
-// checkpoint with ckpt's state reader and committed as Spark's N.delta files with the one state
-// writer (internal/statefmt). Streaming aggregation (agg.go) and deduplication (dedup.go) use it.
+// The stateful operators' shared state store for one operator (id 0, store "default"), held in
+// memory as Spark's HDFS-backed provider holds it, loaded from the checkpoint with ckpt's state
+// reader and committed through the provider the offsets log records (statestore.go: the
+// HDFS-backed provider's N.delta files or the RocksDB provider's, with snapshots and
+// maintenance) with the one state writer (internal/statefmt). Streaming aggregation (agg.go)
+// and deduplication (dedup.go) use it.
 
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +49,8 @@ type stateStore struct {
 	valueType          *statefmt.Type
 	partitions         int
 	codec              string
+	providerClass      string        // the recorded state store provider
+	provider           stateProvider // writes the versions (statestore.go)
 	// metadata: write state/0/_metadata/metadata (Spark 4.x writes it, 3.5 does not).
 	metadata bool
 	entries  map[string]*stateEntry
@@ -112,6 +115,7 @@ func (s *stateStore) lookup(vals []any) (ent *stateEntry, created bool, err erro
 func (s *stateStore) load(ctx context.Context, e *Engine, v int64) error {
 	s.entries = map[string]*stateEntry{}
 	s.version = v
+	s.provider.loaded(v)
 	if v == 0 {
 		return nil
 	}
@@ -176,12 +180,11 @@ func (s *stateStore) sortKeys(keys []string) []*stateEntry {
 	return ents
 }
 
-// commit writes state version id+1: every partition's (id+1).delta with the keys batch id
-// updated (an empty delta for a partition with none, as every task of the stateful stage
-// commits its store), the schema file with the first version, and Spark 4.x's operator
-// metadata. A re-run batch rewrites its delta files, as the provider overwrites them.
+// commit writes state version id+1 through the provider (every partition, as every task of the
+// stateful stage commits its store: the keys batch id updated, then those it evicted, removed),
+// the schema file with the first version, and Spark 4.x's
+// operator metadata. A re-run batch rewrites its files, as the provider overwrites them.
 func (s *stateStore) commit(ctx context.Context, e *Engine, id int64) error {
-	st := e.opts.Store
 	dir := func(p int) string { return path.Join("state", strconv.Itoa(stateOperator), strconv.Itoa(p)) }
 	if id == 0 {
 		schema, err := statefmt.EncodeSchemaV2(s.keyType, s.valueType)
@@ -199,59 +202,27 @@ func (s *stateStore) commit(ctx context.Context, e *Engine, id int64) error {
 			}
 		}
 	}
-	var keys, dels []string
+	view := &storeView{s: s, id: id}
+	// After partition 0's files, before the others'.
+	if err := s.provider.commit(ctx, id+1, view, func() { e.failAt(id, PhaseMidStateCommit) }); err != nil {
+		return err
+	}
 	for k, ent := range s.entries {
-		if ent.touched == id {
-			keys = append(keys, k)
-		}
 		if ent.gone {
-			dels = append(dels, k)
+			delete(s.entries, k)
 		}
-	}
-	ents, delEnts := s.sortKeys(keys), s.sortKeys(dels)
-	next, nextDel := 0, 0
-	for p := 0; p < s.partitions; p++ {
-		var buf bytes.Buffer
-		w, err := statefmt.NewFileWriter(s.codec, &buf)
-		if err != nil {
-			return err
-		}
-		for ; next < len(keys) && ents[next].part == p; next++ {
-			ent := ents[next]
-			val, err := statefmt.EncodeRow(&statefmt.Object{Values: ent.value}, s.valueType)
-			if err != nil {
-				return err
-			}
-			if err := w.Put([]byte(keys[next]), val); err != nil {
-				return err
-			}
-		}
-		// The provider's remove after the puts, as StateStoreSaveExec evicts after it saved.
-		for ; nextDel < len(dels) && delEnts[nextDel].part == p; nextDel++ {
-			if err := w.Delete([]byte(dels[nextDel])); err != nil {
-				return err
-			}
-		}
-		if err := w.Close(); err != nil {
-			return err
-		}
-		f := path.Join(dir(p), strconv.FormatInt(id+1, 10)+".delta")
-		err = st.WriteFile(ctx, f, buf.Bytes())
-		if errors.Is(err, fs.ErrExist) {
-			if err = st.Delete(ctx, f); err == nil {
-				err = st.WriteFile(ctx, f, buf.Bytes())
-			}
-		}
-		if err != nil {
-			return err
-		}
-		e.failAt(id, PhaseMidStateCommit) // after partition 0's delta, before the others'
-	}
-	for _, k := range dels {
-		delete(s.entries, k)
 	}
 	s.version = id + 1
 	return nil
+}
+
+// maintain is the provider's maintenance after version v (snapshots, old versions deleted),
+// which Spark runs in the background: an error is logged and the run goes on, as in Spark
+// (the version is committed).
+func (s *stateStore) maintain(ctx context.Context, e *Engine) {
+	if err := s.provider.maintain(ctx, s.version, &storeView{s: s, id: s.version - 1}); err != nil {
+		e.logf("State store maintenance after version %d: %v", s.version, err)
+	}
 }
 
 // writeOnce writes a file that is written once per query; one already there is kept.
@@ -269,6 +240,10 @@ func (e *Engine) runStateful(ctx context.Context, op statefulOp, id int64, from,
 	s := op.store()
 	if s.partitions == 0 {
 		if err := s.configure(e.conf); err != nil {
+			return nil, err
+		}
+		var err error
+		if s.provider, err = newProvider(s.providerClass, e.stateConf(stateOperator, s.partitions, s.codec)); err != nil {
 			return nil, err
 		}
 	}
@@ -298,6 +273,7 @@ func (e *Engine) runStateful(ctx context.Context, op statefulOp, id int64, from,
 	if err := s.commit(ctx, e, id); err != nil {
 		return nil, err
 	}
+	s.maintain(ctx, e)
 	if len(out) > 0 {
 		b.Parts = []Part{{Values: out}}
 	}
@@ -305,10 +281,10 @@ func (e *Engine) runStateful(ctx context.Context, op statefulOp, id int64, from,
 	return b, nil
 }
 
-// configure sets the partitions and codec from the query's recorded conf and refuses a
-// provider ckpt does not write.
+// configure sets the partitions, codec and provider from the query's recorded conf
+// (newProvider refuses a provider ckpt does not write).
 func (s *stateStore) configure(conf []logformat.KV) error {
-	s.partitions, s.codec = 0, statefmt.DefaultCodec
+	s.partitions, s.codec, s.providerClass = 0, statefmt.DefaultCodec, query.HDFSStateProvider
 	for _, kv := range conf {
 		switch kv.Key {
 		case query.ConfShufflePartitions:
@@ -323,10 +299,8 @@ func (s *stateStore) configure(conf []logformat.KV) error {
 				return fmt.Errorf("spark.sql.streaming.stateStore.compression.codec=%q in the offsets log: not a codec ckpt writes", kv.Value)
 			}
 			s.codec = c
-		case "spark.sql.streaming.stateStore.providerClass":
-			if kv.Value != hdfsProvider {
-				return fmt.Errorf("the checkpoint's state store provider is %s: ckpt run writes only the HDFS-backed provider's state (%s)", kv.Value, hdfsProvider)
-			}
+		case query.ConfStateProvider:
+			s.providerClass = kv.Value
 		case "spark.sql.streaming.aggregation.stateFormatVersion":
 			// Only StateStoreSaveExec's state depends on it.
 			if s.operatorName == aggOperatorName && kv.Value != "2" {
@@ -339,5 +313,3 @@ func (s *stateStore) configure(conf []logformat.KV) error {
 	}
 	return nil
 }
-
-const hdfsProvider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
