@@ -23,5 +23,5 @@ go test -count=1 -timeout 180m -v -run '^TestSparkLive$' ./internal/sparkoracle 
 go test -count=1 -timeout 60m -v -run '^TestSparkLiveRepartition$' ./internal/sparkoracle | grep -v '^=== RUN'
 go test -count=1 -timeout 60m -v -run '^TestSparkLiveEdit$' ./internal/sparkoracle | grep -v '^=== RUN'
 go test -count=1 -timeout 60m -v -run '^TestSparkLiveMigrate$' ./internal/sparkoracle | grep -v '^=== RUN'
-go test -count=1 -timeout 90m -v -run '^TestSparkLive(SSTWriter|RocksDBWriter|ChangelogWriter|AggregationHandOver|DedupHandOver|AggregationCrash|WindowHandOver)$' ./internal/sparkoracle | grep -v '^=== RUN'
+go test -count=1 -timeout 90m -v -run '^TestSparkLive(SSTWriter|RocksDBWriter|ChangelogWriter|AggregationHandOver|DedupHandOver|AggregationCrash|WindowHandOver|RocksDBEngineHandOver)$' ./internal/sparkoracle | grep -v '^=== RUN'
 go test -count=1 -run '^(TestGoldens|TestRepairGoldens|TestCompatibilityDoc)$' ./internal/sparkoracle

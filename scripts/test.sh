@@ -88,7 +88,7 @@ end_stage
 
 # The live Spark suite runs on its own below (one JVM per release, not under -race).
 stage "go test -race"
-go_stage go test -json -race -count=1 -timeout 20m -skip '^TestSparkLive(StateWriter|StateDamage|Repartition|Edit|SSTWriter|RocksDBWriter|ChangelogWriter|AggregationHandOver|DedupHandOver|AggregationCrash|WindowHandOver|Migrate)?$' ./...
+go_stage go test -json -race -count=1 -timeout 20m -skip '^TestSparkLive(StateWriter|StateDamage|Repartition|Edit|SSTWriter|RocksDBWriter|ChangelogWriter|AggregationHandOver|DedupHandOver|AggregationCrash|WindowHandOver|RocksDBEngineHandOver|Migrate)?$' ./...
 
 # Real Spark restarts the scenario cases, one JVM per release (CKPT_SPARK_VERSIONS, default every
 # pinned release; installed by scripts/spark.sh, which .ci/run calls). Without Spark installed the
@@ -104,7 +104,7 @@ stage "Spark releases (~/.cache/ckpt-spark)"
 bash scripts/spark.sh install
 end_stage
 stage "live Spark suite"
-CKPT_SPARK_CASES=scenarios CKPT_SPARK_REPAIRS=small CKPT_SPARK_REPARTITION=ci CKPT_SPARK_EDIT=ci CKPT_SPARK_MIGRATE=ci CKPT_SPARK_LIVE=ci go_stage go test -json -count=1 -timeout 60m -run '^TestSparkLive(StateWriter|StateDamage|Repartition|Edit|SSTWriter|RocksDBWriter|ChangelogWriter|AggregationHandOver|DedupHandOver|AggregationCrash|WindowHandOver|Migrate)?$' ./internal/sparkoracle
+CKPT_SPARK_CASES=scenarios CKPT_SPARK_REPAIRS=small CKPT_SPARK_REPARTITION=ci CKPT_SPARK_EDIT=ci CKPT_SPARK_MIGRATE=ci CKPT_SPARK_LIVE=ci go_stage go test -json -count=1 -timeout 60m -run '^TestSparkLive(StateWriter|StateDamage|Repartition|Edit|SSTWriter|RocksDBWriter|ChangelogWriter|AggregationHandOver|DedupHandOver|AggregationCrash|WindowHandOver|RocksDBEngineHandOver|Migrate)?$' ./internal/sparkoracle
 
 # Fuzz every parser briefly: every Fuzz target of every package (FUZZTIME each, default 5s, 3s
 # when there are more than 10 targets); any crash fails the run. A crash leaves its input in

@@ -16,6 +16,8 @@
 // selectExpr(select).dropDuplicates(cols) (TestSparkLiveDedupHandOver,
 // internal/sparkoracle/dedup_test.go); "dropDuplicatesWithinWatermark":[col...] likewise runs
 // dropDuplicatesWithinWatermark(cols) (Spark 3.5+).
+// "conf" holds session confs for that query only (the state store provider, its snapshot and
+// retention confs), unset after it.
 // A read request: {"result":F,"read":C,"batchId":N} writes Spark's statestore reading of
 // operator 0 at batch N (all rows, sorted JSON lines) to F, or F.error.
 
@@ -92,8 +94,11 @@ public class AggRun {
       ArrayNode batches = res.putArray("batches");
       StreamingQuery q = null;
       long t0 = System.nanoTime(), c0 = cpuNanos();
+      List<String> confs = new ArrayList<>();
+      n.path("conf").fieldNames().forEachRemaining(confs::add);
       try {
         spark.conf().set("spark.sql.shuffle.partitions", n.path("shufflePartitions").asText("2"));
+        for (String k : confs) spark.conf().set(k, n.get("conf").get(k).asText());
         Dataset<Row> df = spark.readStream().format("kafka")
             .option("kafka.bootstrap.servers", n.get("bootstrap").asText())
             .option("subscribe", n.get("topic").asText())
@@ -135,6 +140,7 @@ public class AggRun {
         res.put("errorClass", t.getClass().getName());
         res.put("error", String.valueOf(t.getMessage()));
       }
+      for (String k : confs) spark.conf().unset(k);
       res.put("queryMs", (System.nanoTime() - t0) / 1e6);
       res.put("cpuMs", (cpuNanos() - c0) / 1e6);
       long rows = 0, trigger = 0;

@@ -115,7 +115,9 @@ func readAggResult(t *testing.T, path string) aggResult {
 // statestore reader reads the state ckpt wrote after its first batches as the state Spark
 // wrote after the same batches, and the final state of the hand-over as the Spark-only run's.
 // Spark refuses append mode for the aggregation with the text ckpt run gives.
-func TestSparkLiveAggregationHandOver(t *testing.T) { statefulReleases(t, aggHandOver) }
+func TestSparkLiveAggregationHandOver(t *testing.T) {
+	statefulReleases(t, func(t *testing.T, rel string) { aggHandOver(t, rel, aggVariant{}) })
+}
 
 // statefulReleases runs a stateful hand-over on ciReleases, with Spark 4.0.0 to read the state
 // of 3.5, which has no statestore reader.
@@ -124,7 +126,7 @@ func statefulReleases(t *testing.T, run func(*testing.T, string)) {
 		t.Run(rel, func(t *testing.T) {
 			requireSpark(t, rel)
 			if strings.HasPrefix(rel, "3.") {
-				requireSpark(t, "4.0.0") // reads the state: 3.5 has no statestore reader
+				requireSpark(t, "4.0.0")
 			}
 			run(t, rel)
 		})
@@ -142,7 +144,16 @@ func requireSpark(t *testing.T, rel string) {
 	}
 }
 
-func aggHandOver(t *testing.T, rel string) {
+// aggVariant is a state store configuration the hand-over runs with: confs for every `ckpt
+// run` and every Spark query, and a check of ckpt's checkpoint after its first run.
+type aggVariant struct {
+	conf       map[string]string
+	afterFirst func(t *testing.T, ck string)
+	// atEnd checks the hand-over's checkpoint ck against the Spark-only run's ref.
+	atEnd func(t *testing.T, ck, ref string)
+}
+
+func aggHandOver(t *testing.T, rel string, v aggVariant) {
 	b, err := embedkafka.Start(context.Background(), embedkafka.Options{Topics: []embedkafka.TopicSpec{{Name: "in", Partitions: 2}, {Name: "out", Partitions: 1}, {Name: "ref", Partitions: 1}}})
 	if err != nil {
 		t.Fatal(err)
@@ -157,6 +168,9 @@ func aggHandOver(t *testing.T, rel string) {
 			"--sink", "kafka", "--sink-option", "kafka.bootstrap.servers=" + b.Addr(), "--sink-option", "topic=out",
 			"--checkpoint", ck, "--trigger", "availableNow", "--progress-log", progress, "--spark-version", Line(rel),
 			"--conf", "spark.sql.shuffle.partitions=2"}
+		for k, val := range v.conf {
+			args = append(args, "--conf", k+"="+val)
+		}
 		args = append(append(args, aggCkptArgs...), extra...)
 		if code, stdout, stderr := ckpt(t, args...); code != 0 {
 			t.Fatalf("ckpt run: exit %d\n%s\n%s", code, stdout, stderr)
@@ -166,12 +180,15 @@ func aggHandOver(t *testing.T, rel string) {
 	sparkQuery := func(result, checkpoint, out, mode string) map[string]any {
 		return map[string]any{"result": result, "checkpoint": checkpoint, "bootstrap": b.Addr(), "topic": "in", "outTopic": out,
 			"groupBy": aggSparkGroupBy, "agg": aggSparkAgg, "outputMode": mode,
-			"maxOffsetsPerTrigger": "10", "shufflePartitions": "2"}
+			"maxOffsetsPerTrigger": "10", "shufflePartitions": "2", "conf": v.conf}
 	}
 
 	produceAgg(t, b.Addr(), "in", next, 10)
 	if got := ckptAgg(filepath.Join(dir, "p1.jsonl")); fmt.Sprint(got) != "[0 1]" {
 		t.Fatalf("ckpt run ran batches %v, want [0 1]", got)
+	}
+	if v.afterFirst != nil {
+		v.afterFirst(t, ck)
 	}
 	produceAgg(t, b.Addr(), "in", next, 10)
 	t0 := time.Now()
@@ -207,6 +224,9 @@ func aggHandOver(t *testing.T, rel string) {
 		t.Errorf("last output per key: hand-over %v, Spark-only %v", got, want)
 	}
 	sameReads(t, dir, [][2]string{{"ckpt-1", "ref-1"}, {"handover-4", "ref-4"}})
+	if v.atEnd != nil {
+		v.atEnd(t, ck, ref)
+	}
 	t.Logf("hand-over on Spark %s: ckpt [0 1], Spark [2 3] (%s with the JVM start), ckpt [4]; last output per key %v", rel, sparkTime.Round(time.Millisecond), got)
 }
 
