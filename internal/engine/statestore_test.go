@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -330,5 +331,103 @@ func TestRocksDBBatchedDeletion(t *testing.T) {
 		if fmt.Sprint(oldest) != c.oldest {
 			t.Errorf("%s: oldest zip after versions 11..17: %v, want %s", c.line, oldest, c.oldest)
 		}
+	}
+}
+
+// providerConfs are the RocksDB settings the operator tests run with: whole-partition zips,
+// and changelogs with no snapshot in the first 10 versions (a reader replays every changelog,
+// delete records included).
+var providerConfs = []struct {
+	name  string
+	conf  map[string]string
+	files string // a suffix every version of partition 0 has
+}{
+	{"rocksdb", map[string]string{query.ConfStateProvider: query.RocksDBStateProvider}, ".zip"},
+	{"rocksdb changelog", map[string]string{query.ConfStateProvider: query.RocksDBStateProvider, query.ConfRocksDBChangelog: "true"}, ".changelog"},
+}
+
+// checkVersions fails unless partition 0 of store has name<v><suffix> for versions 1..n.
+func checkVersions(t *testing.T, store storage.Store, suffix string, n int) {
+	t.Helper()
+	for v := 1; v <= n; v++ {
+		if _, err := store.Stat(context.Background(), fmt.Sprintf("state/0/0/%d%s", v, suffix)); err != nil {
+			t.Errorf("version %d: %v", v, err)
+		}
+	}
+}
+
+// TestWindowEvictionProviders is TestWindowAppendWatermark's query (two runs, windows evicted
+// by the no-data batches 2 and 4) with the RocksDB provider: the same output, and the state
+// ckpt's reader reads (the zip of the last version, or every changelog replayed) holds only
+// the window left, so an eviction removed its keys from the version's SST (zip) or wrote their
+// deletes (changelog), as Spark's RocksDB store does.
+func TestWindowEvictionProviders(t *testing.T) {
+	for _, c := range providerConfs {
+		t.Run(c.name, func(t *testing.T) {
+			b := startBroker(t, embedkafka.TopicSpec{Name: "in", Partitions: 1})
+			produceAtSecs(t, b.Addr(), "in", 5, 20, 40, 55, 70, 75)
+			store, ctx := storage.NewMem(), context.Background()
+			sink := &collectSink{}
+			q := func() *query.Resolved {
+				q := windowQuery(b.Addr(), "append", "window(timestamp, '1 minute')")
+				maps.Copy(q.Conf, c.conf)
+				return resolve(t, q)
+			}
+			if _, err := runQuery(t, ctx, q(), store, runOpts{sink: sink}); err != nil {
+				t.Fatal(err)
+			}
+			produceAtSecs(t, b.Addr(), "in", 50, 80, 130)
+			if _, err := runQuery(t, ctx, q(), store, runOpts{sink: sink}); err != nil {
+				t.Fatal(err)
+			}
+			if got := windowRows(sink); got != "2:0-60=4 4:60-120=3" {
+				t.Errorf("output %s", got)
+			}
+			if got := stateWindows(t, store); got != "120-180=1" {
+				t.Errorf("state %s, want only the window not evicted", got)
+			}
+			checkVersions(t, store, c.files, 5)
+			cp, _ := readState(t, store)
+			checkNoFindings(t, ctx, cp)
+		})
+	}
+}
+
+// TestDedupProviders is TestDedupRestart's dropDuplicates with the RocksDB provider: the same
+// output by batch and the same state, in the provider's files.
+func TestDedupProviders(t *testing.T) {
+	for _, c := range providerConfs {
+		t.Run(c.name, func(t *testing.T) {
+			b := startBroker(t, embedkafka.TopicSpec{Name: "in", Partitions: 1})
+			produceKV(t, b.Addr(), "in", 0, dedupKeys, 0, 14)
+			store, ctx := storage.NewMem(), context.Background()
+			q := func() *query.Resolved {
+				q := dedupQuery(b.Addr())
+				maps.Copy(q.Conf, c.conf)
+				return resolve(t, q)
+			}
+			sink := &collectSink{}
+			if _, err := runQuery(t, ctx, q(), store, runOpts{sink: sink}); err != nil {
+				t.Fatal(err)
+			}
+			produceKV(t, b.Addr(), "in", 0, dedupKeys, 14, 7)
+			if _, err := runQuery(t, ctx, q(), store, runOpts{sink: sink}); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, bt := range sink.batches {
+				got = append(got, batchOutput(t, bt))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(dedupFirst) {
+				t.Errorf("output by batch %q, want %q", got, dedupFirst)
+			}
+			if v, keys := dedupState(t, store); v != 3 || fmt.Sprint(keys) != "[a b c d e f g h i j]" {
+				t.Errorf("state version %d keys %v, want 3 and a-j", v, keys)
+			}
+			checkVersions(t, store, c.files, 3)
+			if _, err := store.Stat(ctx, "state/0/0/1.delta"); err == nil {
+				t.Error("a delta file with the RocksDB provider")
+			}
+		})
 	}
 }
