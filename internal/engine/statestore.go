@@ -533,40 +533,52 @@ func (r *rocksStore) deleteOldVersions(ctx context.Context, p int) (int64, error
 
 // storeView is a stateStore's state after batch id as its provider writes it: per partition,
 // the keys the batch updated and those it evicted (gone), and every key left, each ascending
-// by key bytes; bucketed on first use, with sortKeys (partitions at hand).
+// by key bytes (sortKeys, partitions at hand); each list is built on first use, so a delta
+// commit sorts only the batch's keys.
 type storeView struct {
 	s                    *stateStore
 	id                   int64
 	changedP, delP, allP [][]string
 }
 
-func (v *storeView) bucket() {
-	if v.allP != nil {
+// bucket sorts keys and splits them by partition.
+func (v *storeView) bucket(keys []string) [][]string {
+	v.s.sortKeys(keys)
+	out := make([][]string, v.s.partitions)
+	for _, k := range keys {
+		p := v.s.entries[k].part
+		out[p] = append(out[p], k)
+	}
+	return out
+}
+
+func (v *storeView) bucketChanged() {
+	if v.changedP != nil {
 		return
 	}
-	n := v.s.partitions
-	v.changedP, v.delP, v.allP = make([][]string, n), make([][]string, n), make([][]string, n)
-	var changed, dels, all []string
+	var changed, dels []string
 	for k, ent := range v.s.entries {
 		if ent.touched == v.id {
 			changed = append(changed, k)
 		}
 		if ent.gone {
 			dels = append(dels, k)
-		} else {
+		}
+	}
+	v.changedP, v.delP = v.bucket(changed), v.bucket(dels)
+}
+
+func (v *storeView) bucketAll() {
+	if v.allP != nil {
+		return
+	}
+	var all []string
+	for k, ent := range v.s.entries {
+		if !ent.gone {
 			all = append(all, k)
 		}
 	}
-	for _, l := range []struct {
-		keys []string
-		into [][]string
-	}{{changed, v.changedP}, {dels, v.delP}, {all, v.allP}} {
-		v.s.sortKeys(l.keys)
-		for _, k := range l.keys {
-			p := v.s.entries[k].part
-			l.into[p] = append(l.into[p], k)
-		}
-	}
+	v.allP = v.bucket(all)
 }
 
 func (v *storeView) put(rows []stateRow, keys []string) ([]stateRow, error) {
@@ -581,7 +593,7 @@ func (v *storeView) put(rows []stateRow, keys []string) ([]stateRow, error) {
 }
 
 func (v *storeView) changed(p int) ([]stateRow, error) {
-	v.bucket()
+	v.bucketChanged()
 	rows, err := v.put(nil, v.changedP[p])
 	if err != nil {
 		return nil, err
@@ -594,7 +606,7 @@ func (v *storeView) changed(p int) ([]stateRow, error) {
 }
 
 func (v *storeView) all(p int) ([]stateRow, error) {
-	v.bucket()
+	v.bucketAll()
 	return v.put(nil, v.allP[p])
 }
 
