@@ -431,3 +431,33 @@ func TestDedupProviders(t *testing.T) {
 		})
 	}
 }
+
+// TestDedupWatermarkProviders is TestDedupWatermark with the RocksDB provider: keys evicted by
+// the watermark (with it and within it) leave the RocksDB state as they leave the HDFS one.
+func TestDedupWatermarkProviders(t *testing.T) {
+	b := startBroker(t, embedkafka.TopicSpec{Name: "in", Partitions: 1})
+	produceKeyedAtSecs(t, b.Addr(), dedupWMInput)
+	for _, p := range providerConfs {
+		for _, c := range []struct {
+			within bool
+			out    []string
+			state  string
+		}{{false, dedupWMOut, "i@50"}, {true, dedupWithinOut, "c<41 f<50 h<45 i<60"}} {
+			t.Run(fmt.Sprint(p.name, " within=", c.within), func(t *testing.T) {
+				store, sink := storage.NewMem(), &collectSink{}
+				q := dedupWMQuery(b.Addr(), c.within)
+				maps.Copy(q.Conf, p.conf)
+				if _, err := runQuery(t, context.Background(), resolve(t, q), store, runOpts{sink: sink}); err != nil {
+					t.Fatal(err)
+				}
+				if got := dedupWMRows(sink); !slices.Equal(got, c.out) {
+					t.Errorf("output %q, want %q", got, c.out)
+				}
+				if got := dedupWMState(t, store); got != c.state {
+					t.Errorf("state %s, want %s", got, c.state)
+				}
+				checkVersions(t, store, p.files, 1)
+			})
+		}
+	}
+}
