@@ -116,13 +116,13 @@ func readAggResult(t *testing.T, path string) aggResult {
 // wrote after the same batches, and the final state of the hand-over as the Spark-only run's.
 // Spark refuses append mode for the aggregation with the text ckpt run gives.
 func TestSparkLiveAggregationHandOver(t *testing.T) {
-	statefulReleases(t, func(t *testing.T, rel string) { aggHandOver(t, rel, aggVariant{}) })
+	statefulReleases(t, ciReleases(t), func(t *testing.T, rel string) { aggHandOver(t, rel, aggVariant{}) })
 }
 
 // statefulReleases runs a stateful hand-over on ciReleases, with Spark 4.0.0 to read the state
 // of 3.5, which has no statestore reader.
-func statefulReleases(t *testing.T, run func(*testing.T, string)) {
-	for _, rel := range ciReleases(t) {
+func statefulReleases(t *testing.T, rels []string, run func(*testing.T, string)) {
+	for _, rel := range rels {
 		t.Run(rel, func(t *testing.T) {
 			requireSpark(t, rel)
 			if strings.HasPrefix(rel, "3.") {

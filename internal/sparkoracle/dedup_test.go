@@ -3,7 +3,6 @@ package sparkoracle
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,14 +54,11 @@ func produceDedup(t testing.TB, addr, topic string, next []int, n int, want map[
 // wrote (after its first batches, and at the end of both hand-overs) as the state Spark wrote
 // after the same batches. Spark accepts update mode and refuses complete mode with the text
 // ckpt run gives.
-// The watermark cases (dedupwm_test.go) run on every release, on the newest only in CI.
+// The watermark cases (dedupwm_test.go) run with it. In CI: the newest release only (ciRelease).
 func TestSparkLiveDedupHandOver(t *testing.T) {
-	rels := ciReleases(t)
-	statefulReleases(t, func(t *testing.T, rel string) {
+	statefulReleases(t, ciRelease(t, false), func(t *testing.T, rel string) {
 		dedupHandOver(t, rel)
-		if os.Getenv("CKPT_SPARK_LIVE") != "ci" || rel == rels[len(rels)-1] {
-			t.Run("watermark", func(t *testing.T) { dedupWatermarkHandOver(t, rel) })
-		}
+		t.Run("watermark", func(t *testing.T) { dedupWatermarkHandOver(t, rel) })
 	})
 }
 
