@@ -98,6 +98,7 @@ func writeSST(sorter *state.Sorter, np int, f *newFile, name *contentUUID, line,
 		spill.Close()
 		os.Remove(spill.Name())
 	}()
+	defer name.finish()
 	w := statefmt.NewRocksDBWriterTo(f.buf, spill)
 	err = sorter.Each(np, func(key, value []byte) error {
 		name.add(key, value)
@@ -113,30 +114,91 @@ func writeSST(sorter *state.Sorter, np int, f *newFile, name *contentUUID, line,
 // partition, the version and the rows in key order): the plan is the same on every run, and
 // the name is new in the SSTs/ directory, whose other files have Spark's random UUIDs. n
 // counts the rows added.
+//
+// The digest runs on its own goroutine, so that it overlaps the SST writer on another core:
+// add copies each row's bytes into a slab, and a full slab goes to the hasher while the other
+// slab fills (two slabs in all, hashSlab bytes each; the digest of the concatenated slabs is
+// the digest of the rows written one by one).
 type contentUUID struct {
-	h    hash.Hash
-	lens []byte
-	n    int64
+	h        hash.Hash
+	n        int64
+	slabSize int
+	slab     []byte
+	full     chan []byte   // slabs to hash, in order; nil until the first slab fills
+	free     chan []byte   // slabs hashed, to fill again
+	done     chan struct{} // closed when the hasher has hashed every slab sent
+	finished bool
 }
 
+// hashSlab is the size of each of the two slabs: big enough that a hand-over costs nothing
+// next to hashing it, small next to the memory budget.
+const hashSlab = 256 << 10
+
 func newContentUUID(op int64, store string, part int, version int64) *contentUUID {
-	c := &contentUUID{h: sha256.New()}
+	return newContentUUIDSlab(op, store, part, version, hashSlab)
+}
+
+// newContentUUIDSlab is newContentUUID with slabs of slabSize bytes (tests use tiny ones).
+func newContentUUIDSlab(op int64, store string, part int, version int64, slabSize int) *contentUUID {
+	c := &contentUUID{h: sha256.New(), slabSize: slabSize, slab: make([]byte, 0, slabSize)}
 	fmt.Fprintf(c.h, "%d\x00%s\x00%d\x00%d\x00", op, store, part, version)
 	return c
 }
 
 // add adds the next row in key order.
 func (c *contentUUID) add(key, value []byte) {
-	c.lens = strconv.AppendInt(append(strconv.AppendInt(c.lens[:0], int64(len(key)), 10), ':'), int64(len(value)), 10)
-	c.lens = append(c.lens, ':')
-	c.h.Write(c.lens)
-	c.h.Write(key)
-	c.h.Write(value)
+	c.slab = strconv.AppendInt(c.slab, int64(len(key)), 10)
+	c.slab = append(c.slab, ':')
+	c.slab = strconv.AppendInt(c.slab, int64(len(value)), 10)
+	c.slab = append(c.slab, ':')
+	c.slab = append(c.slab, key...)
+	c.slab = append(c.slab, value...)
 	c.n++
+	if len(c.slab) >= c.slabSize {
+		c.handOver()
+	}
 }
 
-// uuid is the name of the rows added.
+// handOver sends the full slab to the hasher (started on the first) and takes the other one.
+func (c *contentUUID) handOver() {
+	if c.full == nil {
+		c.full = make(chan []byte, 1)
+		c.free = make(chan []byte, 2)
+		c.done = make(chan struct{})
+		c.free <- make([]byte, 0, c.slabSize)
+		go func() {
+			defer close(c.done)
+			for s := range c.full {
+				c.h.Write(s)
+				c.free <- s[:0]
+			}
+		}()
+	}
+	c.full <- c.slab
+	c.slab = (<-c.free)[:0]
+}
+
+// finish hashes what is left and stops the hasher; it may be called again (writeSST calls it
+// on every way out, so that no hasher outlives a failed write).
+func (c *contentUUID) finish() {
+	if c.finished {
+		return
+	}
+	c.finished = true
+	if c.full == nil {
+		c.h.Write(c.slab)
+		return
+	}
+	if len(c.slab) > 0 {
+		c.full <- c.slab
+	}
+	close(c.full)
+	<-c.done
+}
+
+// uuid is the name of the rows added; no row may be added after it.
 func (c *contentUUID) uuid() string {
+	c.finish()
 	s := c.h.Sum(nil)
 	s[6] = s[6]&0x0f | 0x80 // not a random (version 4) UUID: a name-based one (version 8)
 	s[8] = s[8]&0x3f | 0x80
