@@ -543,10 +543,10 @@ type storeView struct {
 
 // bucket sorts keys and splits them by partition.
 func (v *storeView) bucket(keys []string) [][]string {
-	v.s.sortKeys(keys)
+	ents := v.s.sortKeys(keys)
 	out := make([][]string, v.s.partitions)
-	for _, k := range keys {
-		p := v.s.entries[k].part
+	for i, k := range keys {
+		p := ents[i].part
 		out[p] = append(out[p], k)
 	}
 	return out
