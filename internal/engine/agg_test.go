@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"testing"
 
@@ -239,14 +238,7 @@ func TestAggregationBufferSchemaSpark(t *testing.T) {
 	}
 	for _, rel := range []string{"3.5.8", "4.0.2", "4.1.4", "4.2.0"} {
 		f := "../../testdata/spark-state/" + rel + "/agg-hdfs/checkpoint/state/0/0/_metadata/schema"
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := statefmt.ParseSchema(f, data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, _ := sparkSchema(t, f)
 		sv := s.Families[0].Value
 		for i, fld := range a.valueType.Fields {
 			sf := sv.Fields[i]

@@ -183,14 +183,7 @@ func TestDedupSchemaSpark(t *testing.T) {
 	}
 	for _, rel := range []string{"3.5.8", "4.1.4"} {
 		f := "../../testdata/spark-state/" + rel + "/dedup-hdfs/checkpoint/state/0/0/_metadata/schema"
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := statefmt.ParseSchema(f, data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, data := sparkSchema(t, f)
 		ours, err := statefmt.EncodeSchemaV2(d.keyType, d.valueType)
 		if err != nil {
 			t.Fatal(err)

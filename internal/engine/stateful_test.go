@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/ckpt-dev/ckpt/internal/doctor"
 	"github.com/ckpt-dev/ckpt/internal/query"
 	"github.com/ckpt-dev/ckpt/internal/recovery"
+	"github.com/ckpt-dev/ckpt/internal/statefmt"
 	"github.com/ckpt-dev/ckpt/internal/storage"
 )
 
@@ -48,4 +50,17 @@ func checkNoFindings(t *testing.T, ctx context.Context, cp *checkpoint.Checkpoin
 	for _, f := range rep.Findings {
 		t.Errorf("doctor: %s %s %s", f.Code, f.Severity, f.Message)
 	}
+}
+
+// sparkSchema reads and parses a state schema file Spark wrote (testdata); data is its bytes.
+func sparkSchema(t *testing.T, f string) (s *statefmt.Schema, data []byte) {
+	t.Helper()
+	data, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = statefmt.ParseSchema(f, data); err != nil {
+		t.Fatal(err)
+	}
+	return s, data
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -267,14 +266,7 @@ func TestWindowKeySchemaSpark(t *testing.T) {
 	}
 	for _, rel := range []string{"3.5.7", "4.0.0", "4.1.1", "4.2.0"} {
 		f := "../../testdata/spark-repartition/restart/" + rel + "/window-hdfs/checkpoint/state/0/0/_metadata/schema"
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := statefmt.ParseSchema(f, data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, _ := sparkSchema(t, f)
 		spark, err := statefmt.Struct(s.Families[0].Key.Fields[0]).StructJSON()
 		if err != nil {
 			t.Fatal(err)
